@@ -1,0 +1,31 @@
+"""Annotation, label and name constants shared by every layer.
+
+Volcano's keys are facts we match so a Volcano user's manifests and integrations keep working; keys under
+``pumice.dev/`` are ours.
+"""
+
+from typing import Final
+
+# Group membership: kube-batch/Volcano write the first; Volcano also reads the second.
+GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+GROUP_NAME_ANNOTATION_VOLCANO: Final = "scheduling.volcano.sh/group-name"
+QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
+VOLCANO_QUEUE_LABEL: Final = "volcano.sh/queue-name"
+TASK_SPEC_ANNOTATION: Final = "volcano.sh/task-spec"
+PREEMPTABLE_ANNOTATION: Final = "volcano.sh/preemptable"
+
+# Ours: the node a pod is planned on (also the "touch" that wakes kube-scheduler's unschedulable queue).
+PLANNED_NODE_ANNOTATION: Final = "pumice.dev/planned-node"
+# Scheduling gate (Kubernetes >= 1.27) that holds a gang's pods until the whole gang is planned.
+GANG_SCHEDULING_GATE: Final = "pumice.dev/gang"
+
+DEFAULT_SCHEDULER_NAME: Final = "volcano"
+DEFAULT_QUEUE: Final = "default"
+ROOT_QUEUE: Final = "root"
+
+SCHEDULING_GROUP: Final = "scheduling.volcano.sh"
+SCHEDULING_VERSION: Final = "v1beta1"
+BATCH_GROUP: Final = "batch.volcano.sh"
+BUS_GROUP: Final = "bus.volcano.sh"
+FLOW_GROUP: Final = "flow.volcano.sh"
+TOPOLOGY_GROUP: Final = "topology.volcano.sh"

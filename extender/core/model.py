@@ -1,0 +1,200 @@
+"""The scheduler's view of cluster objects: frozen, already-parsed, integer resources.
+
+Objects enter the model once, when the cache receives them (see :mod:`extender.core.parse`); nothing in
+the core reads raw Kubernetes dicts after that. Group keys are ``namespace/name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NewType
+
+GroupKey = NewType("GroupKey", str)
+PodUID = NewType("PodUID", str)
+
+
+def group_key(namespace: str, name: str) -> GroupKey:
+    return GroupKey(f"{namespace}/{name}")
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class GroupPhase(StrEnum):
+    """Volcano's PodGroup phases."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+class QueueState(StrEnum):
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:  # empty key with Exists tolerates everything
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Requirement:
+    """One NodeSelectorRequirement (``field`` is True for matchFields, which only knows metadata.name)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+    field: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeConstraints:
+    """Everything about a pod that decides which nodes it may use, apart from resources.
+
+    Hashable, so a planner can compute the node mask once per distinct constraint set (all pods of one
+    gang task usually share it).
+    """
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    # Required node affinity: OR over terms, AND within a term; None means no affinity constraint.
+    affinity_terms: tuple[tuple[Requirement, ...], ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    created: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pod:
+    uid: PodUID
+    namespace: str
+    name: str
+    scheduler_name: str
+    requests: Mapping[str, int]
+    group_name: str | None = None
+    queue_name: str | None = None
+    task: str = ""
+    node_name: str = ""
+    phase: PodPhase = PodPhase.PENDING
+    priority: int = 0
+    constraints: NodeConstraints = NodeConstraints()
+    created: str = ""
+    deleting: bool = False
+    gated: bool = False
+    planned_node: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+    @property
+    def holds_resources(self) -> bool:
+        """Bound and not finished: counts against its node's allocatable."""
+        return bool(self.node_name) and not self.terminal
+
+    @property
+    def waiting(self) -> bool:
+        """Unbound, alive and not being deleted: a candidate for placement."""
+        return not self.node_name and not self.terminal and not self.deleting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    transition_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodGroup:
+    namespace: str
+    name: str
+    uid: str = ""
+    min_member: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    queue: str = "default"
+    priority_class: str = ""
+    min_resources: Mapping[str, int] = field(default_factory=dict)
+    phase: GroupPhase = GroupPhase.PENDING
+    conditions: tuple[Condition, ...] = ()
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    created: str = ""
+    # True for the one-member group a plain pod gets; it has no PodGroup object in the API server.
+    implicit: bool = False
+
+    @property
+    def key(self) -> GroupKey:
+        return group_key(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Queue:
+    name: str
+    weight: int = 1
+    capability: Mapping[str, int] = field(default_factory=dict)
+    deserved: Mapping[str, int] = field(default_factory=dict)
+    guarantee: Mapping[str, int] = field(default_factory=dict)
+    parent: str = ""
+    reclaimable: bool = True
+    priority: int = 0
+    state: QueueState = QueueState.OPEN
+    created: str = ""
+
+    @property
+    def open(self) -> bool:
+        return self.state == QueueState.OPEN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
