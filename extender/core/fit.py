@@ -1,0 +1,121 @@
+"""Which nodes a pod may use, as boolean masks over the snapshot's node axis.
+
+Mirrors the kube-scheduler filters that do not depend on other pods: NodeUnschedulable, NodeName-free
+node selector and required node affinity (NodeAffinity), TaintToleration (NoSchedule/NoExecute), and
+NodeResourcesFit (requests ≤ free, including extended resources and the ``pods`` slot). kube-scheduler
+runs its own filters too; we evaluate the same ones so that a plan is one it will accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.model import Node, NodeConstraints, Requirement
+from extender.core.quantity import human
+from extender.core.resources import ResourceIndex, Vector
+
+Mask = npt.NDArray[np.bool_]
+
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _requirement_matches(req: Requirement, node: Node) -> bool:
+    if req.field:
+        # matchFields supports only metadata.name.
+        actual: str | None = node.name if req.key == "metadata.name" else None
+    else:
+        actual = node.labels.get(req.key)
+    op = req.operator
+    if op == "In":
+        return actual is not None and actual in req.values
+    if op == "NotIn":
+        return actual is None or actual not in req.values
+    if op == "Exists":
+        return actual is not None
+    if op == "DoesNotExist":
+        return actual is None
+    if op in ("Gt", "Lt"):
+        if actual is None or len(req.values) != 1:
+            return False
+        try:
+            a, b = int(actual), int(req.values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def static_reason(c: NodeConstraints, node: Node) -> str | None:
+    """Why ``node`` can never take a pod with constraints ``c`` (resources aside), or None."""
+    if node.unschedulable:
+        return "node is unschedulable (cordoned)"
+    for k, v in c.node_selector:
+        if node.labels.get(k) != v:
+            return "node does not match the pod's nodeSelector"
+    if c.affinity_terms is not None and not any(
+        term and all(_requirement_matches(r, node) for r in term) for term in c.affinity_terms
+    ):
+        return "node does not match the pod's required node affinity"
+    for taint in node.taints:
+        if taint.effect in _BLOCKING_EFFECTS and not any(t.tolerates(taint) for t in c.tolerations):
+            return f"node has taint {taint.key}={taint.value}:{taint.effect} the pod does not tolerate"
+    return None
+
+
+def static_mask(c: NodeConstraints, nodes: Sequence[Node]) -> Mask:
+    return np.fromiter((static_reason(c, n) is None for n in nodes), dtype=np.bool_, count=len(nodes))
+
+
+def fits(free: npt.NDArray[np.int64], req: Vector) -> Mask:
+    """Nodes whose free vector covers ``req`` in every resource."""
+    return np.asarray((free >= req).all(axis=1), dtype=np.bool_)
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """The best a pod could get, for a reason message: the closest node and what it lacks."""
+
+    node: str
+    lacking: Mapping[str, tuple[int, int]]  # resource -> (needed, best node's free)
+
+    def describe(self) -> str:
+        needs = ", ".join(f"{r} {human(r, n)}" for r, (n, _) in sorted(self.lacking.items()))
+        has = ", ".join(f"{r} {human(r, f)}" for r, (_, f) in sorted(self.lacking.items()))
+        return f"needs {needs}, best node {self.node} has {has}"
+
+
+def shortfall(
+    free: npt.NDArray[np.int64], req: Vector, mask: Mask, index: ResourceIndex, names: Sequence[str]
+) -> Shortfall | None:
+    """The statically feasible node that comes closest to fitting ``req`` (fewest missing resources,
+    then the smallest relative deficit), or None when no node is statically feasible."""
+    if not mask.any():
+        return None
+    cand = np.flatnonzero(mask)
+    f = free[cand]
+    missing = (f < req).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(req > 0, np.minimum(f, req) / np.where(req > 0, req, 1), 1.0).min(axis=1)
+    best = int(cand[np.lexsort((-ratio, missing))[0]])
+    lacking = {
+        index.names[r]: (int(req[r]), int(max(free[best, r], 0)))
+        for r in range(len(index))
+        if req[r] > free[best, r]
+    }
+    return Shortfall(names[best], lacking)
+
+
+def summarize_static(c: NodeConstraints, nodes: Sequence[Node]) -> str:
+    """``3 nodes: node is unschedulable; 2 nodes: taint ...`` for a pod no node can take statically."""
+    counts: dict[str, int] = {}
+    for n in nodes:
+        r = static_reason(c, n)
+        if r is not None:
+            counts[r] = counts.get(r, 0) + 1
+    if not counts:
+        return "no nodes"
+    return "; ".join(f"{k} ({v} nodes)" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

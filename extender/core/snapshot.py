@@ -1,0 +1,159 @@
+"""An immutable, self-consistent view of the cluster for one scheduling cycle.
+
+Built by the cache from its current objects and the plan book; every decision of a cycle is taken
+against one snapshot. Matrices are ``nodes x resources`` int64 (see :class:`ResourceIndex`):
+
+- ``alloc``: node allocatable;
+- ``used``: requests of pods bound to the node and not finished (any scheduler's);
+- ``reserved``: requests of our waiting pods already planned onto the node (a plan is a reservation that
+  every later decision respects).
+
+Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotation (or
+``scheduling.volcano.sh/group-name``); a pod of ours without one gets an implicit one-member group named
+``podgroup-<uid>``, as Volcano's PodGroup controller would create.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.model import (
+    GroupKey,
+    GroupPhase,
+    Node,
+    Pod,
+    PodGroup,
+    PodUID,
+    PriorityClass,
+    Queue,
+    group_key,
+)
+from extender.core.resources import ResourceIndex
+
+
+def implicit_group(pod: Pod, default_queue: str) -> PodGroup:
+    return PodGroup(
+        namespace=pod.namespace,
+        name=f"podgroup-{pod.uid}",
+        min_member=1,
+        queue=pod.queue_name or default_queue,
+        min_resources=pod.requests,
+        phase=GroupPhase.PENDING,
+        created=pod.created,
+        implicit=True,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    nodes: tuple[Node, ...]
+    index: ResourceIndex
+    alloc: npt.NDArray[np.int64]
+    used: npt.NDArray[np.int64]
+    reserved: npt.NDArray[np.int64]
+    pods: Mapping[PodUID, Pod]
+    groups: Mapping[GroupKey, PodGroup]
+    members: Mapping[GroupKey, tuple[PodUID, ...]]
+    # Pods of ours naming a PodGroup that does not exist (yet).
+    orphans: Mapping[GroupKey, tuple[PodUID, ...]]
+    queues: Mapping[str, Queue]
+    priority_classes: Mapping[str, PriorityClass]
+    plans: Mapping[PodUID, str]
+    default_queue: str
+    node_pos: Mapping[str, int] = field(default_factory=dict)
+    node_names: tuple[str, ...] = ()
+
+    @property
+    def free(self) -> npt.NDArray[np.int64]:
+        """What is left on each node after bound pods and plans (a fresh array each call)."""
+        out: npt.NDArray[np.int64] = self.alloc - self.used - self.reserved
+        return out
+
+    def group_priority(self, g: PodGroup) -> int:
+        pc = self.priority_classes.get(g.priority_class)
+        if pc is not None:
+            return pc.value
+        # Volcano falls back to the highest priority among the group's pods.
+        return max((self.pods[u].priority for u in self.members.get(g.key, ())), default=0)
+
+    def group_of(self, uid: PodUID) -> GroupKey | None:
+        pod = self.pods.get(uid)
+        if pod is None:
+            return None
+        if pod.group_name:
+            return group_key(pod.namespace, pod.group_name)
+        return group_key(pod.namespace, f"podgroup-{pod.uid}")
+
+
+def build_snapshot(
+    *,
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    podgroups: Iterable[PodGroup],
+    queues: Iterable[Queue],
+    priority_classes: Iterable[PriorityClass] = (),
+    plans: Mapping[PodUID, str] | None = None,
+    scheduler_names: frozenset[str] = frozenset({"volcano"}),
+    default_queue: str = "default",
+) -> Snapshot:
+    node_list = tuple(sorted(nodes, key=lambda n: n.name))
+    node_pos = {n.name: i for i, n in enumerate(node_list)}
+    pod_map = {p.uid: p for p in pods}
+    groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
+    members: dict[GroupKey, list[PodUID]] = {k: [] for k in groups}
+    orphans: dict[GroupKey, list[PodUID]] = {}
+    names: set[str] = set()
+    for n in node_list:
+        names.update(n.allocatable)
+    for p in sorted(pod_map.values(), key=lambda p: (p.created, p.namespace, p.name)):
+        if p.scheduler_name not in scheduler_names:
+            continue
+        if p.group_name:
+            key = group_key(p.namespace, p.group_name)
+            if key in members:
+                members[key].append(p.uid)
+            else:
+                orphans.setdefault(key, []).append(p.uid)
+        elif not p.terminal or p.node_name:
+            g = implicit_group(p, default_queue)
+            groups[g.key] = g
+            members[g.key] = [p.uid]
+        if p.waiting:
+            names.update(p.requests)
+    index = ResourceIndex.of(names)
+    r = len(index)
+    alloc = np.zeros((len(node_list), r), dtype=np.int64)
+    for i, n in enumerate(node_list):
+        alloc[i] = index.vector(n.allocatable)
+    used = np.zeros_like(alloc)
+    reserved = np.zeros_like(alloc)
+    for p in pod_map.values():
+        if p.holds_resources and p.node_name in node_pos:
+            used[node_pos[p.node_name]] += index.vector(p.requests)
+    live_plans: dict[PodUID, str] = {}
+    for uid, node in (plans or {}).items():
+        planned = pod_map.get(uid)
+        if planned is not None and planned.waiting and node in node_pos:
+            reserved[node_pos[node]] += index.vector(planned.requests)
+            live_plans[uid] = node
+    return Snapshot(
+        nodes=node_list,
+        index=index,
+        alloc=alloc,
+        used=used,
+        reserved=reserved,
+        pods=pod_map,
+        groups=groups,
+        members={k: tuple(v) for k, v in members.items()},
+        orphans={k: tuple(v) for k, v in orphans.items()},
+        queues={q.name: q for q in queues},
+        priority_classes={pc.name: pc for pc in priority_classes},
+        plans=live_plans,
+        default_queue=default_queue,
+        node_pos=node_pos,
+        node_names=tuple(n.name for n in node_list),
+    )

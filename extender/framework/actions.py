@@ -1,0 +1,206 @@
+"""The actions of a cycle, in Volcano's names: ``enqueue``, ``allocate``, ``backfill``.
+
+- enqueue: admit Pending groups (→ Inqueue) when every plugin permits (queue open and under capability,
+  cluster not over-committed). Pods need not exist yet: a vcjob creates its pods after admission.
+- allocate: for admitted groups, queue by queue (fairest queue first), plan ``minMember`` pods (and each
+  task's ``minTaskMember``) at once; all or nothing.
+- backfill: for groups whose gang is whole, plan the remaining (elastic) pods one by one where room is
+  left, so extra replicas never take capacity a waiting gang's minimum needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import numpy as np
+
+from extender.core import fit
+from extender.core.errors import ConfigError
+from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
+from extender.framework.session import Session, Statement, Unschedulable
+
+# Condition reasons (Volcano's where it has one).
+NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
+NOT_ENOUGH_PODS: Final = "NotEnoughTasks"
+QUEUE_UNAVAILABLE: Final = "QueueUnavailable"
+NOT_ADMITTED: Final = "NotEnqueued"
+
+
+def _queue_problem(ssn: Session, g: PodGroup) -> str | None:
+    q = ssn.snapshot.queues.get(g.queue)
+    if q is None:
+        return f"queue {g.queue} does not exist"
+    if q.state != QueueState.OPEN:
+        return f"queue {g.queue} is {q.state.value}"
+    return None
+
+
+def enqueue(ssn: Session) -> None:
+    snap = ssn.snapshot
+    pending = [g for k, g in snap.groups.items() if k not in ssn.admitted]
+    for g in sorted(pending, key=ssn.job_key):
+        problem = _queue_problem(ssn, g)
+        if problem is not None:
+            ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, problem)
+            continue
+        reason = ssn.enqueue_reject(g)
+        if reason is not None:
+            ssn.result.unschedulable[g.key] = Unschedulable(NOT_ADMITTED, reason)
+            continue
+        ssn.admit(g)
+
+
+def _task_order(p: Pod) -> tuple[int, str, str]:
+    return (-p.priority, p.created, p.name)
+
+
+def _counts_toward_gang(ssn: Session, p: Pod) -> bool:
+    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal) or p.uid in ssn.plans
+
+
+def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -> str | None:
+    """Place ``p`` on the best feasible node; None on success, else why not."""
+    req = ssn.vector(p.uid)
+    smask = ssn.static_mask(p.constraints)
+    mask = smask & fit.fits(ssn.free, req)
+    if not mask.any():
+        short = fit.shortfall(ssn.free, req, smask, ssn.snapshot.index, ssn.snapshot.node_names)
+        if short is None:
+            return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
+        return short.describe()
+    scores = ssn.scores(req)
+    best = int(np.argmax(np.where(mask, scores, -np.inf)))
+    stmt_place(p.uid, best)
+    return None
+
+
+def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
+    have = sum(_counts_toward_gang(ssn, p) for p in members)
+    task_need: dict[str, int] = {}
+    for task, minimum in g.min_task_member.items():
+        got = sum(_counts_toward_gang(ssn, p) for p in members if p.task == task)
+        if minimum > got:
+            task_need[task] = minimum - got
+    return max(0, g.min_member - have), task_need
+
+
+def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
+    """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
+    snap = ssn.snapshot
+    members = [snap.pods[u] for u in snap.members.get(g.key, ())]
+    need, task_need = _gang_need(ssn, g, members)
+    if need == 0 and not task_need:
+        return
+    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
+    have = g.min_member - need
+    if len(waiting) < need or any(sum(p.task == t for p in waiting) < n for t, n in task_need.items()):
+        exist = have + len(waiting)
+        ssn.result.unschedulable[g.key] = Unschedulable(
+            NOT_ENOUGH_PODS, f"gang {exist}/{g.min_member}: waiting for {g.min_member - exist} more pods"
+        )
+        return
+    # Pods of tasks short of their minTaskMember first, then the rest by priority and age.
+    waiting.sort(key=lambda p: (task_need.get(p.task, 0) == 0, *_task_order(p)))
+    stmt = ssn.statement()
+    placed = 0
+    left = dict(task_need)
+    first_problem: str | None = None
+
+    def place(uid: PodUID, node: int) -> None:
+        stmt.place(uid, node, g.queue)
+
+    for p in waiting:
+        if placed >= need and not any(left.values()):
+            break
+        if placed >= need and left.get(p.task, 0) == 0:
+            continue
+        problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
+        if problem is None:
+            problem = _place_one(ssn, place, p)
+        if problem is not None:
+            first_problem = first_problem or problem
+            continue
+        placed += 1
+        if left.get(p.task, 0) > 0:
+            left[p.task] -= 1
+    if placed >= need and not any(left.values()):
+        stmt.commit()
+        ssn.result.ready.add(g.key)
+        return
+    stmt.discard()
+    msg = f"gang {have + placed}/{g.min_member} placeable: {first_problem or 'no room'}"
+    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
+
+
+def _admitted_by_queue(ssn: Session) -> dict[str, list[PodGroup]]:
+    by_queue: dict[str, list[PodGroup]] = {}
+    for key in ssn.admitted:
+        g = ssn.snapshot.groups.get(key)
+        if g is not None and g.queue in ssn.snapshot.queues:
+            by_queue.setdefault(g.queue, []).append(g)
+    for gs in by_queue.values():
+        gs.sort(key=ssn.job_key, reverse=True)  # pop() takes the first in job order
+    return by_queue
+
+
+def allocate(ssn: Session) -> None:
+    by_queue = _admitted_by_queue(ssn)
+    snap = ssn.snapshot
+    # Fairest queue first, re-evaluated after every group, as Volcano's allocate loop does.
+    while by_queue:
+        qname = min(by_queue, key=lambda n: ssn.queue_key(snap.queues[n]))
+        g = by_queue[qname].pop()
+        if not by_queue[qname]:
+            del by_queue[qname]
+        queue = snap.queues[qname]
+        if queue.state != QueueState.OPEN and not _has_allocation(ssn, g.key):
+            # A closed queue keeps what runs but starts nothing new.
+            ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, f"queue {qname} is closed")
+            continue
+        allocate_group(ssn, g, queue)
+
+
+def _has_allocation(ssn: Session, key: GroupKey) -> bool:
+    return any(_counts_toward_gang(ssn, ssn.snapshot.pods[u]) for u in ssn.snapshot.members.get(key, ()))
+
+
+def backfill(ssn: Session) -> None:
+    snap = ssn.snapshot
+    for qname, groups in sorted(_admitted_by_queue(ssn).items()):
+        queue = snap.queues[qname]
+        for g in reversed(groups):
+            members = [snap.pods[u] for u in snap.members.get(g.key, ())]
+            need, task_need = _gang_need(ssn, g, members)
+            if need or task_need:
+                continue  # the gang itself is not whole: extras must not run
+            for p in sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order):
+                if ssn.allocatable_reject(queue, ssn.vector(p.uid)) is not None:
+                    break
+                stmt = ssn.statement()
+
+                def place(uid: PodUID, node: int, stmt: Statement = stmt, q: str = qname) -> None:
+                    stmt.place(uid, node, q)
+
+                if _place_one(ssn, place, p) is None:
+                    stmt.commit()
+
+
+ACTIONS: Final[dict[str, Callable[[Session], None]]] = {
+    "enqueue": enqueue,
+    "allocate": allocate,
+    "backfill": backfill,
+}
+# Volcano actions pumice does not run yet: named so a user's config fails with a clear message.
+NOT_YET: Final = frozenset({"preempt", "reclaim", "shuffle"})
+
+
+def resolve_actions(names: tuple[str, ...]) -> tuple[Callable[[Session], None], ...]:
+    out = []
+    for n in names:
+        if n in NOT_YET:
+            raise ConfigError(f"action {n!r} is a Volcano action pumice does not implement yet; remove it")
+        if n not in ACTIONS:
+            raise ConfigError(f"unknown action {n!r}; known actions: {', '.join(ACTIONS)}")
+        out.append(ACTIONS[n])
+    return tuple(out)

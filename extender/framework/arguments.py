@@ -1,0 +1,42 @@
+"""Plugin arguments: Volcano's dotted keys, checked against a declared table so typos fail startup."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extender.core.errors import ConfigError
+
+
+def parse_arguments(
+    plugin: str,
+    raw: Mapping[str, Any],
+    spec: Mapping[str, tuple[type, Any]],
+    prefixes: Mapping[str, type] | None = None,
+) -> dict[str, Any]:
+    """``spec`` maps each accepted key to (type, default); ``prefixes`` accepts families such as
+    ``binpack.resources.<name>``. Unknown keys and wrongly typed values raise ConfigError."""
+    out: dict[str, Any] = {k: default for k, (_, default) in spec.items()}
+    for key, value in raw.items():
+        typ: type | None = spec[key][0] if key in spec else None
+        if typ is None:
+            typ = next((t for p, t in (prefixes or {}).items() if key.startswith(p)), None)
+        if typ is None:
+            known = ", ".join(sorted(spec)) or "none"
+            raise ConfigError(f"plugin {plugin}: unknown argument {key!r} (known: {known})")
+        try:
+            if typ is bool:
+                if not isinstance(value, bool):
+                    raise ValueError
+                out[key] = value
+            elif typ is float:
+                out[key] = float(value)
+            elif typ is int:
+                if isinstance(value, bool) or float(value) != int(float(value)):
+                    raise ValueError
+                out[key] = int(float(value))
+            else:
+                out[key] = str(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"plugin {plugin}: argument {key}={value!r} must be a {typ.__name__}") from None
+    return out

@@ -1,0 +1,55 @@
+"""The extension points a plugin may implement, and the tier rules that combine them.
+
+A plugin overrides only the hooks it needs; the base returns "no opinion" for each. Tier rules (written
+once, here and in :mod:`extender.framework.session`):
+
+- order hooks (``job_order``, ``queue_order``): keys are concatenated in tier/plugin order and compared
+  lexicographically, so the first plugin that tells two jobs apart decides, as in Volcano;
+- vote hooks (``enqueue``, ``allocatable``, ``victim``): any rejection rejects, with that plugin's reason;
+- ``node_score``: scores from every plugin are summed (each plugin applies its own weight).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.model import Pod, PodGroup, Queue
+from extender.core.resources import Vector
+
+if TYPE_CHECKING:
+    from extender.framework.session import Session
+
+Scores = npt.NDArray[np.float64]
+
+
+class Plugin:
+    name: ClassVar[str]
+
+    def open(self, ssn: Session) -> None:
+        """Called once per cycle before any action, to precompute per-cycle state."""
+
+    def job_order(self, ssn: Session, group: PodGroup) -> tuple[Any, ...] | None:
+        """A sort key; smaller is scheduled first."""
+        return None
+
+    def queue_order(self, ssn: Session, queue: Queue) -> tuple[Any, ...] | None:
+        return None
+
+    def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
+        """Why ``group`` may not be admitted now, or None to permit/abstain."""
+        return None
+
+    def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        """Why ``queue`` may not take ``request`` more right now, or None."""
+        return None
+
+    def node_score(self, ssn: Session, request: Vector, free: npt.NDArray[np.int64]) -> Scores | None:
+        """A score per node (any scale; higher is better) for placing ``request``."""
+        return None
+
+    def victim(self, ssn: Session, pod: Pod) -> str | None:
+        """Why ``pod`` must not be evicted, or None."""
+        return None

@@ -1,0 +1,175 @@
+"""One scheduling cycle's working state over an immutable snapshot.
+
+The session owns the mutable copies a cycle needs (free capacity per node, per-queue usage, the plans
+made so far) and applies the tier rules of :mod:`extender.framework.plugin`. Tentative placements are
+made inside a :class:`Statement` and either committed together (the gang is ready) or discarded, which is
+Volcano's statement idea: a gang never holds part of the cluster it cannot use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core import fit
+from extender.core.model import GroupKey, NodeConstraints, PodGroup, PodUID, Queue
+from extender.core.resources import Vector
+from extender.core.snapshot import Snapshot
+from extender.framework.plugin import Plugin, Scores
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """Why a group is not (fully) placed: a CamelCase condition ``reason`` and a ``message`` for humans."""
+
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class CycleResult:
+    placements: dict[PodUID, str] = field(default_factory=dict)
+    admitted: set[GroupKey] = field(default_factory=set)
+    unschedulable: dict[GroupKey, Unschedulable] = field(default_factory=dict)
+    # Groups that got their whole gang planned in this cycle.
+    ready: set[GroupKey] = field(default_factory=set)
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, tiers: Sequence[Sequence[Plugin]]) -> None:
+        self.snapshot = snapshot
+        self.tiers = tiers
+        self.plugins = [p for tier in tiers for p in tier]
+        self.free: npt.NDArray[np.int64] = snapshot.free
+        self.result = CycleResult()
+        self.admitted: set[GroupKey] = {k for k, g in snapshot.groups.items() if g.phase != "Pending"}
+        self.plans: dict[PodUID, str] = dict(snapshot.plans)
+        self._masks: dict[NodeConstraints, fit.Mask] = {}
+        self._vectors: dict[PodUID, Vector] = {}
+        r = len(snapshot.index)
+        self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
+        for key, uids in snapshot.members.items():
+            q = snapshot.groups[key].queue
+            for uid in uids:
+                pod = snapshot.pods[uid]
+                if pod.holds_resources or uid in self.plans:
+                    self.queue_used.setdefault(q, np.zeros(r, dtype=np.int64))
+                    self.queue_used[q] += self.vector(uid)
+        # minResources of admitted groups not yet running: promised capacity enqueue must respect.
+        self.inqueue = np.zeros(r, dtype=np.int64)
+        self.queue_inqueue: dict[str, Vector] = {}
+        for key in self.admitted:
+            g = snapshot.groups[key]
+            if g.phase == "Inqueue":
+                self._promise(g)
+        for p in self.plugins:
+            p.open(self)
+
+    def _promise(self, g: PodGroup) -> None:
+        # Volcano reserves minResources less what the group already holds.
+        v = self.snapshot.index.vector(g.min_resources)
+        for uid in self.snapshot.members.get(g.key, ()):
+            if self.snapshot.pods[uid].holds_resources or uid in self.plans:
+                v -= self.vector(uid)
+        v = np.maximum(v, 0)
+        self.inqueue += v
+        self.queue_inqueue[g.queue] = self.queue_inqueue.get(g.queue, np.zeros_like(v)) + v
+
+    def admit(self, g: PodGroup) -> None:
+        self.admitted.add(g.key)
+        self.result.admitted.add(g.key)
+        self._promise(g)
+
+    # --- per-pod helpers --------------------------------------------------------------------------
+    def vector(self, uid: PodUID) -> Vector:
+        v = self._vectors.get(uid)
+        if v is None:
+            v = self._vectors[uid] = self.snapshot.index.vector(self.snapshot.pods[uid].requests)
+        return v
+
+    def static_mask(self, c: NodeConstraints) -> fit.Mask:
+        m = self._masks.get(c)
+        if m is None:
+            m = self._masks[c] = fit.static_mask(c, self.snapshot.nodes)
+        return m
+
+    @property
+    def total(self) -> Vector:
+        out: Vector = self.snapshot.alloc.sum(axis=0)
+        return out
+
+    # --- tier rules -------------------------------------------------------------------------------
+    def job_key(self, g: PodGroup) -> tuple[Any, ...]:
+        key: list[Any] = []
+        for p in self.plugins:
+            k = p.job_order(self, g)
+            if k is not None:
+                key.extend(k)
+        # Deterministic tie-break: creation time, then namespace/name (Volcano: creation, then UID).
+        return (*key, g.created, g.namespace, g.name)
+
+    def queue_key(self, q: Queue) -> tuple[Any, ...]:
+        key: list[Any] = []
+        for p in self.plugins:
+            k = p.queue_order(self, q)
+            if k is not None:
+                key.extend(k)
+        return (*key, q.name)
+
+    def enqueue_reject(self, g: PodGroup) -> str | None:
+        for p in self.plugins:
+            reason = p.enqueue(self, g)
+            if reason is not None:
+                return reason
+        return None
+
+    def allocatable_reject(self, q: Queue, request: Vector) -> str | None:
+        for p in self.plugins:
+            reason = p.allocatable(self, q, request)
+            if reason is not None:
+                return reason
+        return None
+
+    def scores(self, request: Vector) -> Scores:
+        total = np.zeros(len(self.snapshot.nodes), dtype=np.float64)
+        for p in self.plugins:
+            s = p.node_score(self, request, self.free)
+            if s is not None:
+                total += s
+        return total
+
+    # --- tentative placement ------------------------------------------------------------------------
+    def statement(self) -> Statement:
+        return Statement(self)
+
+
+class Statement:
+    """Tentative placements: applied to the session's working state at once, undone by ``discard``."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.ops: list[tuple[PodUID, int, str]] = []
+
+    def place(self, uid: PodUID, node: int, queue: str) -> None:
+        v = self.ssn.vector(uid)
+        self.ssn.free[node] -= v
+        self.ssn.queue_used[queue] = self.ssn.queue_used.get(queue, np.zeros_like(v)) + v
+        self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
+        self.ops.append((uid, node, queue))
+
+    def discard(self) -> None:
+        for uid, node, queue in reversed(self.ops):
+            v = self.ssn.vector(uid)
+            self.ssn.free[node] += v
+            self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
+            del self.ssn.plans[uid]
+        self.ops.clear()
+
+    def commit(self) -> None:
+        for uid, node, _ in self.ops:
+            self.ssn.result.placements[uid] = self.ssn.snapshot.nodes[node].name
+        self.ops.clear()

@@ -1,0 +1,49 @@
+"""overcommit: admit a group only while the cluster is not over-committed.
+
+Idle capacity is ``allocatable × overcommit-factor − used − promised``, where promised is the
+minResources still owed to admitted groups; a group is admitted when its minResources fit what is idle.
+
+Enable with::
+
+    - name: overcommit
+      arguments:
+        overcommit-factor: 1.2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from extender.core.model import PodGroup
+from extender.core.resources import describe
+from extender.framework.arguments import parse_arguments
+from extender.framework.plugin import Plugin
+from extender.framework.session import Session
+
+
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        args = parse_arguments(self.name, arguments, {"overcommit-factor": (float, 1.2)})
+        self.factor: float = args["overcommit-factor"]
+        if self.factor < 1.0:
+            raise ValueError(f"plugin overcommit: overcommit-factor {self.factor} must be >= 1.0")
+
+    def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
+        snap = ssn.snapshot
+        want = snap.index.vector(group.min_resources)
+        if not want.any():
+            return None
+        total = snap.alloc.sum(axis=0)
+        used = snap.used.sum(axis=0) + snap.reserved.sum(axis=0)
+        idle = (total * self.factor).astype(np.int64) - used - ssn.inqueue
+        short = want > idle
+        if not short.any():
+            return None
+        lacking = {snap.index.names[i]: int(want[i]) for i in np.flatnonzero(short)}
+        have = {snap.index.names[i]: max(int(idle[i]), 0) for i in np.flatnonzero(short)}
+        return f"cluster over-committed: minResources {describe(lacking)} > idle {describe(have) or '0'}"

@@ -1,0 +1,118 @@
+"""proportion: queues share the cluster by weight; a queue never exceeds its capability.
+
+Each cycle, every queue's ``deserved`` share is computed by water-filling: the cluster is divided by
+weight among queues that still want more, a queue's share capped by what it asks for (held + waiting)
+and by its ``capability``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
+lowest share (allocated / deserved) first. Admission and allocation are refused past ``capability``.
+
+Enable with::
+
+    - name: proportion
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from extender.core.model import PodGroup, Queue
+from extender.core.quantity import human
+from extender.core.resources import Vector
+from extender.framework.arguments import parse_arguments
+from extender.framework.plugin import Plugin
+from extender.framework.session import Session
+
+_UNLIMITED = np.iinfo(np.int64).max // 4
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        parse_arguments(self.name, arguments, {})
+        self.deserved: dict[str, Vector] = {}
+        self.capability: dict[str, Vector] = {}
+
+    def _cap(self, ssn: Session, q: Queue) -> Vector:
+        cap = np.full(len(ssn.snapshot.index), _UNLIMITED, dtype=np.int64)
+        for name, amount in q.capability.items():
+            if name in ssn.snapshot.index.names:
+                cap[ssn.snapshot.index.names.index(name)] = amount
+        return cap
+
+    def open(self, ssn: Session) -> None:
+        snap = ssn.snapshot
+        r = len(snap.index)
+        request: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snap.queues}
+        for key, uids in snap.members.items():
+            qn = snap.groups[key].queue
+            if qn not in request:
+                continue
+            for u in uids:
+                p = snap.pods[u]
+                if p.holds_resources or p.waiting:
+                    request[qn] += ssn.vector(u)
+        self.capability = {q.name: self._cap(ssn, q) for q in snap.queues.values()}
+        want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
+        deserved = {q: np.zeros(r, dtype=np.float64) for q in request}
+        remaining = ssn.total.astype(np.float64)
+        active = {q for q in request if want[q].any()}
+        while active and remaining.any():
+            weights = sum(snap.queues[q].weight for q in active) or 1
+            given = np.zeros(r, dtype=np.float64)
+            for q in list(active):
+                share = remaining * snap.queues[q].weight / weights
+                add = np.minimum(share, want[q] - deserved[q])
+                deserved[q] += add
+                given += add
+                if (deserved[q] >= want[q]).all():
+                    active.discard(q)
+            remaining = remaining - given
+            if given.sum() <= 1e-9:
+                break
+        self.deserved = {}
+        for q, d in deserved.items():
+            explicit = snap.queues[q].deserved
+            vec = d.astype(np.int64)
+            for name, amount in explicit.items():
+                if name in snap.index.names:
+                    vec[snap.index.names.index(name)] = amount
+            self.deserved[q] = vec
+
+    def queue_order(self, ssn: Session, queue: Queue) -> tuple[float]:
+        d = self.deserved.get(queue.name)
+        used = ssn.queue_used.get(queue.name)
+        if d is None or used is None:
+            return (0.0,)
+        mask = d > 0
+        if not mask.any():
+            return (0.0 if not used.any() else 1.0,)
+        return (float((used[mask] / d[mask]).max()),)
+
+    def _over(self, ssn: Session, queue: Queue, total: Vector) -> str | None:
+        cap = self.capability.get(queue.name)
+        if cap is None:
+            return None
+        over = np.flatnonzero(total > cap)
+        if not over.size:
+            return None
+        names = ssn.snapshot.index.names
+        parts = ", ".join(
+            f"{names[i]} {human(names[i], int(total[i]))}/{human(names[i], int(cap[i]))}" for i in over
+        )
+        return f"queue {queue.name}: {parts} over capability"
+
+    def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
+        queue = ssn.snapshot.queues.get(group.queue)
+        if queue is None:
+            return None
+        want = ssn.snapshot.index.vector(group.min_resources)
+        held = ssn.queue_used.get(queue.name, np.zeros_like(want))
+        promised = ssn.queue_inqueue.get(queue.name, np.zeros_like(want))
+        return self._over(ssn, queue, held + promised + want)
+
+    def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        held = ssn.queue_used.get(queue.name, np.zeros_like(request))
+        return self._over(ssn, queue, held + request)
