@@ -1,0 +1,107 @@
+"""Start-up writes: the built-in queues, our webhook configurations, and API-server feature discovery."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from controllers.cache import ClusterCache
+from controllers.kube.client import ApiError, KubeClient
+from extender.api import labels as L
+from extender.settings import ServeSettings
+
+log = logging.getLogger(__name__)
+
+_QUEUES = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"
+_ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+async def server_supports_gates(client: KubeClient) -> bool:
+    """Pod scheduling gates exist from Kubernetes 1.27 (beta, on by default) onwards."""
+    try:
+        v = await client.get("/version")
+        minor = int("".join(ch for ch in str(v.get("minor", "0")) if ch.isdigit()) or 0)
+        return int(v.get("major", 0)) > 1 or minor >= 27
+    except (ApiError, ValueError) as e:
+        log.warning("cannot read server version; assuming no scheduling gates", extra={"error": str(e)})
+        return False
+
+
+async def ensure_queues(client: KubeClient, cache: ClusterCache) -> None:
+    """Create ``root`` and the default queue when missing (Volcano does the same at start-up)."""
+    for name in (L.ROOT_QUEUE, cache.default_queue):
+        if name in cache.queues:
+            continue
+        spec: dict[str, Any] = {"weight": 1, "reclaimable": name != L.ROOT_QUEUE}
+        if name != L.ROOT_QUEUE:
+            spec["parent"] = L.ROOT_QUEUE
+        body = {
+            "apiVersion": f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        try:
+            await client.post(_QUEUES, body)
+            log.info("created queue", extra={"queue": name})
+        except ApiError as e:
+            if e.status != 409:
+                raise
+
+
+async def register_webhooks(
+    client: KubeClient,
+    settings: ServeSettings,
+    ca_pem: bytes,
+    configurations: Callable[..., list[dict[str, Any]]],
+) -> None:
+    """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
+    when neither is given, patch our CA into the ones a deployment created."""
+    if settings.webhook_url_base or settings.webhook_service:
+        docs = configurations(
+            ca_bundle=ca_pem, url_base=settings.webhook_url_base, service=settings.webhook_service
+        )
+        for doc in docs:
+            kind = (
+                "mutatingwebhookconfigurations"
+                if doc["kind"].startswith("Mutating")
+                else "validatingwebhookconfigurations"
+            )
+            name = doc["metadata"]["name"]
+            try:
+                cur = await client.get(f"{_ADMISSION}/{kind}/{name}")
+                doc["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+                await client.request("PUT", f"{_ADMISSION}/{kind}/{name}", body=doc)
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+                await client.post(f"{_ADMISSION}/{kind}", doc)
+            log.info("registered webhooks", extra={"configuration": name})
+        return
+    bundle = base64.b64encode(ca_pem).decode()
+    for kind, name in (
+        ("mutatingwebhookconfigurations", "pumice-mutating"),
+        ("validatingwebhookconfigurations", "pumice-validating"),
+    ):
+        try:
+            cur = await client.get(f"{_ADMISSION}/{kind}/{name}")
+        except ApiError as e:
+            if e.status == 404:
+                log.warning(
+                    "webhook configuration missing; admission disabled", extra={"configuration": name}
+                )
+                continue
+            raise
+        ops = [
+            {
+                "op": "replace" if "caBundle" in (w.get("clientConfig") or {}) else "add",
+                "path": f"/webhooks/{i}/clientConfig/caBundle",
+                "value": bundle,
+            }
+            for i, w in enumerate(cur.get("webhooks") or [])
+        ]
+        if ops:
+            await client.json_patch(f"{_ADMISSION}/{kind}/{name}", ops)
+            log.info("patched caBundle", extra={"configuration": name})

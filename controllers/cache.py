@@ -1,0 +1,255 @@
+"""ClusterCache: the single writer of the process's view of the cluster.
+
+Informers feed raw objects in; they are parsed once, here, into the frozen model. A parse failure is
+logged and the object skipped (never a crash). ``snapshot()`` is memoised on a version counter, so a
+scheduling cycle with no change since the last one costs nothing.
+
+Binding is optimistic: after a successful bind the pod is *assumed* on its node until the watch shows
+the binding, so a late event from before the bind cannot make it look unplaced again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from controllers.kube.informer import Handler
+from extender.api import labels as L
+from extender.core.errors import InvalidObject
+from extender.core.model import (
+    GroupKey,
+    GroupPhase,
+    Node,
+    Pod,
+    PodGroup,
+    PodUID,
+    PriorityClass,
+    Queue,
+    group_key,
+)
+from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
+from extender.core.snapshot import Snapshot, build_snapshot
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+class ClusterCache:
+    def __init__(self, *, scheduler_names: frozenset[str], default_queue: str = L.DEFAULT_QUEUE) -> None:
+        self.scheduler_names = scheduler_names
+        self.default_queue = default_queue
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[PodUID, Pod] = {}
+        self.podgroups: dict[GroupKey, PodGroup] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
+        self.raw_podgroups: dict[GroupKey, Obj] = {}
+        self.raw_queues: dict[str, Obj] = {}
+        self.assumed: dict[PodUID, str] = {}
+        self.version = 0
+        self._snap: tuple[int, int, Snapshot] | None = None
+        self.listeners: list[Callable[[str], None]] = []
+
+    # --- change notification -------------------------------------------------------------------------
+    def _changed(self, kind: str) -> None:
+        self.version += 1
+        for fn in self.listeners:
+            fn(kind)
+
+    # --- pods ------------------------------------------------------------------------------------------
+    def _parse(self, fn: Callable[[Obj], Any], obj: Obj, kind: str) -> Any:
+        try:
+            return fn(obj)
+        except (InvalidObject, ValueError, TypeError) as e:
+            meta = obj.get("metadata") or {}
+            log.warning(
+                "skipping unreadable object", extra={"kind": kind, "name": meta.get("name"), "error": str(e)}
+            )
+            return None
+
+    def upsert_pod(self, obj: Obj) -> Pod | None:
+        pod: Pod | None = self._parse(parse_pod, obj, "Pod")
+        if pod is None:
+            return None
+        assumed = self.assumed.get(pod.uid)
+        if assumed is not None:
+            if pod.node_name or pod.terminal:
+                del self.assumed[pod.uid]
+            else:
+                pod = dataclasses.replace(pod, node_name=assumed)
+        old = self.pods.get(pod.uid)
+        if old == pod:
+            return pod
+        self.pods[pod.uid] = pod
+        self._changed("pod")
+        return pod
+
+    def remove_pod(self, obj: Obj) -> None:
+        uid = PodUID(str((obj.get("metadata") or {}).get("uid") or ""))
+        self.assumed.pop(uid, None)
+        if self.pods.pop(uid, None) is not None:
+            self._changed("pod")
+
+    def replace_pods(self, objs: Sequence[Obj]) -> None:
+        self.pods = {}
+        for o in objs:
+            p = self._parse(parse_pod, o, "Pod")
+            if p is not None:
+                self.pods[p.uid] = p
+        self._changed("pod")
+
+    def assume_bound(self, uid: PodUID, node: str) -> None:
+        pod = self.pods.get(uid)
+        if pod is None:
+            return
+        self.assumed[uid] = node
+        self.pods[uid] = dataclasses.replace(pod, node_name=node)
+        self._changed("pod")
+
+    # --- nodes -----------------------------------------------------------------------------------------
+    def upsert_node(self, obj: Obj) -> None:
+        n: Node | None = self._parse(parse_node, obj, "Node")
+        if n is not None and self.nodes.get(n.name) != n:
+            self.nodes[n.name] = n
+            self._changed("node")
+
+    def remove_node(self, obj: Obj) -> None:
+        if self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
+            self._changed("node")
+
+    def replace_nodes(self, objs: Sequence[Obj]) -> None:
+        self.nodes = {}
+        for o in objs:
+            n = self._parse(parse_node, o, "Node")
+            if n is not None:
+                self.nodes[n.name] = n
+        self._changed("node")
+
+    # --- podgroups -------------------------------------------------------------------------------------
+    def _pg(self, obj: Obj) -> PodGroup | None:
+        pg: PodGroup | None = self._parse(lambda o: parse_podgroup(o, self.default_queue), obj, "PodGroup")
+        return pg
+
+    def upsert_podgroup(self, obj: Obj) -> None:
+        pg = self._pg(obj)
+        if pg is None:
+            return
+        self.raw_podgroups[pg.key] = obj
+        old = self.podgroups.get(pg.key)
+        # An in-memory admission (Inqueue) stands until the API server shows a later phase.
+        if (
+            old is not None
+            and old.uid == pg.uid
+            and old.phase != GroupPhase.PENDING
+            and pg.phase == GroupPhase.PENDING
+        ):
+            pg = dataclasses.replace(pg, phase=old.phase)
+        if old != pg:
+            self.podgroups[pg.key] = pg
+            self._changed("podgroup")
+
+    def remove_podgroup(self, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        key = group_key(str(meta.get("namespace") or "default"), str(meta.get("name")))
+        self.raw_podgroups.pop(key, None)
+        if self.podgroups.pop(key, None) is not None:
+            self._changed("podgroup")
+
+    def replace_podgroups(self, objs: Sequence[Obj]) -> None:
+        self.podgroups, self.raw_podgroups = {}, {}
+        for o in objs:
+            pg = self._pg(o)
+            if pg is not None:
+                self.podgroups[pg.key] = pg
+                self.raw_podgroups[pg.key] = o
+        self._changed("podgroup")
+
+    def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> None:
+        pg = self.podgroups.get(key)
+        if pg is not None and pg.phase != phase:
+            self.podgroups[key] = dataclasses.replace(pg, phase=phase)
+            self._changed("podgroup")
+
+    # --- queues and priority classes -------------------------------------------------------------------
+    def upsert_queue(self, obj: Obj) -> None:
+        q: Queue | None = self._parse(parse_queue, obj, "Queue")
+        if q is None:
+            return
+        self.raw_queues[q.name] = obj
+        if self.queues.get(q.name) != q:
+            self.queues[q.name] = q
+            self._changed("queue")
+
+    def remove_queue(self, obj: Obj) -> None:
+        name = str((obj.get("metadata") or {}).get("name"))
+        self.raw_queues.pop(name, None)
+        if self.queues.pop(name, None) is not None:
+            self._changed("queue")
+
+    def replace_queues(self, objs: Sequence[Obj]) -> None:
+        self.queues, self.raw_queues = {}, {}
+        for o in objs:
+            q = self._parse(parse_queue, o, "Queue")
+            if q is not None:
+                self.queues[q.name] = q
+                self.raw_queues[q.name] = o
+        self._changed("queue")
+
+    def upsert_priority_class(self, obj: Obj) -> None:
+        pc: PriorityClass | None = self._parse(parse_priority_class, obj, "PriorityClass")
+        if pc is not None and self.priority_classes.get(pc.name) != pc:
+            self.priority_classes[pc.name] = pc
+            self._changed("priorityclass")
+
+    def remove_priority_class(self, obj: Obj) -> None:
+        if self.priority_classes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
+            self._changed("priorityclass")
+
+    def replace_priority_classes(self, objs: Sequence[Obj]) -> None:
+        self.priority_classes = {}
+        for o in objs:
+            pc = self._parse(parse_priority_class, o, "PriorityClass")
+            if pc is not None:
+                self.priority_classes[pc.name] = pc
+        self._changed("priorityclass")
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "nodes": Handler(self.replace_nodes, self.upsert_node, self.remove_node),
+            "pods": Handler(self.replace_pods, self.upsert_pod, self.remove_pod),
+            "podgroups": Handler(self.replace_podgroups, self.upsert_podgroup, self.remove_podgroup),
+            "queues": Handler(self.replace_queues, self.upsert_queue, self.remove_queue),
+            "priorityclasses": Handler(
+                self.replace_priority_classes, self.upsert_priority_class, self.remove_priority_class
+            ),
+        }
+
+    # --- reads -----------------------------------------------------------------------------------------
+    def snapshot(self, plans: dict[PodUID, str], plans_version: int) -> Snapshot:
+        if self._snap is not None and self._snap[0] == self.version and self._snap[1] == plans_version:
+            return self._snap[2]
+        snap = build_snapshot(
+            nodes=self.nodes.values(),
+            pods=self.pods.values(),
+            podgroups=self.podgroups.values(),
+            queues=self.queues.values(),
+            priority_classes=self.priority_classes.values(),
+            plans=plans,
+            scheduler_names=self.scheduler_names,
+            default_queue=self.default_queue,
+        )
+        self._snap = (self.version, plans_version, snap)
+        return snap
+
+    # The admission webhooks' lookup (admission.lookup.Lookup).
+    def queue(self, name: str) -> Queue | None:
+        return self.queues.get(name)
+
+    def podgroup(self, namespace: str, name: str) -> PodGroup | None:
+        return self.podgroups.get(group_key(namespace, name))
+
+    def queue_has_podgroups(self, name: str) -> bool:
+        return any(pg.queue == name for pg in self.podgroups.values())

@@ -1,0 +1,65 @@
+"""Executors: the decisions of the core, performed against the API server.
+
+Every write here is idempotent: binding a pod to the node it is already on succeeds, patches are
+merge patches of the desired state, and a 404 for an object that is gone is not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from controllers.kube.client import ApiError, KubeClient
+from extender.api import labels as L
+
+log = logging.getLogger(__name__)
+
+
+class BindError(Exception):
+    pass
+
+
+class Executor:
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+        except ApiError as e:
+            if e.status == 409:
+                # Already bound: fine if it is bound where we wanted (a retried bind).
+                pod = await self.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                if (pod.get("spec") or {}).get("nodeName") == node:
+                    return
+            raise BindError(str(e)) from None
+
+    async def touch_planned(self, namespace: str, name: str, node: str) -> None:
+        """Annotate a waiting pod with its planned node. The update moves the pod out of kube-scheduler's
+        unschedulable queue at once, instead of after its periodic flush."""
+        patch = {"metadata": {"annotations": {L.PLANNED_NODE_ANNOTATION: node}}}
+        await self._patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch)
+
+    async def lift_gate(self, namespace: str, name: str, gates: list[dict[str, Any]]) -> None:
+        rest = [g for g in gates if g.get("name") != L.GANG_SCHEDULING_GATE]
+        await self._patch(
+            f"/api/v1/namespaces/{namespace}/pods/{name}", {"spec": {"schedulingGates": rest or None}}
+        )
+
+    async def patch_status(self, path: str, status: dict[str, Any], *, subresource: bool) -> None:
+        """Volcano's Queue has a status subresource; its PodGroup does not (status is written through
+        the object itself, and sent to /status it would be refused)."""
+        await self._patch(f"{path}/status" if subresource else path, {"status": status})
+
+    async def _patch(self, path: str, body: dict[str, Any]) -> None:
+        try:
+            await self.client.merge_patch(path, body)
+        except ApiError as e:
+            if e.status != 404:
+                raise

@@ -1,0 +1,129 @@
+"""The one place that talks to kube-apiserver: a thin raw-JSON client over kubernetes-asyncio.
+
+kubernetes-asyncio gives us kubeconfig/in-cluster loading, TLS and token refresh; we skip its model
+(de)serialisation, which costs more than the scheduler's whole decision, and exchange plain dicts decoded
+with orjson instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Obj | str, method: str, path: str) -> None:
+        self.status = status
+        self.body = body
+        message = body.get("message", "") if isinstance(body, dict) else str(body)[:300]
+        super().__init__(f"{method} {path}: HTTP {status}: {message}")
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
+
+
+async def load_config(kubeconfig: str | None) -> k8s.Configuration:
+    """``--kubeconfig`` if given, else in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``."""
+    cfg = k8s.Configuration()
+    if kubeconfig:
+        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=cfg)
+    else:
+        await k8s_config.load_kube_config(client_configuration=cfg)
+    return cfg
+
+
+class KubeClient:
+    def __init__(self, cfg: k8s.Configuration, *, pool: int = 200) -> None:
+        cfg.connection_pool_maxsize = pool
+        self._api = k8s.ApiClient(configuration=cfg)
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | aiohttp.ClientTimeout | None = 30.0,
+    ) -> aiohttp.ClientResponse:
+        resp: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            method,
+            query_params=query or [],
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=request_timeout,
+        )
+        return resp
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        resp = await self._send(method, path, query=query, body=body, content_type=content_type)
+        async with resp:
+            data = await resp.read()
+            try:
+                decoded: Any = orjson.loads(data) if data else {}
+            except orjson.JSONDecodeError:
+                decoded = data.decode(errors="replace")
+            if resp.status >= 300:
+                raise ApiError(resp.status, decoded, method, path)
+            return decoded if isinstance(decoded, dict) else {}
+
+    async def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Obj:
+        return await self.request("GET", path, query=query)
+
+    async def post(self, path: str, body: Obj) -> Obj:
+        return await self.request("POST", path, body=body)
+
+    async def merge_patch(self, path: str, body: Obj) -> Obj:
+        return await self.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+
+    async def json_patch(self, path: str, ops: list[Obj]) -> Obj:
+        return await self.request("PATCH", path, body=ops, content_type="application/json-patch+json")
+
+    async def delete(self, path: str) -> Obj:
+        return await self.request("DELETE", path)
+
+    async def watch(self, path: str, query: list[tuple[str, str]]) -> AsyncIterator[Obj]:
+        """Events of one watch request, decoded; ends when the server closes the stream."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
+        resp = await self._send("GET", path, query=[*query, ("watch", "true")], request_timeout=timeout)
+        async with resp:
+            if resp.status >= 300:
+                body = await resp.read()
+                raise ApiError(resp.status, body.decode(errors="replace"), "WATCH", path)
+            # Each event is one JSON document per line; long objects arrive in several chunks.
+            buf = b""
+            async for chunk in resp.content.iter_any():
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield orjson.loads(line)

@@ -1,0 +1,235 @@
+"""The scheduling loop and the state the extender verbs read.
+
+The loop runs a cycle (enqueue, allocate, backfill) against a cache snapshot whenever the cache changes
+(debounced) and at least every ``resync`` seconds. Its output is a plan book (pod → node): kube-scheduler's
+filter calls are answered from it in O(1). A filter call for a pod with no plan runs a cycle first
+(pure, no I/O), so a pod that can be placed is placed on its first attempt.
+
+After a cycle: admitted groups turn Inqueue in the cache (the status writer persists it); pods that
+kube-scheduler already found unschedulable and now have a plan are touched (annotated with the planned
+node), which moves them back to kube-scheduler's active queue at once; gated pods (k8s >= 1.27) of a
+whole planned gang get their gate lifted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from controllers.cache import ClusterCache
+from controllers.executor import BindError, Executor
+from extender.api import wire
+from extender.core.gang import MemberCounts
+from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
+from extender.core.snapshot import Snapshot
+from extender.framework.session import Unschedulable
+from extender.plugins.registry import SchedulerConf, schedule
+
+log = logging.getLogger(__name__)
+
+_PENDING_REASON = "waiting for the gang to be planned"
+
+
+class Scheduler:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        conf: SchedulerConf,
+        executor: Executor,
+        *,
+        gates: bool = False,
+        resync: float = 1.0,
+        debounce: float = 0.005,
+    ) -> None:
+        self.cache = cache
+        self.conf = conf
+        self.executor = executor
+        self.gates = gates
+        self.resync = resync
+        self.debounce = debounce
+        self.plans: dict[PodUID, str] = {}
+        self.plans_version = 0
+        self.reasons: dict[GroupKey, Unschedulable] = {}
+        self.rejected: set[PodUID] = set()
+        self.touched: dict[PodUID, str] = {}
+        self._cycled_at: tuple[int, int] = (-1, -1)
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.last_snapshot: Snapshot | None = None
+        self.stats = {"cycles": 0, "cycle_seconds": 0.0, "binds": 0, "bind_errors": 0, "touches": 0}
+        cache.listeners.append(lambda _kind: self._wake.set())
+
+    # --- cycle -------------------------------------------------------------------------------------
+    def cycle(self) -> None:
+        t0 = time.perf_counter()
+        snap = self.cache.snapshot(self.plans, self.plans_version)
+        if len(snap.plans) != len(self.plans):
+            self.plans = dict(snap.plans)  # bound or vanished pods leave the plan book
+            self.plans_version += 1
+            snap = self.cache.snapshot(self.plans, self.plans_version)
+        result = schedule(snap, self.conf)
+        if result.placements:
+            self.plans.update(result.placements)
+            self.plans_version += 1
+        for key in result.admitted:
+            self.cache.set_group_phase(key, GroupPhase.INQUEUE)
+        self.reasons = result.unschedulable
+        self._cycled_at = (self.cache.version, self.plans_version)
+        self.last_snapshot = snap
+        self.stats["cycles"] += 1
+        self.stats["cycle_seconds"] += time.perf_counter() - t0
+        for uid, node in result.placements.items():
+            pod = snap.pods.get(uid)
+            if pod is None:
+                continue
+            if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
+                self.touched[uid] = node
+                self._spawn(self._touch(pod, node))
+        if result.placements or result.unschedulable:
+            log.info(
+                "cycle",
+                extra={
+                    "planned": len(result.placements),
+                    "admitted": len(result.admitted),
+                    "unschedulable": len(result.unschedulable),
+                    "ms": round((time.perf_counter() - t0) * 1000, 2),
+                },
+            )
+
+    def ensure_fresh(self) -> None:
+        if self._cycled_at != (self.cache.version, self.plans_version):
+            self.cycle()
+
+    async def run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.resync)
+            self._wake.clear()
+            await asyncio.sleep(self.debounce)
+            self.ensure_fresh()
+
+    # --- background writes -----------------------------------------------------------------------------
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _touch(self, pod: Pod, node: str) -> None:
+        try:
+            if pod.gated and self.gates:
+                await self.executor.lift_gate(pod.namespace, pod.name, [])
+            await self.executor.touch_planned(pod.namespace, pod.name, node)
+            self.stats["touches"] += 1
+        except Exception as e:  # a lost touch only delays the pod until kube-scheduler's own retry
+            log.warning("touch failed", extra={"pod": pod.key, "error": str(e)})
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # --- extender verbs (no I/O but bind) --------------------------------------------------------------
+    def filter(self, raw_pod: dict[str, Any], pod: Pod, node_names: list[str]) -> wire.ExtenderFilterResult:
+        if pod.uid not in self.cache.pods:
+            self.cache.upsert_pod(raw_pod)  # kube-scheduler's copy can be ahead of our watch
+        node = self.plans.get(pod.uid)
+        if node is None:
+            self.ensure_fresh()
+            node = self.plans.get(pod.uid)
+        if node is not None and node in node_names:
+            return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+        self.rejected.add(pod.uid)
+        if node is not None:
+            # kube-scheduler's own filters refused the planned node (something we do not model): re-plan.
+            self._release(pod.uid)
+            reason = f"planned node {node} was rejected by kube-scheduler's filters; re-planning"
+        else:
+            reason = self.reason_for(pod)
+        return {
+            "NodeNames": [],
+            "FailedNodes": {},
+            "FailedAndUnresolvableNodes": dict.fromkeys(node_names, reason),
+            "Error": "",
+        }
+
+    def reason_for(self, pod: Pod) -> str:
+        snap = self.last_snapshot
+        key = snap.group_of(pod.uid) if snap is not None else None
+        if key is not None and snap is not None and key in snap.orphans:
+            return f"podgroup {key} does not exist"
+        u = self.reasons.get(key) if key is not None else None
+        return u.message if u is not None else _PENDING_REASON
+
+    def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]:
+        node = self.plans.get(pod.uid)
+        return [{"Host": n, "Score": wire.MAX_EXTENDER_PRIORITY if n == node else 0} for n in node_names]
+
+    def preempt(
+        self, pod: Pod, ours: bool, victims: dict[str, wire.MetaVictims]
+    ) -> dict[str, wire.MetaVictims]:
+        """Keep only nodes whose victims leave every running gang at ``minMember`` or more.
+
+        Our own pods never preempt through kube-scheduler: a gang pod without a plan is waiting for its
+        whole gang, and evicting for one member would not place the gang."""
+        if ours:
+            return {}
+        snap = self.cache.snapshot(self.plans, self.plans_version)
+        out: dict[str, wire.MetaVictims] = {}
+        for node, mv in victims.items():
+            lost: dict[GroupKey, int] = {}
+            ok = True
+            for v in mv.get("Pods") or []:
+                uid = PodUID(str(v.get("UID", "")))
+                vp = snap.pods.get(uid)
+                if vp is None:
+                    continue
+                if vp.namespace == "kube-system" or vp.priority >= 2_000_000_000:
+                    ok = False  # conformance: never evict critical system pods
+                    break
+                key = snap.group_of(uid)
+                if key is not None and key in snap.groups and vp.scheduler_name in self.cache.scheduler_names:
+                    lost[key] = lost.get(key, 0) + 1
+            for key, n in lost.items():
+                g = snap.groups[key]
+                counts = MemberCounts.of(snap.pods[u] for u in snap.members.get(key, ()))
+                if counts.allocated + counts.succeeded - n < g.min_member:
+                    ok = False
+            if ok:
+                out[node] = mv
+        return out
+
+    async def bind(self, args: wire.ExtenderBindingArgs) -> str:
+        uid, node = PodUID(args["PodUID"]), args["Node"]
+        pod = self.cache.pods.get(uid)
+        if pod is not None and pod.node_name == node and uid not in self.cache.assumed:
+            return ""  # already bound there: a retried bind
+        try:
+            await self.executor.bind(args["PodNamespace"], args["PodName"], uid, node)
+        except BindError as e:
+            self.stats["bind_errors"] += 1
+            self._release(uid)
+            log.warning(
+                "bind failed", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "error": str(e)}
+            )
+            return str(e)
+        self.stats["binds"] += 1
+        self.plans.pop(uid, None)
+        self.rejected.discard(uid)
+        self.touched.pop(uid, None)
+        self.cache.assume_bound(uid, node)
+        log.info("bound", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "node": node})
+        return ""
+
+    def _release(self, uid: PodUID) -> None:
+        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""
+        snap = self.last_snapshot
+        key = snap.group_of(uid) if snap is not None else None
+        members = snap.members.get(key, ()) if snap is not None and key is not None else ()
+        for u in (uid, *members):
+            self.plans.pop(u, None)
+        self.plans_version += 1
+        self._wake.set()

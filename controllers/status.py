@@ -1,0 +1,76 @@
+"""Status writers for PodGroups and Queues: level-triggered, patch only on difference.
+
+Each pass recomputes the desired status of every PodGroup and Queue from the latest snapshot (pure, in
+:mod:`extender.core.status`), compares it with what the API server last showed us, and merge-patches the
+status subresource where they differ. What we last wrote is remembered until the watch echoes it, so a
+slow echo does not cause a second identical write; a failed write is retried on the next pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from controllers.cache import ClusterCache
+from controllers.executor import Executor
+from controllers.kube.client import ApiError
+from controllers.scheduler import Scheduler
+from extender.api import labels as L
+from extender.core.status import differs, podgroup_status, queue_status
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    def __init__(self, cache: ClusterCache, scheduler: Scheduler, executor: Executor, *, period: float = 0.5):
+        self.cache = cache
+        self.scheduler = scheduler
+        self.executor = executor
+        self.period = period
+        self._written: dict[str, dict[str, Any]] = {}
+        self.writes = 0
+
+    def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool]]:
+        snap = self.scheduler.last_snapshot
+        if snap is None:
+            return []
+        now = _now()
+        out: list[tuple[str, dict[str, Any], bool]] = []
+        base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
+        for key, raw in self.cache.raw_podgroups.items():
+            g = snap.groups.get(key)
+            if g is None:
+                continue
+            u = self.scheduler.reasons.get(key)
+            current = raw.get("status") or {}
+            desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
+            path = f"{base}/namespaces/{g.namespace}/podgroups/{g.name}"
+            if differs(desired, current) and self._written.get(path) != desired:
+                out.append((path, desired, False))
+        for name, raw in self.cache.raw_queues.items():
+            current = raw.get("status") or {}
+            desired = queue_status(snap, name, current)
+            path = f"{base}/queues/{name}"
+            if differs(desired, current) and self._written.get(path) != desired:
+                out.append((path, desired, True))
+        return out
+
+    async def sync_once(self) -> None:
+        for path, desired, subresource in self._pending_writes():
+            try:
+                await self.executor.patch_status(path, desired, subresource=subresource)
+                self._written[path] = desired
+                self.writes += 1
+            except ApiError as e:
+                log.warning("status write failed", extra={"path": path, "error": str(e)})
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period)
+            await self.sync_once()

@@ -1,0 +1,94 @@
+"""Desired status of PodGroups and Queues, computed from the snapshot (pure; writers diff and patch).
+
+PodGroup status mirrors Volcano: ``phase`` (see :mod:`extender.core.gang`), ``running``, ``succeeded``,
+``failed`` and ``conditions`` — ``Unschedulable`` with a reason a user can act on while the gang waits,
+``Scheduled`` once it is whole. Queue status: ``state`` (kept as set by users/commands, ``Open`` when
+unset), ``allocated`` (requests of its bound, unfinished pods) and PodGroup counts by phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extender.core.gang import MemberCounts, is_admitted, next_phase
+from extender.core.model import GroupPhase, PodGroup
+from extender.core.resources import add, format_resource_list
+from extender.core.snapshot import Snapshot
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+
+
+def _condition(
+    existing: list[Mapping[str, Any]], ctype: str, reason: str, message: str, now: str
+) -> list[dict[str, Any]]:
+    """The single current condition, keeping its transition time when nothing about it changed."""
+    for c in existing:
+        if c.get("type") == ctype and c.get("reason") == reason and c.get("message") == message:
+            return [dict(c)]
+    return [
+        {"type": ctype, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
+    ]
+
+
+def podgroup_status(
+    snap: Snapshot,
+    group: PodGroup,
+    existing: Mapping[str, Any],
+    unschedulable: tuple[str, str] | None,
+    now: str,
+) -> dict[str, Any]:
+    pods = [snap.pods[u] for u in snap.members.get(group.key, ())]
+    counts = MemberCounts.of(pods, set(snap.plans))
+    phase = next_phase(
+        group.phase, admitted=is_admitted(group.phase), counts=counts, min_member=group.min_member
+    )
+    conds = list(existing.get("conditions") or [])
+    if phase in (GroupPhase.RUNNING, GroupPhase.COMPLETED):
+        conditions = _condition(conds, SCHEDULED, "tasks in gang are ready to be scheduled", "", now)
+    elif unschedulable is not None:
+        conditions = _condition(conds, UNSCHEDULABLE, unschedulable[0], unschedulable[1], now)
+    else:
+        conditions = (
+            [c for c in conds if c.get("type") != UNSCHEDULABLE] if phase == GroupPhase.INQUEUE else conds
+        )
+    status: dict[str, Any] = {"phase": phase.value, "running": counts.running}
+    status["succeeded"] = counts.succeeded
+    status["failed"] = counts.failed
+    status["conditions"] = conditions
+    return status
+
+
+def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict[str, Any]:
+    allocated: dict[str, int] = {}
+    by_phase = {p: 0 for p in GroupPhase}
+    for key, g in snap.groups.items():
+        if g.queue != name:
+            continue
+        if not g.implicit:
+            by_phase[g.phase] += 1
+        for u in snap.members.get(key, ()):
+            p = snap.pods[u]
+            if p.holds_resources:
+                allocated = add(allocated, p.requests)
+    return {
+        "state": existing.get("state") or "Open",
+        "allocated": format_resource_list(allocated),
+        "pending": by_phase[GroupPhase.PENDING],
+        "inqueue": by_phase[GroupPhase.INQUEUE],
+        "running": by_phase[GroupPhase.RUNNING],
+        "unknown": by_phase[GroupPhase.UNKNOWN],
+        "completed": by_phase[GroupPhase.COMPLETED],
+    }
+
+
+def differs(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """True when a field we own differs (zero counts equal absent ones: the API server drops them)."""
+    for k, v in desired.items():
+        cur = current.get(k)
+        if v in (0, "", [], {}) and cur in (None, 0, "", [], {}):
+            continue
+        if cur != v:
+            return True
+    return False

@@ -1,0 +1,249 @@
+"""``pumice manifests``: print the YAML that installs pumice, for ``kubectl apply -f -``.
+
+Sub-commands: ``crds`` (Volcano-compatible CRDs), ``scheduler-config`` (a KubeSchedulerConfiguration for a
+scheduler you run yourself), ``webhooks`` (admission webhook configurations), ``deploy`` (everything: RBAC,
+pumice, a second kube-scheduler, webhooks). Output is multi-document YAML on stdout and nothing else; bad
+arguments end in an argparse usage error (exit 2), a missing optional module in a one-line error (exit 1).
+"""
+
+import argparse
+import importlib
+import sys
+from importlib import metadata
+from typing import Protocol, cast
+from urllib.parse import urlsplit
+
+from extender.api.labels import DEFAULT_SCHEDULER_NAME
+from extender.deploy import yamltext
+from extender.deploy.manifests import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SCHEDULER_IMAGE,
+    WEBHOOK_SERVICE_PORT,
+    deploy_manifests,
+    webhook_manifests,
+)
+from extender.deploy.scheduler_config import (
+    API_V1,
+    DEFAULT_EXTENDER_WEIGHT,
+    DEFAULT_HTTP_TIMEOUT_SECONDS,
+    SUPPORTED_API_VERSIONS,
+    scheduler_config,
+    scheduler_config_yaml,
+)
+
+_API_GROUP = "kubescheduler.config.k8s.io/"
+
+
+class _CrdModule(Protocol):
+    def crd_yaml(self) -> str: ...
+
+
+def _api_version(value: str) -> str:
+    """Accept ``kubescheduler.config.k8s.io/v1beta3`` or just ``v1beta3``."""
+    full = value if "/" in value else _API_GROUP + value
+    if full not in SUPPORTED_API_VERSIONS:
+        choices = ", ".join(v.removeprefix(_API_GROUP) for v in SUPPORTED_API_VERSIONS)
+        raise argparse.ArgumentTypeError(f"unsupported version {value!r} (choose from {choices})")
+    return full
+
+
+def _http_url(value: str) -> str:
+    url = urlsplit(value)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute http:// or https:// URL")
+    return value
+
+
+def _namespaced_name(value: str) -> tuple[str, str]:
+    namespace, sep, name = value.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAMESPACE/NAME")
+    return namespace, name
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
+    return number
+
+
+def _default_image() -> str:
+    try:
+        return f"pumice:{metadata.version('pumice')}"
+    except metadata.PackageNotFoundError:
+        return "pumice:latest"
+
+
+def add_manifests_parser(
+    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> argparse.ArgumentParser:
+    """Add ``manifests`` and its sub-commands; parsed args carry ``func=run_manifests``."""
+    parser = subparsers.add_parser(
+        "manifests",
+        help="print YAML manifests (CRDs, scheduler config, webhooks, full deployment)",
+        description="Print Kubernetes manifests as multi-document YAML, for `kubectl apply -f -`.",
+    )
+    parser.set_defaults(func=run_manifests)
+    commands = parser.add_subparsers(dest="manifests_command", metavar="WHAT", required=True)
+
+    crds = commands.add_parser("crds", help="Volcano-compatible CustomResourceDefinitions")
+
+    config = commands.add_parser(
+        "scheduler-config",
+        help="a KubeSchedulerConfiguration whose extender is pumice",
+        description="A KubeSchedulerConfiguration for a kube-scheduler that delegates to pumice. With leader "
+        "election on, its lease is pumice-kube-scheduler: the scheduler's RBAC must allow it (see `deploy`).",
+    )
+    config.add_argument("--extender-url", required=True, type=_http_url, help="pumice's extender URL")
+    config.add_argument(
+        "--api-version",
+        type=_api_version,
+        default=API_V1,
+        help="v1 (Kubernetes >= 1.25), v1beta3 (1.23-1.28) or v1beta2 (1.22-1.27); default %(default)s",
+    )
+    config.add_argument("--kubeconfig", help="kubeconfig path for the scheduler (default: in-cluster)")
+    config.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, help="default %(default)s")
+    config.add_argument(
+        "--with-default-profile",
+        action="store_true",
+        help="also serve pods of the default-scheduler profile (replaces the cluster's scheduler)",
+    )
+    config.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
+    config.add_argument(
+        "--lease-namespace", help="namespace of the leader-election lease (default kube-system)"
+    )
+    config.add_argument(
+        "--weight", type=_positive_int, default=DEFAULT_EXTENDER_WEIGHT, help="default %(default)s"
+    )
+    config.add_argument(
+        "--http-timeout-seconds",
+        type=_positive_int,
+        default=DEFAULT_HTTP_TIMEOUT_SECONDS,
+        help="default %(default)s",
+    )
+
+    webhooks = commands.add_parser(
+        "webhooks",
+        help="admission webhook configurations",
+        description="Mutating and validating webhook configurations pointing at pumice, either by URL "
+        "(pumice outside the cluster; needs --ca-file) or by Service (caBundle left for pumice to patch in "
+        "at startup).",
+    )
+    target = webhooks.add_mutually_exclusive_group(required=True)
+    target.add_argument("--url-base", type=_http_url, help="e.g. https://10.0.0.5:8443")
+    target.add_argument(
+        "--service", type=_namespaced_name, metavar="NS/NAME", help="e.g. volcano-system/pumice"
+    )
+    webhooks.add_argument("--ca-file", help="PEM CA bundle that signed pumice's serving certificate")
+    webhooks.add_argument(
+        "--port", type=_positive_int, default=WEBHOOK_SERVICE_PORT, help="Service port; default %(default)s"
+    )
+
+    deploy = commands.add_parser(
+        "deploy",
+        help="everything: RBAC, pumice, a second kube-scheduler, webhooks",
+        description="Namespace, RBAC, pumice's Deployment and Service, a stock kube-scheduler configured to "
+        "call it, and the webhook configurations. Install the CRDs first (`pumice manifests crds`).",
+    )
+    deploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="default %(default)s")
+    deploy.add_argument("--image", default=_default_image(), help="pumice image; default %(default)s")
+    deploy.add_argument("--scheduler-image", default=DEFAULT_SCHEDULER_IMAGE, help="default %(default)s")
+    deploy.add_argument(
+        "--api-version",
+        type=_api_version,
+        default=API_V1,
+        help="KubeSchedulerConfiguration version the scheduler image reads; default %(default)s",
+    )
+    deploy.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, help="default %(default)s")
+    deploy.add_argument(
+        "--no-network-policy",
+        dest="network_policy",
+        action="store_false",
+        help="omit the NetworkPolicy that lets only our kube-scheduler reach the extender port",
+    )
+    deploy.add_argument("--no-webhooks", dest="webhooks", action="store_false")
+
+    # Errors found after parsing are reported with the usage of the sub-command that caused them.
+    for command in (crds, config, webhooks, deploy):
+        command.set_defaults(manifests_parser=command)
+    return parser
+
+
+def run_manifests(args: argparse.Namespace) -> int:
+    """Print the manifests ``args`` ask for to stdout; 0 on success, 1 when an optional module is missing."""
+    parser: argparse.ArgumentParser = args.manifests_parser
+    command: str = args.manifests_command
+    try:
+        if command == "crds":
+            return _print_crds()
+        if command == "scheduler-config":
+            config = scheduler_config(
+                extender_url=args.extender_url,
+                api_version=args.api_version,
+                kubeconfig=args.kubeconfig,
+                scheduler_name=args.scheduler_name,
+                with_default_profile=args.with_default_profile,
+                leader_elect=args.leader_elect,
+                weight=args.weight,
+                http_timeout_seconds=args.http_timeout_seconds,
+                lease_namespace=args.lease_namespace,
+            )
+            sys.stdout.write("---\n" + scheduler_config_yaml(config))
+            return 0
+        if command == "webhooks":
+            return _print_webhooks(parser, args)
+        if command == "deploy":
+            docs = deploy_manifests(
+                namespace=args.namespace,
+                image=args.image,
+                scheduler_image=args.scheduler_image,
+                scheduler_name=args.scheduler_name,
+                api_version=args.api_version,
+                network_policy=args.network_policy,
+                include_webhooks=args.webhooks,
+            )
+            sys.stdout.write(yamltext.dump_all(docs))
+            return 0
+    except ValueError as exc:
+        parser.error(str(exc))
+    parser.error(f"unknown manifests command {command!r}")
+
+
+def _print_crds() -> int:
+    try:
+        # Imported here: the CRD module is only needed by this sub-command.
+        module = cast(_CrdModule, importlib.import_module("extender.api.crds"))
+    except ModuleNotFoundError as exc:
+        if exc.name != "extender.api.crds":
+            raise
+        print("pumice manifests crds: extender.api.crds is not available in this build", file=sys.stderr)
+        return 1
+    text = module.crd_yaml()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _print_webhooks(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    ca_bundle = b""
+    if args.ca_file is not None:
+        try:
+            with open(args.ca_file, "rb") as handle:
+                ca_bundle = handle.read()
+        except OSError as exc:
+            parser.error(f"--ca-file: cannot read {args.ca_file}: {exc.strerror}")
+        if not ca_bundle.strip():
+            parser.error(f"--ca-file: {args.ca_file} is empty")
+    elif args.url_base is not None:
+        parser.error("--url-base needs --ca-file (nothing patches a caBundle into URL webhooks)")
+    configs = webhook_manifests(
+        ca_bundle=ca_bundle, url_base=args.url_base, service=args.service, port=args.port
+    )
+    if configs is None:
+        print("pumice manifests webhooks: admission.webhooks is not available in this build", file=sys.stderr)
+        return 1
+    sys.stdout.write(yamltext.dump_all(configs))
+    return 0

@@ -1,0 +1,401 @@
+"""The composition root: the ``pumice`` command and the one process ``pumice serve`` runs.
+
+The only module that imports the extender, admission and controllers packages together. ``serve`` builds
+one aiohttp application per listener (extender: plain HTTP by default; webhooks: always TLS), both
+serving ``/healthz``, ``/readyz`` and ``/metrics``, and owns every background task in one TaskGroup:
+informers, the scheduling loop and the status writer. If any of them dies, the process exits non-zero
+rather than serve a stale cache; SIGTERM/SIGINT shut it down cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import ssl
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from admission.certs import generate_serving_certs, server_ssl_context
+from admission.lookup import LookupUnavailable
+from admission.server import METRICS_KEY, make_admission_app
+from admission.webhooks import webhook_configurations
+from controllers.bootstrap import ensure_queues, register_webhooks, server_supports_gates
+from controllers.cache import ClusterCache
+from controllers.executor import Executor
+from controllers.kube.client import KubeClient, load_config
+from controllers.kube.informer import Informer
+from controllers.scheduler import Scheduler
+from controllers.status import StatusWriter
+from extender.api import labels as L
+from extender.api import wire
+from extender.core.errors import ConfigError
+from extender.core.model import Pod, PodGroup, Queue
+from extender.deploy.cli import add_manifests_parser
+from extender.plugins.registry import SchedulerConf, load_conf
+from extender.server.app import make_extender_app
+from extender.server.metrics import Registry
+from extender.settings import ServeSettings, split_host_port
+
+log = logging.getLogger("pumice")
+
+INFORMERS = (
+    ("nodes", "/api/v1/nodes"),
+    ("pods", "/api/v1/pods"),
+    ("podgroups", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/podgroups"),
+    ("queues", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"),
+    ("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+)
+
+
+class Process:
+    """What the handlers and health endpoints read: the cache, the scheduler, readiness."""
+
+    def __init__(self, settings: ServeSettings, conf: SchedulerConf, client: KubeClient) -> None:
+        self.settings = settings
+        self.cache = ClusterCache(
+            scheduler_names=settings.scheduler_names, default_queue=settings.default_queue
+        )
+        self.executor = Executor(client)
+        self.scheduler = Scheduler(self.cache, conf, self.executor)
+        self.status = StatusWriter(self.cache, self.scheduler, self.executor)
+        self.informers = [
+            Informer(client, path, self.cache.handlers()[name], name=name) for name, path in INFORMERS
+        ]
+        self.client = client
+        self.gates = False
+        self.metrics = Registry()
+        self.latency = self.metrics.histogram(
+            "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb"
+        )
+
+    # Backend protocol (extender.server.app) -------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers)
+
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        return self.settings.scheduler_names
+
+    def filter(self, raw_pod: dict[str, Any], pod: Pod, node_names: list[str]) -> wire.ExtenderFilterResult:
+        return self.scheduler.filter(raw_pod, pod, node_names)
+
+    def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]:
+        return self.scheduler.prioritize(pod, node_names)
+
+    def preempt(
+        self, pod: Pod, ours: bool, victims: dict[str, wire.MetaVictims]
+    ) -> dict[str, wire.MetaVictims]:
+        return self.scheduler.preempt(pod, ours, victims)
+
+    async def bind(self, args: wire.ExtenderBindingArgs) -> str:
+        return await self.scheduler.bind(args)
+
+    # admission Lookup ------------------------------------------------------------------------------
+    def lookup(self) -> Process:
+        if not self.ready:
+            raise LookupUnavailable("pumice cluster cache not synced yet")
+        return self
+
+    @property
+    def default_queue(self) -> str:
+        return self.settings.default_queue
+
+    @property
+    def scheduling_gates(self) -> bool:
+        return self.gates
+
+    def queue(self, name: str) -> Queue | None:
+        return self.cache.queue(name)
+
+    def queue_children(self, name: str) -> list[Queue]:
+        return [
+            q
+            for q in self.cache.queues.values()
+            if (q.parent or (L.ROOT_QUEUE if q.name != L.ROOT_QUEUE else "")) == name
+        ]
+
+    def podgroup(self, namespace: str, name: str) -> PodGroup | None:
+        return self.cache.podgroup(namespace, name)
+
+    def queue_has_podgroups(self, name: str) -> bool:
+        return self.cache.queue_has_podgroups(name)
+
+    # metrics ------------------------------------------------------------------------------------------
+    def register_metrics(self, admission_app: web.Application) -> None:
+        s = self.scheduler.stats
+        m = self.metrics
+        m.add(
+            "pumice_scheduling_cycles_total", "counter", "Scheduling cycles run.", lambda: {"": s["cycles"]}
+        )
+        m.add(
+            "pumice_scheduling_cycle_seconds_total",
+            "counter",
+            "Time in cycles.",
+            lambda: {"": s["cycle_seconds"]},
+        )
+        m.add("pumice_binds_total", "counter", "Successful binds.", lambda: {"": s["binds"]})
+        m.add("pumice_bind_errors_total", "counter", "Failed binds.", lambda: {"": s["bind_errors"]})
+        m.add("pumice_planned_pods", "gauge", "Pods holding a plan.", lambda: {"": len(self.scheduler.plans)})
+        m.add(
+            "pumice_unschedulable_podgroups",
+            "gauge",
+            "Groups waiting, by reason.",
+            lambda: _count_by(u.reason for u in self.scheduler.reasons.values()),
+        )
+        m.add("pumice_status_writes_total", "counter", "Status patches.", lambda: {"": self.status.writes})
+        m.add(
+            "pumice_informer_events_total",
+            "counter",
+            "Watch events by informer.",
+            lambda: {f'informer="{i.name}"': i.events for i in self.informers},
+        )
+        adm = admission_app[METRICS_KEY]
+        for name, counter in (("requests", adm.requests), ("denials", adm.denied), ("patches", adm.patched)):
+            m.add(
+                f"pumice_admission_{name}_total",
+                "counter",
+                f"Admission {name} by webhook path.",
+                _by_path(counter),
+            )
+
+
+def _by_path(counter: Mapping[str, int]) -> Callable[[], dict[str, float]]:
+    return lambda: {f'path="{k}"': float(v) for k, v in counter.items()}
+
+
+def _count_by(items: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for it in items:
+        key = f'reason="{it}"'
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _health_routes(app: web.Application, proc: Process) -> None:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if proc.ready:
+            return web.Response(text="ok")
+        waiting = [i.name for i in proc.informers if not i.synced.is_set()]
+        return web.Response(status=503, text=f"waiting for first LIST of: {', '.join(waiting)}")
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(text=proc.metrics.render(), content_type="text/plain")
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+
+
+def _webhook_tls(settings: ServeSettings) -> tuple[ssl.SSLContext, bytes]:
+    """The webhook listener's TLS context and the CA PEM for caBundle: the given files, else a fresh
+    self-signed CA and serving certificate."""
+    if settings.tls_cert and settings.tls_key:
+        return _ssl_context(settings.tls_cert, settings.tls_key), Path(settings.tls_cert).read_bytes()
+    dns = ["localhost"]
+    if settings.webhook_service:
+        ns, name = settings.webhook_service
+        dns += [name, f"{name}.{ns}", f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"]
+    certs = generate_serving_certs(Path(settings.cert_dir), dns_names=dns, ip_addresses=("127.0.0.1",))
+    return server_ssl_context(certs), certs.ca_pem
+
+
+async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
+    client = KubeClient(await load_config(settings.kubeconfig))
+    proc = Process(settings, conf, client)
+    proc.gates = await server_supports_gates(client)
+    proc.scheduler.gates = proc.gates
+
+    ext_app = make_extender_app(proc, proc.latency)
+    _health_routes(ext_app, proc)
+    adm_app = make_admission_app(proc.lookup)
+    _health_routes(adm_app, proc)
+    proc.register_metrics(adm_app)
+
+    wh_ssl, ca_pem = _webhook_tls(settings)
+    ext_ssl = (
+        _ssl_context(settings.extender_tls_cert, settings.extender_tls_key)
+        if settings.extender_tls_cert and settings.extender_tls_key
+        else None
+    )
+    runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
+    for r in runners:
+        await r.setup()
+    await web.TCPSite(runners[0], settings.extender_host, settings.extender_port, ssl_context=ext_ssl).start()
+    await web.TCPSite(runners[1], settings.webhook_host, settings.webhook_port, ssl_context=wh_ssl).start()
+    log.info(
+        "serving",
+        extra={
+            "extender": f"{settings.extender_host}:{settings.extender_port}",
+            "webhooks": settings.webhook_port,
+        },
+    )
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    code = 0
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(i.run(), name=f"informer-{i.name}") for i in proc.informers]
+
+            async def after_sync() -> None:
+                await asyncio.gather(*(i.synced.wait() for i in proc.informers))
+                log.info("caches synced")
+                await register_webhooks(client, settings, ca_pem, webhook_configurations)
+                await ensure_queues(client, proc.cache)
+
+            tasks.append(tg.create_task(after_sync(), name="bootstrap"))
+            tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
+            tasks.append(tg.create_task(proc.status.run(), name="status"))
+
+            async def until_stop() -> None:
+                await stop.wait()
+                raise _Stop
+
+            tg.create_task(until_stop())
+    except* _Stop:
+        log.info("shutting down")
+    except* Exception as eg:
+        for e in eg.exceptions:
+            log.error("root task died", exc_info=e)
+        code = 1
+    finally:
+        await proc.scheduler.close()
+        for r in runners:
+            await r.cleanup()
+        await client.close()
+    return code
+
+
+class _Stop(Exception):
+    pass
+
+
+def _ssl_context(cert: str, key: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _serve_parser(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the extender, the webhooks and the controllers")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument("--extender-bind", default="0.0.0.0:8888", help="HOST:PORT for the extender (plain HTTP)")
+    p.add_argument("--extender-tls-cert-file", default=None)
+    p.add_argument("--extender-tls-key-file", default=None)
+    p.add_argument(
+        "--webhook-bind", default="0.0.0.0:8443", help="HOST:PORT for the admission webhooks (TLS)"
+    )
+    p.add_argument(
+        "--tls-cert-file", default=None, help="webhook serving cert (default: generate a self-signed CA)"
+    )
+    p.add_argument("--tls-key-file", default=None)
+    p.add_argument("--cert-dir", default=None, help="where generated certs go (default: a temp dir)")
+    p.add_argument(
+        "--webhook-url-base",
+        default=None,
+        help="register our webhook configurations with this https://HOST:PORT (pumice outside the cluster)",
+    )
+    p.add_argument(
+        "--webhook-service", default=None, help="register webhook configurations pointing at Service NS/NAME"
+    )
+    p.add_argument("--scheduler-conf", default=None, help="Volcano scheduler conf (actions + tiers)")
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=None,
+        help="schedulerName(s) pumice schedules (default volcano)",
+    )
+    p.add_argument("--default-queue", default=L.DEFAULT_QUEUE)
+    p.add_argument("--log-level", default="INFO")
+
+
+def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ServeSettings:
+    try:
+        eh, ep = split_host_port(args.extender_bind)
+        wh, wp = split_host_port(args.webhook_bind)
+    except ValueError as e:
+        parser.error(str(e))
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        parser.error("--tls-cert-file and --tls-key-file go together")
+    service = None
+    if args.webhook_service:
+        ns, _, name = args.webhook_service.partition("/")
+        if not ns or not name:
+            parser.error("--webhook-service must be NAMESPACE/NAME")
+        service = (ns, name)
+    return ServeSettings(
+        kubeconfig=args.kubeconfig,
+        extender_host=eh,
+        extender_port=ep,
+        extender_tls_cert=args.extender_tls_cert_file,
+        extender_tls_key=args.extender_tls_key_file,
+        webhook_host=wh,
+        webhook_port=wp,
+        tls_cert=args.tls_cert_file,
+        tls_key=args.tls_key_file,
+        cert_dir=args.cert_dir or tempfile.mkdtemp(prefix="pumice-certs-"),
+        webhook_url_base=args.webhook_url_base,
+        webhook_service=service,
+        scheduler_conf=args.scheduler_conf,
+        scheduler_names=frozenset(args.scheduler_name or [L.DEFAULT_SCHEDULER_NAME]),
+        default_queue=args.default_queue,
+        log_level=args.log_level.upper(),
+    )
+
+
+class _JsonishFormatter(logging.Formatter):
+    """``time level logger message key=value ...`` with the structured ``extra`` fields."""
+
+    _std = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        base = super().format(record)
+        extras = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in self._std)
+        return f"{base} {extras}" if extras else base
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="pumice", description="Volcano-style batch scheduling for stock Kubernetes"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    add_manifests_parser(sub)
+    sub.add_parser("version", help="print the version")
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(metadata.version("pumice"))
+        return 0
+    if args.command == "manifests":
+        return int(args.func(args))
+    settings = _settings(args, parser)
+    handler = logging.StreamHandler()
+    handler.setFormatter(_JsonishFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.basicConfig(level=settings.log_level, handlers=[handler])
+    try:
+        conf = load_conf(Path(settings.scheduler_conf).read_text() if settings.scheduler_conf else None)
+    except (ConfigError, OSError) as e:
+        print(f"pumice: cannot load scheduler conf: {e}", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(serve(settings, conf))
+    return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,648 @@
+"""What ``pumice manifests`` prints: scheduler config per version, deploy manifests, the CLI.
+
+Field names are checked against the Go JSON tags in the Kubernetes sources when they are present
+(/opt/k8s-src), and the v1beta2/v1beta3 configs against a real kube-scheduler 1.24 when its binary is present.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from extender.deploy import yamltext
+from extender.deploy.cli import add_manifests_parser, run_manifests
+from extender.deploy.manifests import deploy_manifests, pumice_rules
+from extender.deploy.scheduler_config import (
+    API_V1,
+    API_V1BETA2,
+    API_V1BETA3,
+    SUPPORTED_API_VERSIONS,
+    scheduler_config,
+    scheduler_config_yaml,
+)
+
+K8S_SRC = Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config")
+KUBE_SCHEDULER = Path("/usr/local/kubebuilder/bin/kube-scheduler")
+URL = "http://pumice.volcano-system.svc:8888"
+
+EXTENDER_KEYS = {
+    "urlPrefix",
+    "filterVerb",
+    "prioritizeVerb",
+    "preemptVerb",
+    "bindVerb",
+    "weight",
+    "enableHTTPS",
+    "nodeCacheCapable",
+    "httpTimeout",
+    "ignorable",
+}
+NAMESPACED_KINDS = {
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+    "Service",
+    "Deployment",
+    "NetworkPolicy",
+}
+CLUSTER_KINDS = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+}
+BUILT_IN_ROLES = {
+    ("ClusterRole", "system:kube-scheduler"),
+    ("ClusterRole", "system:volume-scheduler"),
+    ("Role", "extension-apiserver-authentication-reader"),
+}
+
+
+# --- scheduler config ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_scheduler_config_shape(api_version: str) -> None:
+    config: Any = scheduler_config(extender_url=URL, api_version=api_version)
+
+    assert config["apiVersion"] == api_version
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert config["profiles"] == [{"schedulerName": "volcano"}]
+    assert config["percentageOfNodesToScore"] == 100
+    assert config["leaderElection"] == {"leaderElect": True, "resourceName": "pumice-kube-scheduler"}
+    client = config["clientConnection"]
+    assert isinstance(client, dict)
+    assert "kubeconfig" not in client  # in-cluster
+    assert client["qps"] >= 100
+    assert client["burst"] >= client["qps"]
+
+    [extender] = config["extenders"]
+    assert set(extender) == EXTENDER_KEYS
+    assert extender["urlPrefix"] == URL
+    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    assert (extender["preemptVerb"], extender["bindVerb"]) == ("preempt", "bind")
+    assert extender["enableHTTPS"] is False
+    assert extender["nodeCacheCapable"] is True
+    assert extender["ignorable"] is False
+    assert re.fullmatch(r"[1-9][0-9]*s", extender["httpTimeout"])
+    # A planned node's 10 must outweigh the default score plugins (v1 weights sum to 12, 100 points each).
+    assert 10 * extender["weight"] * 10 > 12 * 100
+
+
+def test_scheduler_config_options() -> None:
+    config: Any = scheduler_config(
+        extender_url=URL + "/",
+        api_version=API_V1BETA3,
+        kubeconfig="/etc/kubernetes/scheduler.conf",
+        scheduler_name="batch",
+        with_default_profile=True,
+        leader_elect=False,
+        weight=7,
+        http_timeout_seconds=12,
+        lease_namespace="volcano-system",
+    )
+    assert [p["schedulerName"] for p in config["profiles"]] == ["batch", "default-scheduler"]
+    assert config["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.conf"
+    assert config["leaderElection"] == {
+        "leaderElect": False,
+        "resourceName": "pumice-kube-scheduler",
+        "resourceNamespace": "volcano-system",
+    }
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"] == URL  # kube-scheduler appends "/" + verb itself
+    assert extender["weight"] == 7
+    assert extender["httpTimeout"] == "12s"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"api_version": "kubescheduler.config.k8s.io/v1alpha1"}, "not supported"),
+        ({"api_version": "v1beta3"}, "not supported"),
+        ({"extender_url": "pumice:8888"}, "extender_url"),
+        ({"extender_url": "http://pumice:8888/?x=1"}, "query"),
+        ({"scheduler_name": ""}, "scheduler_name"),
+        ({"scheduler_name": "default-scheduler", "with_default_profile": True}, "default profile"),
+        ({"weight": 0}, "weight"),
+        ({"http_timeout_seconds": 0}, "http_timeout_seconds"),
+    ],
+)
+def test_scheduler_config_rejects(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        scheduler_config(**{"extender_url": URL, **kwargs})
+
+
+def _go_json_tags(types_go: str, struct: str) -> set[str]:
+    body = re.search(rf"type {struct} struct \{{(.*?)\n\}}", types_go, re.S)
+    assert body is not None, struct
+    return set(re.findall(r'json:"([A-Za-z]+)', body.group(1)))
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta3"])
+def test_field_names_match_go_json_tags(version: str) -> None:
+    types_go = K8S_SRC / version / "types.go"
+    if not types_go.exists():
+        pytest.skip(f"Kubernetes sources not found at {types_go}")
+    source = types_go.read_text()
+    config: Any = scheduler_config(extender_url=URL, api_version=f"kubescheduler.config.k8s.io/{version}")
+
+    assert set(config["extenders"][0]) <= _go_json_tags(source, "Extender")
+    top_level = _go_json_tags(source, "KubeSchedulerConfiguration") | {"apiVersion", "kind"}
+    assert set(config) <= top_level
+    assert set(config["profiles"][0]) <= _go_json_tags(source, "KubeSchedulerProfile")
+
+
+@pytest.mark.parametrize("api_version", [API_V1BETA2, API_V1BETA3])
+def test_kube_scheduler_1_24_accepts_config(api_version: str, tmp_path: Path) -> None:
+    if not KUBE_SCHEDULER.exists():
+        pytest.skip(f"{KUBE_SCHEDULER} not found")
+    # A kubeconfig is only parsed, never dialled: --write-config-to exits after loading and validating.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(
+        scheduler_config_yaml(
+            scheduler_config(
+                extender_url=URL,
+                api_version=api_version,
+                kubeconfig=str(kubeconfig),
+                with_default_profile=True,
+                lease_namespace="volcano-system",
+            )
+        )
+    )
+    written = tmp_path / "written.yaml"
+    result = subprocess.run(
+        [str(KUBE_SCHEDULER), f"--config={config_file}", f"--write-config-to={written}", "--secure-port=0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    effective = yaml.safe_load(written.read_text())
+    [extender] = effective["extenders"]
+    assert extender["urlPrefix"] == URL
+    assert extender["bindVerb"] == "bind"
+    assert extender["nodeCacheCapable"] is True
+    assert extender["httpTimeout"] == "30s"
+    assert effective["percentageOfNodesToScore"] == 100
+    assert effective["leaderElection"]["resourceName"] == "pumice-kube-scheduler"
+    assert [p["schedulerName"] for p in effective["profiles"]] == ["volcano", "default-scheduler"]
+
+
+# --- deploy manifests ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_webhooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deploy output as if admission.webhooks did not exist (None in sys.modules halts the import)."""
+    monkeypatch.setitem(sys.modules, "admission.webhooks", None)
+
+
+def _fake_webhooks(calls: list[dict[str, Any]]) -> Callable[..., list[dict[str, Any]]]:
+    def webhook_configurations(
+        *,
+        ca_bundle: bytes,
+        url_base: str | None = None,
+        service: tuple[str, str] | None = None,
+        port: int = 443,
+    ) -> list[dict[str, Any]]:
+        calls.append({"ca_bundle": ca_bundle, "url_base": url_base, "service": service, "port": port})
+        if service is not None:
+            client: dict[str, Any] = {"service": {"namespace": service[0], "name": service[1], "port": port}}
+        else:
+            client = {"url": f"{url_base}/validate"}
+        client["caBundle"] = ca_bundle.hex()
+        return [
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind,
+                "metadata": {"name": name},
+                "webhooks": [{"name": "x.pumice.dev", "clientConfig": client}],
+            }
+            for kind, name in [
+                ("MutatingWebhookConfiguration", "pumice-mutating"),
+                ("ValidatingWebhookConfiguration", "pumice-validating"),
+            ]
+        ]
+
+    return webhook_configurations
+
+
+@pytest.fixture
+def fake_webhooks(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    module = types.ModuleType("admission.webhooks")
+    module.__dict__["webhook_configurations"] = _fake_webhooks(calls)
+    monkeypatch.setitem(sys.modules, "admission.webhooks", module)
+    return calls
+
+
+def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+@pytest.mark.usefixtures("no_webhooks")
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_deploy_objects_are_well_formed(api_version: str) -> None:
+    docs: list[Any] = deploy_manifests(
+        namespace="batch-system", image="example/pumice:1", api_version=api_version
+    )
+    # What `kubectl apply` reads back is what was built.
+    assert list(yaml.safe_load_all(yamltext.dump_all(docs))) == docs
+
+    seen = set()
+    for doc in docs:
+        assert isinstance(doc["apiVersion"], str) and doc["apiVersion"]
+        meta = doc["metadata"]
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9.:]*[a-z0-9])?", meta["name"]), meta
+        if doc["kind"] in NAMESPACED_KINDS:
+            assert meta["namespace"] in ("batch-system", "kube-system"), doc["kind"]
+        else:
+            assert doc["kind"] in CLUSTER_KINDS
+            assert "namespace" not in meta
+        key = (doc["kind"], meta.get("namespace"), meta["name"])
+        assert key not in seen
+        seen.add(key)
+    assert docs[0] == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "batch-system", "labels": docs[0]["metadata"]["labels"]},
+    }
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_deploy_references_resolve() -> None:
+    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
+    roles = {(d["kind"], d["metadata"]["name"]) for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    for binding in (d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        ref = binding["roleRef"]
+        assert (ref["kind"], ref["name"]) in roles | BUILT_IN_ROLES, binding["metadata"]["name"]
+        for subject in binding["subjects"]:
+            assert subject["name"] in accounts and subject["namespace"] == "batch-system"
+    for deployment in _by_kind(docs, "Deployment").values():
+        spec = deployment["spec"]
+        assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+        assert spec["template"]["spec"]["serviceAccountName"] in accounts
+        assert spec["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+        for container in spec["template"]["spec"]["containers"]:
+            assert container["securityContext"]["readOnlyRootFilesystem"] is True
+            assert container["resources"]["requests"]
+    service = _by_kind(docs, "Service")["pumice"]
+    pumice = _by_kind(docs, "Deployment")["pumice"]
+    assert service["spec"]["selector"] == pumice["spec"]["selector"]["matchLabels"]
+    assert {(p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        (8888, "extender"),
+        (443, "webhook"),
+    }
+    container_ports = {
+        p["name"]: p["containerPort"] for p in pumice["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
+    assert container_ports == {"extender": 8888, "webhook": 8443}
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_deploy_pumice_and_scheduler_containers() -> None:
+    docs: list[Any] = deploy_manifests(
+        namespace="batch-system",
+        image="example/pumice:1",
+        scheduler_image="example/ks:1",
+        scheduler_name="batch",
+    )
+    deployments = _by_kind(docs, "Deployment")
+    [pumice] = deployments["pumice"]["spec"]["template"]["spec"]["containers"]
+    assert pumice["image"] == "example/pumice:1"
+    command = pumice["command"]
+    assert command[:2] == ["pumice", "serve"]
+    assert command[command.index("--extender-bind") + 1] == "0.0.0.0:8888"
+    assert command[command.index("--webhook-bind") + 1] == "0.0.0.0:8443"
+    assert command[command.index("--scheduler-name") + 1] == "batch"
+    assert pumice["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "extender"}
+    assert pumice["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "extender"}
+
+    scheduler_pod = deployments["pumice-kube-scheduler"]["spec"]["template"]["spec"]
+    [scheduler] = scheduler_pod["containers"]
+    assert scheduler["image"] == "example/ks:1"
+    assert scheduler["command"] == ["kube-scheduler", "--config=/etc/pumice/scheduler-config.yaml", "--v=2"]
+    assert scheduler_pod["volumes"] == [{"name": "config", "configMap": {"name": "pumice-scheduler-config"}}]
+    assert scheduler["volumeMounts"][0]["mountPath"] == "/etc/pumice"
+
+    config = yaml.safe_load(
+        _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]["data"]["scheduler-config.yaml"]
+    )
+    assert config["apiVersion"] == API_V1
+    assert config["profiles"] == [{"schedulerName": "batch"}]
+    assert config["extenders"][0]["urlPrefix"] == "http://pumice.batch-system.svc:8888"
+    assert "kubeconfig" not in config["clientConnection"]
+    assert config["leaderElection"]["resourceNamespace"] == "batch-system"
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_config_change_rolls_the_scheduler() -> None:
+    def config_hash(api_version: str) -> str:
+        docs: list[Any] = deploy_manifests(image="example/pumice:1", api_version=api_version)
+        template = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]
+        return str(template["metadata"]["annotations"]["pumice.dev/scheduler-config-sha256"])
+
+    assert config_hash(API_V1) == config_hash(API_V1)
+    assert config_hash(API_V1) != config_hash(API_V1BETA3)
+
+
+def _rules(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (d["metadata"]["name"], r) for d in docs if d["kind"] in ("Role", "ClusterRole") for r in d["rules"]
+    ]
+
+
+def _grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
+    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_rbac_is_least_privilege() -> None:
+    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    for role, rule in _rules(docs):
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field], (role, rule)
+        assert (
+            "escalate" not in rule["verbs"]
+            and "bind" not in rule["verbs"]
+            and "impersonate" not in rule["verbs"]
+        )
+    cluster_role = _by_kind(docs, "ClusterRole")["pumice"]["rules"]
+    assert _grants(cluster_role, "", "pods/binding", "create")
+    assert _grants(cluster_role, "", "pods/eviction", "create")
+    assert _grants(cluster_role, "", "pods", "delete")
+    assert _grants(cluster_role, "scheduling.volcano.sh", "podgroups/status", "patch")
+    assert not _grants(cluster_role, "", "nodes", "update")
+    assert not _grants(cluster_role, "", "secrets", "deletecollection")
+    assert not any("clusterroles" in r["resources"] or "roles" in r["resources"] for r in cluster_role)
+    # Webhook configurations: named ones only, except create (which cannot be limited by name).
+    for rule in cluster_role:
+        if "validatingwebhookconfigurations" in rule["resources"]:
+            assert rule["verbs"] == ["create"] or rule["resourceNames"] == [
+                "pumice-mutating",
+                "pumice-validating",
+            ]
+    # The scheduler's lease: its own name, in our namespace.
+    lease_role = _by_kind(docs, "Role")["pumice-kube-scheduler-leader-election"]
+    assert lease_role["metadata"]["namespace"] == "batch-system"
+    assert {"get", "update"} <= {v for r in lease_role["rules"] if r.get("resourceNames") for v in r["verbs"]}
+    assert all(
+        r.get("resourceNames") == ["pumice-kube-scheduler"] or r["verbs"] == ["create"]
+        for r in lease_role["rules"]
+    )
+
+
+def test_pumice_rules_take_webhook_names() -> None:
+    rules: list[Any] = pumice_rules(["a", "b"])
+    named = [r for r in rules if isinstance(r, dict) and "resourceNames" in r]
+    assert [r["resourceNames"] for r in named] == [["a", "b"]]
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_network_policy_guards_extender_port() -> None:
+    docs: list[Any] = deploy_manifests(image="example/pumice:1")
+    [policy] = _by_kind(docs, "NetworkPolicy").values()
+    scheduler_labels = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    extender_rule, webhook_rule = policy["spec"]["ingress"]
+    assert extender_rule["ports"] == [{"protocol": "TCP", "port": 8888}]
+    assert extender_rule["from"][0]["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
+    assert webhook_rule == {"ports": [{"protocol": "TCP", "port": 8443}]}
+    assert not _by_kind(deploy_manifests(image="example/pumice:1", network_policy=False), "NetworkPolicy")
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_deploy_without_webhook_module_has_none() -> None:
+    kinds = {d["kind"] for d in deploy_manifests(image="example/pumice:1")}
+    assert not kinds & {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+
+
+def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dict[str, Any]]) -> None:
+    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    [call] = fake_webhooks
+    assert call["ca_bundle"]  # a stand-in: webhook_configurations refuses an empty bundle
+    assert (call["url_base"], call["service"], call["port"]) == (None, ("batch-system", "pumice"), 443)
+    assert [d["kind"] for d in docs[-2:]] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    for config in docs[-2:]:
+        for webhook in config["webhooks"]:
+            assert "caBundle" not in webhook["clientConfig"]  # pumice patches it in; apply must not reset it
+            assert webhook["clientConfig"]["service"] == {
+                "namespace": "batch-system",
+                "name": "pumice",
+                "port": 443,
+            }
+    assert not _by_kind(
+        deploy_manifests(image="example/pumice:1", include_webhooks=False), "MutatingWebhookConfiguration"
+    )
+
+
+def test_real_webhook_configurations_in_deploy_output() -> None:
+    webhooks = pytest.importorskip("admission.webhooks")
+    if not hasattr(webhooks, "webhook_configurations"):
+        pytest.skip("admission.webhooks.webhook_configurations not written yet")
+    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    configs = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
+    assert configs and docs[-len(configs) :] == configs
+    # The names pumice's RBAC is limited to.
+    assert {c["metadata"]["name"] for c in configs} <= {"pumice-mutating", "pumice-validating"}
+    for config in configs:
+        for webhook in config["webhooks"]:
+            client = webhook["clientConfig"]
+            assert "caBundle" not in client
+            assert client["service"]["namespace"] == "batch-system"
+            assert client["service"]["name"] == "pumice"
+            assert client["service"]["port"] == 443
+    assert list(yaml.safe_load_all(yamltext.dump_all(docs))) == docs
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"namespace": ""}, "namespace"),
+        ({"namespace": "Batch_System"}, "namespace"),
+        ({"image": ""}, "image"),
+        ({"api_version": "kubescheduler.config.k8s.io/v2"}, "not supported"),
+    ],
+)
+def test_deploy_rejects(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        deploy_manifests(**{"image": "example/pumice:1", **kwargs})
+
+
+# --- CLI ----------------------------------------------------------------------------------------------------
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="pumice")
+    add_manifests_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any], str]:
+    args = _parse(argv)
+    assert args.func is run_manifests
+    code = run_manifests(args)
+    out, err = capsys.readouterr()
+    return code, [d for d in yaml.safe_load_all(out) if d is not None], err
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"), [("v1beta2", API_V1BETA2), (API_V1BETA3, API_V1BETA3), ("v1", API_V1)]
+)
+def test_cli_scheduler_config(flag: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(
+        [
+            "manifests",
+            "scheduler-config",
+            "--extender-url",
+            URL,
+            "--api-version",
+            flag,
+            "--kubeconfig",
+            "/k.conf",
+            "--with-default-profile",
+            "--no-leader-elect",
+        ],
+        capsys,
+    )
+    assert code == 0
+    [config] = docs
+    assert config["apiVersion"] == expected
+    assert [p["schedulerName"] for p in config["profiles"]] == ["volcano", "default-scheduler"]
+    assert config["clientConnection"]["kubeconfig"] == "/k.conf"
+    assert config["leaderElection"]["leaderElect"] is False
+    assert config["extenders"][0]["urlPrefix"] == URL
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_cli_deploy(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(
+        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--api-version", "v1beta3"], capsys
+    )
+    assert code == 0
+    assert docs == deploy_manifests(namespace="ns1", image="img:1", api_version=API_V1BETA3)
+
+
+def test_cli_webhooks_by_url(
+    fake_webhooks: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+    code, docs, _ = _run(
+        ["manifests", "webhooks", "--url-base", "https://10.0.0.5:8443", "--ca-file", str(ca)], capsys
+    )
+    assert code == 0
+    assert fake_webhooks[0]["url_base"] == "https://10.0.0.5:8443"
+    assert fake_webhooks[0]["ca_bundle"] == ca.read_bytes()
+    assert all(w["clientConfig"]["caBundle"] for d in docs for w in d["webhooks"])
+
+
+def test_cli_webhooks_by_service(
+    fake_webhooks: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, docs, _ = _run(["manifests", "webhooks", "--service", "ns1/pumice"], capsys)
+    assert code == 0
+    assert fake_webhooks[0]["service"] == ("ns1", "pumice")
+    assert len(docs) == 2
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_cli_webhooks_without_module(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, err = _run(["manifests", "webhooks", "--service", "ns1/pumice"], capsys)
+    assert (code, docs) == (1, [])
+    assert "admission.webhooks" in err and "Traceback" not in err
+
+
+def test_cli_crds(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    module = types.ModuleType("extender.api.crds")
+    text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: queues.x}\n"
+    module.__dict__["crd_yaml"] = lambda: text
+    monkeypatch.setitem(sys.modules, "extender.api.crds", module)
+    code, docs, _ = _run(["manifests", "crds"], capsys)
+    assert code == 0
+    assert docs == [yaml.safe_load(text)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["manifests"],
+        ["manifests", "nope"],
+        ["manifests", "scheduler-config"],
+        ["manifests", "scheduler-config", "--extender-url", "pumice:8888"],
+        ["manifests", "scheduler-config", "--extender-url", URL, "--api-version", "v1alpha1"],
+        ["manifests", "scheduler-config", "--extender-url", URL, "--weight", "0"],
+        ["manifests", "webhooks"],
+        ["manifests", "webhooks", "--service", "pumice"],
+        ["manifests", "webhooks", "--service", "a/b", "--url-base", "https://x"],
+        ["manifests", "deploy", "--api-version", "v9"],
+    ],
+)
+def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _parse(argv)
+    assert exit_info.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "manifests",
+            "scheduler-config",
+            "--extender-url",
+            URL,
+            "--scheduler-name",
+            "default-scheduler",
+            "--with-default-profile",
+        ],
+        ["manifests", "webhooks", "--url-base", "https://x"],
+        ["manifests", "webhooks", "--url-base", "https://x", "--ca-file", "/nonexistent/ca.pem"],
+        ["manifests", "deploy", "--namespace", "Not_A_Label"],
+    ],
+)
+def test_cli_bad_values_after_parsing_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parse(argv)
+    with pytest.raises(SystemExit) as exit_info:
+        run_manifests(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"pumice manifests {argv[1]}: error:" in err
+    assert "Traceback" not in err
+
+
+def test_cli_crds_with_real_module(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("extender.api.crds")
+    code, docs, _ = _run(["manifests", "crds"], capsys)
+    assert code == 0
+    assert docs and all(d["kind"] == "CustomResourceDefinition" for d in docs)
+    assert "podgroups.scheduling.volcano.sh" in {d["metadata"]["name"] for d in docs}
