@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from controllers.cache import ClusterCache
@@ -62,6 +62,16 @@ class Scheduler:
         self.last_snapshot: Snapshot | None = None
         self.stats = {"cycles": 0, "cycle_seconds": 0.0, "binds": 0, "bind_errors": 0, "touches": 0}
         cache.listeners.append(lambda _kind: self._wake.set())
+        # Readiness comes from the informers (set by the composition root); verbs wait for it.
+        self.ready_fn: Callable[[], bool] = lambda: True
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_fn()
+
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        return self.cache.scheduler_names
 
     # --- cycle -------------------------------------------------------------------------------------
     def cycle(self) -> None:

@@ -36,9 +36,8 @@ from controllers.kube.informer import Informer
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
 from extender.api import labels as L
-from extender.api import wire
 from extender.core.errors import ConfigError
-from extender.core.model import Pod, PodGroup, Queue
+from extender.core.model import PodGroup, Queue
 from extender.deploy.cli import add_manifests_parser
 from extender.plugins.registry import SchedulerConf, load_conf
 from extender.server.app import make_extender_app
@@ -77,7 +76,6 @@ class Process:
             "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb"
         )
 
-    # Backend protocol (extender.server.app) -------------------------------------------------------
     @property
     def ready(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
@@ -85,20 +83,6 @@ class Process:
     @property
     def scheduler_names(self) -> frozenset[str]:
         return self.settings.scheduler_names
-
-    def filter(self, raw_pod: dict[str, Any], pod: Pod, node_names: list[str]) -> wire.ExtenderFilterResult:
-        return self.scheduler.filter(raw_pod, pod, node_names)
-
-    def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]:
-        return self.scheduler.prioritize(pod, node_names)
-
-    def preempt(
-        self, pod: Pod, ours: bool, victims: dict[str, wire.MetaVictims]
-    ) -> dict[str, wire.MetaVictims]:
-        return self.scheduler.preempt(pod, ours, victims)
-
-    async def bind(self, args: wire.ExtenderBindingArgs) -> str:
-        return await self.scheduler.bind(args)
 
     # admission Lookup ------------------------------------------------------------------------------
     def lookup(self) -> Process:
@@ -218,7 +202,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     proc.gates = await server_supports_gates(client)
     proc.scheduler.gates = proc.gates
 
-    ext_app = make_extender_app(proc, proc.latency)
+    proc.scheduler.ready_fn = lambda: proc.ready
+    ext_app = make_extender_app(proc.scheduler, proc.latency)
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup)
     _health_routes(adm_app, proc)

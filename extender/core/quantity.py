@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from math import ceil
+from math import ceil, isfinite
 from typing import Final
 
 from extender.core.errors import InvalidQuantity
@@ -31,6 +31,12 @@ _QUANTITY: Final = re.compile(
     r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
 )
 
+# Kubernetes reads the exponent as an int32, but anything past this is far outside int64 either way, and
+# computing 10**exponent for it would stall the caller (an admission request, the cache).
+_MAX_EXPONENT: Final = 1000
+# Accounted amounts live in int64 matrices.
+_INT64_MAX: Final = 2**63 - 1
+
 # Resources accounted in milli-units; every other resource is a whole-unit integer.
 MILLI_RESOURCES: Final = frozenset({"cpu"})
 
@@ -42,6 +48,8 @@ def parse_quantity(value: object) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not isfinite(value):
+            raise InvalidQuantity(repr(value))
         return Fraction(str(value))
     if not isinstance(value, str):
         raise InvalidQuantity(repr(value))
@@ -49,9 +57,15 @@ def parse_quantity(value: object) -> Fraction:
     if m is None:
         raise InvalidQuantity(repr(value))
     number, exponent, suffix = m.groups()
-    base = Fraction(number)
+    try:
+        base = Fraction(number)
+    except ValueError:  # more digits than Python converts
+        raise InvalidQuantity(repr(value)) from None
     if exponent is not None:
-        return base * Fraction(10) ** int(exponent[1:])
+        power = int(exponent[1:])
+        if abs(power) > _MAX_EXPONENT:
+            raise InvalidQuantity(repr(value))
+        return base * Fraction(10) ** power
     suffix = suffix or ""
     if suffix in _BINARY:
         return base * _BINARY[suffix]
@@ -63,7 +77,10 @@ def to_units(resource: str, value: object) -> int:
     q = parse_quantity(value)
     if resource in MILLI_RESOURCES:
         q *= 1000
-    return ceil(q)
+    units = ceil(q)
+    if abs(units) > _INT64_MAX:
+        raise InvalidQuantity(f"{value!r} for {resource} (out of range)")
+    return units
 
 
 def format_units(resource: str, amount: int) -> str:
