@@ -1,0 +1,82 @@
+"""What admission rules may ask about the cluster: the :class:`Lookup` protocol.
+
+The process's cluster cache implements it; rules only read through it, so they stay pure and testable.
+Answers may lag the API server by one watch event, as Volcano's listers do; rules must not assume more.
+:class:`StaticLookup` is a plain in-memory implementation for tests and for callers without a cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from extender.api import labels as L
+from extender.core.model import PodGroup, Queue
+
+
+class LookupUnavailable(Exception):
+    """The cluster view cannot answer yet (cache not synced): the server answers 503 so kube-apiserver
+    applies the webhook's failurePolicy instead of trusting a guess."""
+
+
+class Lookup(Protocol):
+    """Read-only cluster facts an admission rule needs."""
+
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        """Pods whose ``spec.schedulerName`` is one of these are ours (Volcano's ``--scheduler-name``)."""
+        ...
+
+    @property
+    def default_queue(self) -> str:
+        """The queue a PodGroup without ``spec.queue`` goes to."""
+        ...
+
+    @property
+    def scheduling_gates(self) -> bool:
+        """The API server supports ``spec.schedulingGates`` (Kubernetes >= 1.27)."""
+        ...
+
+    def queue(self, name: str) -> Queue | None: ...
+
+    def queue_children(self, name: str) -> Sequence[Queue]:
+        """Queues whose ``spec.parent`` is ``name`` (for ``root`` also those with no parent)."""
+        ...
+
+    def podgroup(self, namespace: str, name: str) -> PodGroup | None: ...
+
+    def queue_has_podgroups(self, name: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticLookup:
+    """A fixed cluster view: the queues and podgroups given, nothing else."""
+
+    queues: Sequence[Queue] = ()
+    podgroups: Sequence[PodGroup] = ()
+    scheduler_names: frozenset[str] = frozenset({L.DEFAULT_SCHEDULER_NAME})
+    default_queue: str = L.DEFAULT_QUEUE
+    scheduling_gates: bool = False
+    _queues: dict[str, Queue] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_queues", {q.name: q for q in self.queues})
+
+    def queue(self, name: str) -> Queue | None:
+        return self._queues.get(name)
+
+    def queue_children(self, name: str) -> Sequence[Queue]:
+        return [q for q in self.queues if _parent(q) == name and q.name != name]
+
+    def podgroup(self, namespace: str, name: str) -> PodGroup | None:
+        return next((p for p in self.podgroups if p.namespace == namespace and p.name == name), None)
+
+    def queue_has_podgroups(self, name: str) -> bool:
+        return any(p.queue == name for p in self.podgroups)
+
+
+def _parent(q: Queue) -> str:
+    if q.parent:
+        return q.parent
+    return "" if q.name == L.ROOT_QUEUE else L.ROOT_QUEUE

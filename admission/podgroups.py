@@ -1,0 +1,106 @@
+"""PodGroup admission (``scheduling.volcano.sh/v1beta1`` ``podgroups``).
+
+Mirrors Volcano's PodGroup webhooks. mutate (CREATE): an empty or absent ``spec.queue`` becomes the default
+queue (Volcano's CRD defaults it to ``default``; our default is configurable, hence the lookup). Volcano
+also reads a queue from the namespace's ``scheduling.volcano.sh/queue-name`` annotation; we do not (the
+lookup has no namespaces).
+
+validate (CREATE): the queue exists and is Open, as Volcano requires, so a group is never accepted into a
+queue that will not schedule it; ``networkTopology`` sets at most one of ``highestTierAllowed`` and
+``highestTierName`` (also inside each ``subGroupPolicy``). On CREATE and UPDATE: ``minMember`` and each
+``minTaskMember`` value are integers >= 0 and ``minResources`` holds valid quantities (Volcano leaves these to
+its CRD schema; checking here gives the same answer whatever schema the cluster has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from admission.base import FieldError, Obj, PatchOp, is_int, mapping
+from admission.lookup import Lookup
+from admission.quantities import check_resource_list
+from extender.core.model import QueueState
+
+
+def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
+    """Default ``spec.queue`` for a new PodGroup."""
+    spec = obj.get("spec")
+    if spec is None:
+        return [{"op": "add", "path": "/spec", "value": {"queue": lookup.default_queue}}]
+    if not isinstance(spec, Mapping) or spec.get("queue"):
+        return []
+    return [{"op": "add", "path": "/spec/queue", "value": lookup.default_queue}]
+
+
+def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldError]:
+    """Why this PodGroup write must be refused; empty when it may proceed. DELETE is always allowed."""
+    if new is None:
+        return []
+    raw_spec = new.get("spec")
+    if raw_spec is not None and not isinstance(raw_spec, Mapping):
+        return [FieldError(field="spec", message="must be an object")]
+    spec = mapping(new, "spec")
+    errors = _shape_errors(spec)
+    if old is None:
+        errors += _topology_errors(spec)
+        errors += _queue_errors(spec, lookup)
+    return errors
+
+
+def _shape_errors(spec: Obj) -> list[FieldError]:
+    errors: list[FieldError] = []
+    mm = spec.get("minMember")
+    if mm is not None and (not is_int(mm) or mm < 0):
+        errors.append(FieldError(field="spec.minMember", message=f"must be an integer >= 0, got {mm!r}"))
+    mtm = spec.get("minTaskMember")
+    if mtm is not None and not isinstance(mtm, Mapping):
+        errors.append(FieldError(field="spec.minTaskMember", message="must be a map of task name to count"))
+    elif mtm is not None:
+        for task, n in sorted(mtm.items()):
+            if not is_int(n) or n < 0:
+                errors.append(
+                    FieldError(
+                        field=f"spec.minTaskMember[{task}]", message=f"must be an integer >= 0, got {n!r}"
+                    )
+                )
+    _, e = check_resource_list(spec.get("minResources"), "spec.minResources")
+    return errors + e
+
+
+def _queue_errors(spec: Obj, lookup: Lookup) -> list[FieldError]:
+    name = spec.get("queue") or lookup.default_queue
+    if not isinstance(name, str):
+        return [FieldError(field="spec.queue", message="must be a queue name")]
+    queue = lookup.queue(name)
+    if queue is None:
+        return [
+            FieldError(
+                field="spec.queue",
+                message=f"queue {name!r} does not exist; create it or choose another queue",
+            )
+        ]
+    if queue.state != QueueState.OPEN:
+        return [
+            FieldError(
+                field="spec.queue",
+                message=f"queue {name!r} is {queue.state.value}; "
+                "PodGroups can only be submitted to an Open queue",
+            )
+        ]
+    return []
+
+
+def _topology_errors(spec: Obj) -> list[FieldError]:
+    def both(where: str, nt: Obj) -> list[FieldError]:
+        if nt.get("highestTierAllowed") is not None and nt.get("highestTierName"):
+            return [
+                FieldError(field=where, message="set either highestTierAllowed or highestTierName, not both")
+            ]
+        return []
+
+    errors = both("spec.networkTopology", mapping(spec, "networkTopology"))
+    policies = spec.get("subGroupPolicy")
+    if isinstance(policies, list):
+        for i, policy in enumerate(policies):
+            errors += both(f"spec.subGroupPolicy[{i}].networkTopology", mapping(policy, "networkTopology"))
+    return errors

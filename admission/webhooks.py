@@ -1,0 +1,298 @@
+"""The one table of pumice's admission webhooks, and the webhook configurations generated from it.
+
+Each row says where kube-apiserver calls (Volcano's paths, so a Volcano user recognises them), for which
+resource and operations, whether it mutates or validates, how a failure of pumice is treated, and which pure
+function answers. The server mounts exactly the served rows; :func:`webhook_configurations` registers exactly
+the same rows, so what is served and what is registered cannot drift apart.
+
+Failure policy: queue and PodGroup webhooks ``Fail`` (a write that skipped validation could corrupt the
+hierarchy); pod webhooks ``Ignore`` with the narrowest rule (pods, CREATE) and a short timeout, so an outage
+of pumice never blocks pod creation cluster-wide. Namespaced rules skip ``kube-system`` and pumice's own
+namespace, as Volcano's chart does.
+
+The ``/jobs/*`` rows (``batch.volcano.sh`` Jobs) are reserved: listed with no function, they are neither
+served nor registered until the Job webhooks land; they then only need their function set here.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from admission import podgroups, pods, queues
+from admission.base import FieldError, Mutator, Validator
+from admission.lookup import Lookup
+from admission.review import AdmissionRequest, AdmissionReview, allow, deny, patch
+from extender.api import labels as L
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+FailurePolicy = Literal["Fail", "Ignore"]
+
+MUTATING_CONFIGURATION_NAME: Final = "pumice-mutating"
+VALIDATING_CONFIGURATION_NAME: Final = "pumice-validating"
+_ADMISSION_REGISTRATION: Final = "admissionregistration.k8s.io/v1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Webhook:
+    name: str
+    path: str
+    group: str
+    version: str
+    resource: str
+    namespaced: bool
+    operations: tuple[Operation, ...]
+    mutating: bool
+    failure_policy: FailurePolicy
+    timeout_seconds: int
+    validate: Validator | None = None
+    mutate: Mutator | None = None
+
+    @property
+    def served(self) -> bool:
+        return (self.mutate if self.mutating else self.validate) is not None
+
+
+WEBHOOKS: Final[tuple[Webhook, ...]] = (
+    Webhook(
+        name="mutate-job.pumice.dev",
+        path="/jobs/mutate",
+        group=L.BATCH_GROUP,
+        version="v1alpha1",
+        resource="jobs",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=True,
+        failure_policy="Fail",
+        timeout_seconds=10,
+    ),
+    Webhook(
+        name="validate-job.pumice.dev",
+        path="/jobs/validate",
+        group=L.BATCH_GROUP,
+        version="v1alpha1",
+        resource="jobs",
+        namespaced=True,
+        operations=("CREATE", "UPDATE"),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+    ),
+    Webhook(
+        name="mutate-pod.pumice.dev",
+        path="/pods/mutate",
+        group="",
+        version="v1",
+        resource="pods",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=True,
+        failure_policy="Ignore",
+        timeout_seconds=5,
+        mutate=pods.mutate,
+    ),
+    Webhook(
+        name="validate-pod.pumice.dev",
+        path="/pods/validate",
+        group="",
+        version="v1",
+        resource="pods",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=False,
+        failure_policy="Ignore",
+        timeout_seconds=5,
+        validate=pods.validate,
+    ),
+    Webhook(
+        name="mutate-queue.pumice.dev",
+        path="/queues/mutate",
+        group=L.SCHEDULING_GROUP,
+        version=L.SCHEDULING_VERSION,
+        resource="queues",
+        namespaced=False,
+        operations=("CREATE",),
+        mutating=True,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        mutate=queues.mutate,
+    ),
+    Webhook(
+        name="validate-queue.pumice.dev",
+        path="/queues/validate",
+        group=L.SCHEDULING_GROUP,
+        version=L.SCHEDULING_VERSION,
+        resource="queues",
+        namespaced=False,
+        operations=("CREATE", "UPDATE", "DELETE"),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=queues.validate,
+    ),
+    Webhook(
+        name="mutate-podgroup.pumice.dev",
+        path="/podgroups/mutate",
+        group=L.SCHEDULING_GROUP,
+        version=L.SCHEDULING_VERSION,
+        resource="podgroups",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=True,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        mutate=podgroups.mutate,
+    ),
+    Webhook(
+        name="validate-podgroup.pumice.dev",
+        path="/podgroups/validate",
+        group=L.SCHEDULING_GROUP,
+        version=L.SCHEDULING_VERSION,
+        resource="podgroups",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=podgroups.validate,
+    ),
+)
+
+
+def served_webhooks() -> tuple[Webhook, ...]:
+    return tuple(w for w in WEBHOOKS if w.served)
+
+
+def _client_config(
+    w: Webhook,
+    ca_bundle: bytes,
+    url_base: str | None,
+    service: tuple[str, str] | None,
+    port: int,
+    prefix: str,
+) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"caBundle": base64.b64encode(ca_bundle).decode("ascii")}
+    if url_base is not None:
+        cfg["url"] = url_base.rstrip("/") + prefix + w.path
+    elif service is not None:
+        namespace, name = service
+        cfg["service"] = {"namespace": namespace, "name": name, "path": prefix + w.path, "port": port}
+    return cfg
+
+
+def _entry(w: Webhook, client_config: dict[str, Any], excluded: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": w.name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config,
+        "rules": [
+            {
+                "apiGroups": [w.group],
+                "apiVersions": [w.version],
+                "resources": [w.resource],
+                "operations": list(w.operations),
+                "scope": "Namespaced" if w.namespaced else "Cluster",
+            }
+        ],
+        "failurePolicy": w.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": w.timeout_seconds,
+        "objectSelector": {},
+    }
+    if w.namespaced:
+        entry["namespaceSelector"] = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded)}
+            ]
+        }
+    if w.mutating:
+        entry["reinvocationPolicy"] = "Never"
+    return entry
+
+
+def webhook_configurations(
+    *,
+    ca_bundle: bytes,
+    url_base: str | None = None,
+    service: tuple[str, str] | None = None,
+    port: int = 443,
+    path_prefix: str = "",
+    exclude_namespaces: Sequence[str] = ("kube-system",),
+) -> list[dict[str, Any]]:
+    """The ``pumice-mutating`` and ``pumice-validating`` configurations for every served webhook.
+
+    ``ca_bundle`` is the PEM of the CA that signed the serving certificate. Give exactly one of ``url_base``
+    (``https://host:port``, for pumice outside the cluster) and ``service`` (``(namespace, name)`` of the
+    Service in front of pumice, with its ``port``). ``path_prefix`` is where the admission app is mounted
+    (``""`` at the root). Namespaced rules skip ``exclude_namespaces`` and the service's namespace.
+    """
+    if (url_base is None) == (service is None):
+        raise ValueError("give exactly one of url_base and service")
+    if url_base is not None and not url_base.startswith("https://"):
+        raise ValueError(
+            f"url_base must start with https:// (kube-apiserver calls webhooks over TLS): {url_base}"
+        )
+    if path_prefix and (not path_prefix.startswith("/") or path_prefix.endswith("/")):
+        raise ValueError(f"path_prefix must start and not end with '/': {path_prefix!r}")
+    if not ca_bundle.strip():
+        raise ValueError("ca_bundle is empty")
+    excluded = list(dict.fromkeys([*exclude_namespaces, *([service[0]] if service else [])]))
+    configs: list[dict[str, Any]] = []
+    for mutating, kind, name in (
+        (True, "MutatingWebhookConfiguration", MUTATING_CONFIGURATION_NAME),
+        (False, "ValidatingWebhookConfiguration", VALIDATING_CONFIGURATION_NAME),
+    ):
+        hooks = [
+            _entry(w, _client_config(w, ca_bundle, url_base, service, port, path_prefix), excluded)
+            for w in served_webhooks()
+            if w.mutating == mutating
+        ]
+        configs.append(
+            {
+                "apiVersion": _ADMISSION_REGISTRATION,
+                "kind": kind,
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "pumice"}},
+                "webhooks": hooks,
+            }
+        )
+    return configs
+
+
+def webhook_for(path: str) -> Webhook | None:
+    return next((w for w in WEBHOOKS if w.path == path), None)
+
+
+def admit(w: Webhook, req: AdmissionRequest, lookup: Lookup) -> AdmissionReview:
+    """The answer of webhook ``w`` to ``req``: pure, so a handler only decodes, calls this and encodes.
+
+    Requests outside the row's rule are answered leniently (allowed, untouched) except for a different
+    resource, which means the webhook configuration is wrong and is denied so someone notices.
+    """
+    if (req.group, req.resource) != (w.group, w.resource):
+        wanted = f"{w.group}/{w.resource}" if w.group else w.resource
+        got = f"{req.group}/{req.resource}" if req.group else req.resource
+        return deny(
+            req.uid,
+            [FieldError(field="request.resource", message=f"{w.path} admits {wanted}, not {got}")],
+            code=400,
+        )
+    if req.sub_resource or req.operation not in w.operations:
+        return allow(req.uid)
+    if w.mutating:
+        if w.mutate is None or req.object is None:
+            return allow(req.uid)
+        return patch(req.uid, w.mutate(req.object, lookup))
+    if w.validate is None:
+        return allow(req.uid)
+    if req.operation == "DELETE":
+        # kube-apiserver sends the deleted object as oldObject; fall back to the name for old servers.
+        old = req.old_object or {"metadata": {"name": req.name, "namespace": req.namespace}}
+        errors = w.validate(None, old, lookup)
+    else:
+        errors = w.validate(req.object, req.old_object, lookup)
+    if not errors:
+        return allow(req.uid)
+    return deny(req.uid, errors, code=403 if req.operation == "DELETE" else 400)

@@ -1,0 +1,82 @@
+"""Keyword builders for raw objects as kube-apiserver sends them to admission webhooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission.lookup import StaticLookup
+from extender.core.model import PodGroup, Queue, QueueState
+
+Raw = dict[str, Any]
+
+
+def queue_obj(
+    name: str = "q1",
+    *,
+    annotations: dict[str, str] | None = None,
+    state: str | None = None,
+    spec: Raw | None = None,
+    **fields: Any,
+) -> Raw:
+    """A Queue; ``fields`` go into ``spec`` (``guarantee=`` takes the resource map itself)."""
+    body: Raw = dict(spec or {})
+    for k, v in fields.items():
+        body[k] = {"resource": v} if k == "guarantee" else v
+    obj: Raw = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    if state is not None:
+        obj["status"] = {"state": state}
+    return obj
+
+
+def podgroup_obj(name: str = "pg1", namespace: str = "ns", **spec: Any) -> Raw:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def pod_obj(
+    name: str = "p1",
+    *,
+    scheduler: str = "volcano",
+    annotations: dict[str, str] | None = None,
+    group: str | None = None,
+    **spec: Any,
+) -> Raw:
+    ann = dict(annotations or {})
+    if group is not None:
+        ann["scheduling.k8s.io/group-name"] = group
+    meta: Raw = {"name": name, "namespace": "ns"}
+    if ann:
+        meta["annotations"] = ann
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "busybox"}], **spec},
+    }
+
+
+def lookup(*objects: Queue | PodGroup, gates: bool = False, default_queue: str = "default") -> StaticLookup:
+    """A cluster with the given queues and podgroups; ``root`` and ``default`` always exist."""
+    queues = [o for o in objects if isinstance(o, Queue)]
+    names = {q.name for q in queues}
+    queues += [Queue(name=n) for n in ("root", "default") if n not in names]
+    return StaticLookup(
+        queues=queues,
+        podgroups=[o for o in objects if isinstance(o, PodGroup)],
+        scheduling_gates=gates,
+        default_queue=default_queue,
+    )
+
+
+CLOSED = QueueState.CLOSED

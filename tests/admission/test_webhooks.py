@@ -1,0 +1,214 @@
+"""The webhook table, the configurations generated from it, and request routing."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from admission.review import AdmissionRequest
+from admission.webhooks import (
+    MUTATING_CONFIGURATION_NAME,
+    VALIDATING_CONFIGURATION_NAME,
+    WEBHOOKS,
+    admit,
+    served_webhooks,
+    webhook_configurations,
+    webhook_for,
+)
+from tests.admission.builders import Raw, lookup, pod_obj, queue_obj
+
+CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_paths_are_volcanos() -> None:
+    assert sorted(w.path for w in WEBHOOKS) == sorted(
+        f"/{kind}/{verb}"
+        for kind in ("jobs", "pods", "queues", "podgroups")
+        for verb in ("mutate", "validate")
+    )
+    assert len({w.name for w in WEBHOOKS}) == len(WEBHOOKS)
+
+
+def test_jobs_are_reserved_not_served() -> None:
+    assert {w.path for w in WEBHOOKS if not w.served} == {"/jobs/mutate", "/jobs/validate"}
+    assert all(w.path.endswith("/mutate") == w.mutating for w in WEBHOOKS)
+
+
+def _hooks(configs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {h["name"]: h for c in configs for h in c["webhooks"]}
+
+
+def test_configurations_by_url() -> None:
+    configs = webhook_configurations(
+        ca_bundle=CA, url_base="https://127.0.0.1:8443/", path_prefix="/admission"
+    )
+    assert [(c["kind"], c["metadata"]["name"]) for c in configs] == [
+        ("MutatingWebhookConfiguration", MUTATING_CONFIGURATION_NAME),
+        ("ValidatingWebhookConfiguration", VALIDATING_CONFIGURATION_NAME),
+    ]
+    assert all(c["apiVersion"] == "admissionregistration.k8s.io/v1" for c in configs)
+    hooks = _hooks(configs)
+    assert set(hooks) == {w.name for w in served_webhooks()}
+    for w in served_webhooks():
+        h = hooks[w.name]
+        assert h["clientConfig"] == {
+            "caBundle": base64.b64encode(CA).decode(),
+            "url": f"https://127.0.0.1:8443/admission{w.path}",
+        }
+        assert h["admissionReviewVersions"] == ["v1"]
+        assert h["sideEffects"] == "None"
+        assert 5 <= h["timeoutSeconds"] <= 10
+        assert ("reinvocationPolicy" in h) == w.mutating
+    assert [h["name"] for h in configs[0]["webhooks"]] == [
+        "mutate-pod.pumice.dev",
+        "mutate-queue.pumice.dev",
+        "mutate-podgroup.pumice.dev",
+    ]
+
+
+def test_pod_webhooks_never_block_pod_creation() -> None:
+    hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
+    for name in ("mutate-pod.pumice.dev", "validate-pod.pumice.dev"):
+        h = hooks[name]
+        assert h["failurePolicy"] == "Ignore"
+        assert h["timeoutSeconds"] == 5
+        assert h["rules"] == [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "operations": ["CREATE"],
+                "scope": "Namespaced",
+            }
+        ]
+
+
+def test_queue_and_podgroup_webhooks_fail_closed() -> None:
+    hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
+    assert hooks["validate-queue.pumice.dev"]["rules"] == [
+        {
+            "apiGroups": ["scheduling.volcano.sh"],
+            "apiVersions": ["v1beta1"],
+            "resources": ["queues"],
+            "operations": ["CREATE", "UPDATE", "DELETE"],
+            "scope": "Cluster",
+        }
+    ]
+    assert "namespaceSelector" not in hooks["validate-queue.pumice.dev"]
+    for name in ("mutate-queue", "validate-queue", "mutate-podgroup", "validate-podgroup"):
+        assert hooks[f"{name}.pumice.dev"]["failurePolicy"] == "Fail"
+
+
+def test_configurations_by_service() -> None:
+    hooks = _hooks(webhook_configurations(ca_bundle=CA, service=("pumice-system", "pumice"), port=9443))
+    h = hooks["validate-podgroup.pumice.dev"]
+    assert h["clientConfig"]["service"] == {
+        "namespace": "pumice-system",
+        "name": "pumice",
+        "path": "/podgroups/validate",
+        "port": 9443,
+    }
+    assert "url" not in h["clientConfig"]
+    assert h["namespaceSelector"] == {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["kube-system", "pumice-system"],
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "give exactly one of url_base and service"),
+        ({"url_base": "https://h", "service": ("ns", "s")}, "give exactly one of url_base and service"),
+        ({"url_base": "http://h"}, "url_base must start with https://"),
+        (
+            {"url_base": "https://h", "path_prefix": "admission"},
+            "path_prefix must start and not end with '/'",
+        ),
+        ({"url_base": "https://h", "path_prefix": "/a/"}, "path_prefix must start and not end with '/'"),
+        ({"url_base": "https://h", "ca_bundle": b" "}, "ca_bundle is empty"),
+    ],
+)
+def test_configuration_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        webhook_configurations(**{"ca_bundle": CA, **kwargs})
+
+
+def request(
+    operation: str = "CREATE",
+    *,
+    obj: Raw | None = None,
+    old: Raw | None = None,
+    group: str = "scheduling.volcano.sh",
+    resource: str = "queues",
+    sub_resource: str = "",
+    name: str = "",
+) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="u",
+        operation=operation,
+        group=group,
+        version="v1",
+        resource=resource,
+        sub_resource=sub_resource,
+        kind="",
+        namespace="",
+        name=name,
+        object=obj,
+        old_object=old,
+        dry_run=False,
+    )
+
+
+def _hook(path: str) -> Any:
+    w = webhook_for(path)
+    assert w is not None
+    return w
+
+
+def test_admit_denies_a_resource_the_row_does_not_own() -> None:
+    out = admit(_hook("/queues/validate"), request(group="", resource="pods", obj=pod_obj()), lookup())
+    assert out["response"] == {
+        "uid": "u",
+        "allowed": False,
+        "status": {
+            "code": 400,
+            "message": "request.resource: /queues/validate admits scheduling.volcano.sh/queues, not pods",
+        },
+    }
+
+
+def test_admit_ignores_subresources_and_other_operations() -> None:
+    bad = queue_obj(weight=0)
+    w = _hook("/queues/validate")
+    assert admit(w, request("UPDATE", obj=bad, old=bad, sub_resource="status"), lookup())["response"][
+        "allowed"
+    ]
+    assert admit(w, request("CONNECT", obj=bad), lookup())["response"]["allowed"]
+    assert admit(_hook("/queues/mutate"), request("UPDATE", obj=queue_obj(), old=queue_obj()), lookup())[
+        "response"
+    ] == {"uid": "u", "allowed": True}
+
+
+def test_admit_delete_uses_the_name_when_old_object_is_missing() -> None:
+    out = admit(_hook("/queues/validate"), request("DELETE", name="root"), lookup())
+    assert out["response"]["status"] == {
+        "code": 403,
+        "message": "metadata.name: the root queue cannot be deleted",
+    }
+
+
+def test_admit_create_denial_is_400() -> None:
+    out = admit(_hook("/queues/validate"), request(obj=queue_obj(weight=0)), lookup())
+    assert out["response"]["status"]["code"] == 400
+
+
+def test_unknown_path() -> None:
+    assert webhook_for("/nope") is None

@@ -1,0 +1,115 @@
+"""Fixtures for tests against a real etcd + kube-apiserver + kube-scheduler.
+
+- ``control_plane`` (session, synchronous): one ControlPlane for the whole run, started on first use;
+  every test that needs it is skipped, naming the missing binary, when one is absent.
+  Start kube-scheduler from a (sync) fixture with ``control_plane.start_scheduler(config)``: a no-op when
+  that config already runs, so tests sharing a config share a scheduler.
+- ``kube_api`` (function, async): a kubernetes-asyncio ApiClient for the admin kubeconfig.
+- ``namespace`` (function, async): a fresh namespace, emptied and removed after the test.
+- ``fake_nodes`` (function, async): ``await fake_nodes(3, cpu="8")`` -> node names unique to the test,
+  deleted after it.
+- ``fake_kubelet`` (function, async): a started FakeKubelet serving every fake node.
+
+When a test fails, the tails of every control-plane process log are attached to its report. Async
+fixtures are function-scoped on purpose: the processes live in a synchronous session fixture, so no
+event loop outlives a test.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from kubernetes_asyncio import client
+
+from tests.e2e import kube
+from tests.e2e.controlplane import ControlPlane, skip_reason
+from tests.e2e.fake_kubelet import FakeKubelet
+
+E2E_DIR = Path(__file__).parent
+CONTROL_PLANE = pytest.StashKey[ControlPlane]()
+
+FakeNodes = Callable[..., Awaitable[list[str]]]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_DIR in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    report = yield
+    control_plane = item.config.stash.get(CONTROL_PLANE, None)
+    if report.failed and control_plane is not None and "control_plane" in getattr(item, "fixturenames", ()):
+        report.sections.append((f"control plane logs ({report.when})", control_plane.log_tails(40)))
+    return report
+
+
+@pytest.fixture(scope="session")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    plane = ControlPlane()
+    plane.start()
+    request.config.stash[CONTROL_PLANE] = plane
+    try:
+        yield plane
+    finally:
+        del request.config.stash[CONTROL_PLANE]
+        plane.stop()
+
+
+def _dns_label(text: str, limit: int) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-") or "t"
+
+
+@pytest.fixture
+def test_id(request: pytest.FixtureRequest) -> str:
+    """A short DNS-label-safe id unique to this test run, for names of namespaces, nodes, queues."""
+    return f"{_dns_label(request.node.name, 40)}-{secrets.token_hex(2)}"
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def kube_api(control_plane: ControlPlane) -> AsyncIterator[client.ApiClient]:
+    api = await kube.new_api_client(control_plane.kubeconfig_path)
+    async with api:
+        yield api
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def namespace(kube_api: client.ApiClient, test_id: str) -> AsyncIterator[str]:
+    name = f"e2e-{test_id}"
+    await kube.create_namespace(kube_api, name)
+    yield name
+    await kube.delete_namespace(kube_api, name)
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def fake_nodes(kube_api: client.ApiClient, test_id: str) -> AsyncIterator[FakeNodes]:
+    created: list[str] = []
+
+    async def make(n: int, *, prefix: str | None = None, **kwargs: Any) -> list[str]:
+        names = await kube.create_fake_nodes(
+            kube_api, n, prefix=prefix or f"{test_id}-n", start=len(created), **kwargs
+        )
+        created.extend(names)
+        return names
+
+    yield make
+    await kube.delete_nodes(kube_api, created)
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def fake_kubelet(kube_api: client.ApiClient) -> AsyncIterator[FakeKubelet]:
+    kubelet = FakeKubelet(kube_api)
+    await kubelet.start()
+    yield kubelet
+    await kubelet.stop()

@@ -1,0 +1,98 @@
+"""Run pumice on the e2e control plane: our CRDs, ``pumice serve``, and kube-scheduler on our config.
+
+``ensure_pumice(control_plane)`` is idempotent: tests sharing a control plane share one pumice process
+and one kube-scheduler (with the ``volcano`` and ``default-scheduler`` profiles, so the fast path for
+other schedulers' pods runs through our extender too).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from extender.api.crds import crd_documents
+from extender.deploy.scheduler_config import scheduler_config
+from tests.e2e.controlplane import ControlPlane, ControlPlaneError, _http, free_port
+
+
+@dataclass(frozen=True)
+class Pumice:
+    extender_url: str
+    webhook_url: str
+
+
+def _apply_crds(cp: ControlPlane) -> None:
+    base = f"{cp.server_url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for doc in crd_documents():
+        status, body = _http("POST", base, cp.token, doc)
+        if status not in (201, 409):
+            raise ControlPlaneError(f"creating CRD {doc['metadata']['name']}: HTTP {status} {body[:300]!r}")
+    deadline = time.monotonic() + 30
+    for doc in crd_documents():
+        name = doc["metadata"]["name"]
+        while True:
+            status, body = _http("GET", f"{base}/{name}", cp.token)
+            conds = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                break
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"CRD {name} not established")
+            time.sleep(0.1)
+
+
+def ensure_pumice(cp: ControlPlane, *, restart: bool = False) -> Pumice:
+    proc = cp.processes.get("pumice")
+    existing = getattr(cp, "_pumice", None)
+    if proc is not None and proc.running and existing is not None and not restart:
+        return existing  # type: ignore[no-any-return]
+    if existing is None:
+        _apply_crds(cp)
+    ep = existing.extender_url.rsplit(":", 1)[1] if existing else str(free_port())
+    wp = existing.webhook_url.rsplit(":", 1)[1] if existing else str(free_port())
+    pumice = Pumice(extender_url=f"http://127.0.0.1:{ep}", webhook_url=f"https://127.0.0.1:{wp}")
+    cp.start_process(
+        "pumice",
+        [
+            sys.executable,
+            "-m",
+            "extender.main",
+            "serve",
+            f"--kubeconfig={cp.kubeconfig_path}",
+            f"--extender-bind=127.0.0.1:{ep}",
+            f"--webhook-bind=127.0.0.1:{wp}",
+            f"--webhook-url-base={pumice.webhook_url}",
+            f"--cert-dir={cp.workdir / 'pumice-certs'}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        ready_url=f"{pumice.extender_url}/readyz",
+        timeout=60,
+    )
+    # Queues are created right after the first sync; wait for them so tests can rely on `default`.
+    deadline = time.monotonic() + 30
+    queues = f"{cp.server_url}/apis/scheduling.volcano.sh/v1beta1/queues/default"
+    while _http("GET", queues, cp.token)[0] != 200:
+        if time.monotonic() > deadline:
+            raise ControlPlaneError("pumice did not create the default queue")
+        time.sleep(0.1)
+    conf = scheduler_config(
+        extender_url=pumice.extender_url,
+        api_version="kubescheduler.config.k8s.io/v1beta3",
+        kubeconfig=str(cp.kubeconfig_path),
+        with_default_profile=True,
+        leader_elect=False,
+    )
+    cp.start_scheduler(yaml.safe_load(yaml.safe_dump(conf)))
+    cp._pumice = pumice  # type: ignore[attr-defined]
+    return pumice
+
+
+def pumice_cli(*args: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "extender.main", *args], check=True, capture_output=True, text=True
+    ).stdout

@@ -1,0 +1,142 @@
+"""The harness itself: the stock kube-scheduler binds a pod to a fake node, the fake kubelet runs it,
+completes it and confirms its deletion; a pod larger than every node stays Pending with a reason."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.e2e import kube
+from tests.e2e.conftest import FakeNodes
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.fake_kubelet import FakeKubelet
+
+pytestmark = pytest.mark.e2e
+
+STOCK_CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1beta3
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: default-scheduler
+"""
+
+
+@pytest.fixture
+def stock_scheduler(control_plane: ControlPlane) -> None:
+    control_plane.start_scheduler(STOCK_CONFIG)
+
+
+async def test_pod_is_bound_and_runs(
+    stock_scheduler: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+) -> None:
+    nodes = await fake_nodes(3, cpu="8", memory="32Gi")
+    await kube.create_pod(kube_api, namespace, kube.pod_manifest("plain", cpu="500m", memory="256Mi"))
+
+    async def running() -> dict[str, object] | None:
+        fake_kubelet.check()
+        pod = await kube.get_pod(kube_api, namespace, "plain")
+        return pod if pod.get("status", {}).get("phase") == "Running" else None
+
+    pod = await kube.wait_for(running, 30, message="pod plain to be bound and Running")
+    assert pod["spec"]["nodeName"] in nodes  # type: ignore[index]
+    ready = kube.pod_condition(pod, "Ready")
+    assert ready is not None and ready["status"] == "True"
+    statuses = pod["status"]["containerStatuses"]  # type: ignore[index]
+    assert [s["state"].get("running") is not None for s in statuses] == [True]
+    assert (namespace, "plain") in fake_kubelet.started
+
+    done = await fake_kubelet.succeed(namespace, "plain")
+    assert done["status"]["phase"] == "Succeeded"
+    assert done["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+async def test_deletion_of_running_pod_is_confirmed(
+    stock_scheduler: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+) -> None:
+    await fake_nodes(1)
+    await kube.create_pod(kube_api, namespace, kube.pod_manifest("victim"))
+
+    async def running() -> bool:
+        pod = await kube.get_pod(kube_api, namespace, "victim")
+        return pod.get("status", {}).get("phase") == "Running"
+
+    await kube.wait_for(running, 30, message="pod victim to run")
+    # A graceful delete of a running bound pod only completes when the (fake) kubelet confirms it;
+    # terminal or unbound pods, by contrast, are removed by the apiserver at once.
+    await kube.request(kube_api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/victim")
+
+    async def gone() -> bool:
+        try:
+            await kube.get_pod(kube_api, namespace, "victim")
+        except client.ApiException as err:
+            return err.status == 404
+        return False
+
+    await kube.wait_for(gone, 30, message="pod victim to be deleted")
+    assert (namespace, "victim") in fake_kubelet.deleted
+
+
+async def test_failed_pod_reports_exit_code(
+    stock_scheduler: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+) -> None:
+    await fake_nodes(1)
+    await kube.create_pod(kube_api, namespace, kube.pod_manifest("crashes", containers=2))
+
+    async def running() -> bool:
+        pod = await kube.get_pod(kube_api, namespace, "crashes")
+        return pod.get("status", {}).get("phase") == "Running"
+
+    await kube.wait_for(running, 30, message="pod crashes to run")
+    pod = await fake_kubelet.fail(namespace, "crashes", 137, reason="OOMKilled", exit_codes={"c0": 0})
+    assert pod["status"]["phase"] == "Failed"
+    codes = {s["name"]: s["state"]["terminated"]["exitCode"] for s in pod["status"]["containerStatuses"]}
+    assert codes == {"c0": 0, "c1": 137}
+
+    # The kubelet never flips a terminal pod back, whatever events still arrive.
+    await kube.request(
+        kube_api,
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/crashes",
+        body={"metadata": {"labels": {"touched": "yes"}}},
+        content_type="application/merge-patch+json",
+    )
+    pod = await kube.get_pod(kube_api, namespace, "crashes")
+    assert pod["status"]["phase"] == "Failed"
+
+
+async def test_oversized_pod_stays_pending(
+    stock_scheduler: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+) -> None:
+    await fake_nodes(3, cpu="8")
+    await kube.create_pod(kube_api, namespace, kube.pod_manifest("huge", cpu="9"))
+
+    async def unschedulable() -> dict[str, object] | None:
+        pod = await kube.get_pod(kube_api, namespace, "huge")
+        condition = kube.pod_condition(pod, "PodScheduled")
+        if condition and condition.get("reason") == "Unschedulable":
+            return dict(condition)
+        return None
+
+    condition = await kube.wait_for(unschedulable, 30, message="pod huge to be marked Unschedulable")
+    assert "Insufficient cpu" in str(condition["message"])
+    pod = await kube.get_pod(kube_api, namespace, "huge")
+    assert pod["status"]["phase"] == "Pending"
+    assert not pod["spec"].get("nodeName")

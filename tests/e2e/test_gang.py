@@ -1,0 +1,234 @@
+"""Gang scheduling through pumice on a real kube-apiserver + kube-scheduler (v1.24), fake nodes and a
+fake kubelet: all-or-nothing binding, visible reasons, prompt retry when capacity appears, competing
+gangs, and the fast path for pods of other schedulers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.e2e import kube
+from tests.e2e.conftest import FakeNodes
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.fake_kubelet import FakeKubelet
+from tests.e2e.pumice import ensure_pumice
+
+pytestmark = pytest.mark.e2e
+
+PG = "scheduling.volcano.sh/v1beta1"
+
+
+@pytest.fixture
+def pumice(control_plane: ControlPlane) -> None:
+    ensure_pumice(control_plane)
+
+
+async def create_gang(
+    api: client.ApiClient,
+    ns: str,
+    name: str,
+    size: int,
+    *,
+    cpu: str,
+    selector: dict[str, str],
+    min_member: int | None = None,
+    queue: str | None = None,
+) -> list[str]:
+    spec: dict[str, Any] = {"minMember": min_member or size}
+    if queue:
+        spec["queue"] = queue
+    await kube.request(
+        api,
+        "POST",
+        kube.collection_path(PG, "podgroups", ns),
+        body={"apiVersion": PG, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec},
+    )
+    names = [f"{name}-{i}" for i in range(size)]
+    for pod in names:
+        manifest = kube.pod_manifest(
+            pod,
+            cpu=cpu,
+            scheduler_name="volcano",
+            annotations={"scheduling.k8s.io/group-name": name},
+            node_selector=selector,
+        )
+        await kube.create_pod(api, ns, manifest)
+    return names
+
+
+async def bound(api: client.ApiClient, ns: str, names: list[str]) -> int:
+    n = 0
+    for name in names:
+        pod = await kube.get_pod(api, ns, name)
+        n += bool(pod["spec"].get("nodeName"))
+    return n
+
+
+async def podgroup(api: client.ApiClient, ns: str, name: str) -> dict[str, Any]:
+    pg: dict[str, Any] = await kube.request(api, "GET", f"{kube.collection_path(PG, 'podgroups', ns)}/{name}")
+    return pg
+
+
+def _labels(test_id: str) -> dict[str, str]:
+    return {"pumice.e2e/test": test_id}
+
+
+async def test_a_gang_that_fits_is_bound_whole_and_runs(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(3, cpu="4", labels=_labels(test_id))
+    pods = await create_gang(kube_api, namespace, "g", 4, cpu="2", selector=_labels(test_id))
+    await kube.wait_for(lambda: _all_bound(kube_api, namespace, pods), 30, message="all 4 pods bound")
+
+    async def running() -> bool:
+        pg = await podgroup(kube_api, namespace, "g")
+        return pg.get("status", {}).get("phase") == "Running" and pg["status"].get("running") == 4
+
+    await kube.wait_for(running, 30, message="PodGroup Running with 4 running")
+
+
+async def _all_bound(api: client.ApiClient, ns: str, pods: list[str]) -> bool:
+    return await bound(api, ns, pods) == len(pods)
+
+
+async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_added(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    # 3 pods of 3 cpu: two fit on two 4-cpu nodes, the third does not.
+    pods = await create_gang(kube_api, namespace, "big", 3, cpu="3", selector=_labels(test_id))
+
+    async def reason() -> str:
+        pg = await podgroup(kube_api, namespace, "big")
+        conds = pg.get("status", {}).get("conditions") or []
+        return next((c["message"] for c in conds if c["type"] == "Unschedulable"), "")
+
+    message = await kube.wait_for(reason, 30, message="an Unschedulable condition on the PodGroup")
+    assert message == "gang 2/3 placeable: needs cpu 3, best node " + message.split("best node ")[1]
+    assert "has cpu 1" in message
+    await asyncio.sleep(3)  # kube-scheduler has retried by now; still nothing may be bound
+    assert await bound(kube_api, namespace, pods) == 0
+    pg = await podgroup(kube_api, namespace, "big")
+    assert pg["status"]["phase"] == "Inqueue"
+
+    t0 = time.monotonic()
+    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    await kube.wait_for(
+        lambda: _all_bound(kube_api, namespace, pods), 15, message="gang bound after node add"
+    )
+    assert time.monotonic() - t0 < 10, "the gang must bind within seconds of capacity appearing"
+
+
+async def test_two_gangs_that_fit_alone_but_not_together_end_one_whole_one_not_at_all(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    # Each gang needs 3 x 2 cpu = 6 of the 8 cpu: either fits alone, both never.
+    a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=_labels(test_id))
+    b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=_labels(test_id))
+
+    async def one_whole() -> bool:
+        return {await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)} == {0, 3}
+
+    await kube.wait_for(one_whole, 30, message="one gang bound whole")
+    await asyncio.sleep(3)
+    counts = sorted([await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)])
+    assert counts == [0, 3]
+
+
+async def test_default_scheduler_pods_are_unaffected(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    await kube.create_pod(
+        kube_api, namespace, kube.pod_manifest("plain", cpu="1", node_selector=_labels(test_id))
+    )
+    await kube.wait_for(lambda: _all_bound(kube_api, namespace, ["plain"]), 20, message="default pod bound")
+
+
+async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
+    pumice: None, kube_api: client.ApiClient, namespace: str, fake_nodes: FakeNodes, test_id: str
+) -> None:
+    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    qname = f"q-{test_id}"[:60]
+    queues = kube.collection_path(PG, "queues")
+    pgs = kube.collection_path(PG, "podgroups", namespace)
+    await kube.request(
+        kube_api,
+        "POST",
+        queues,
+        body={"apiVersion": PG, "kind": "Queue", "metadata": {"name": qname}, "spec": {"weight": 1}},
+    )
+    try:
+        # A group admitted while the queue was open, whose pods come after the queue closed.
+        body = {
+            "apiVersion": PG,
+            "kind": "PodGroup",
+            "metadata": {"name": "early"},
+            "spec": {"minMember": 1, "queue": qname},
+        }
+        await kube.request(kube_api, "POST", pgs, body=body)
+        await kube.wait_for(
+            lambda: _phase_is(kube_api, namespace, "early", "Inqueue"), 20, message="early group admitted"
+        )
+        await kube.request(
+            kube_api,
+            "PATCH",
+            f"{queues}/{qname}/status",
+            body={"status": {"state": "Closed"}},
+            content_type="application/merge-patch+json",
+        )
+        await asyncio.sleep(0.5)  # let pumice's queue watch see the state
+        late = {**body, "metadata": {"name": "late"}}
+        with pytest.raises(client.ApiException) as denied:
+            await kube.request(kube_api, "POST", pgs, body=late)
+        assert denied.value.status == 400 and f"queue '{qname}' is Closed" in str(denied.value.body)
+
+        manifest = kube.pod_manifest(
+            "early-0",
+            cpu="1",
+            scheduler_name="volcano",
+            annotations={"scheduling.k8s.io/group-name": "early"},
+            node_selector=_labels(test_id),
+        )
+        await kube.create_pod(kube_api, namespace, manifest)
+
+        async def reason() -> str:
+            pg = await podgroup(kube_api, namespace, "early")
+            conds = pg.get("status", {}).get("conditions") or []
+            return next((c["message"] for c in conds if c["type"] == "Unschedulable"), "")
+
+        assert await kube.wait_for(reason, 20) == f"queue {qname} is closed"
+        await asyncio.sleep(2)
+        assert await bound(kube_api, namespace, ["early-0"]) == 0
+    finally:
+        await kube.request(kube_api, "DELETE", f"{pgs}/early")
+        await kube.request(kube_api, "DELETE", f"{queues}/{qname}")
+
+
+async def _phase_is(api: client.ApiClient, ns: str, name: str, phase: str) -> bool:
+    return (await podgroup(api, ns, name)).get("status", {}).get("phase") == phase
