@@ -30,7 +30,7 @@ from extender.core.model import (
     group_key,
 )
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
-from extender.core.snapshot import Snapshot, build_snapshot
+from extender.core.snapshot import Snapshot, build_snapshot, pod_group_key
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -49,6 +49,10 @@ class ClusterCache:
         self.raw_podgroups: dict[GroupKey, Obj] = {}
         self.raw_queues: dict[str, Obj] = {}
         self.assumed: dict[PodUID, str] = {}
+        # Incremental indexes over pods (see _index).
+        self.node_usage: dict[str, dict[str, int]] = {}
+        self.members: dict[GroupKey, set[PodUID]] = {}
+        self.waiting: dict[GroupKey, set[PodUID]] = {}
         self.version = 0
         self._snap: tuple[int, int, Snapshot] | None = None
         self.listeners: list[Callable[[str], None]] = []
@@ -70,6 +74,38 @@ class ClusterCache:
             )
             return None
 
+    def _index(self, pod: Pod, sign: int) -> None:
+        """Add (sign=1) or remove (-1) a pod's share of the incremental indexes: node usage, and for our
+        pods group membership and the waiting set. They let a cycle look only at groups with work."""
+        if pod.holds_resources:
+            u = self.node_usage.setdefault(pod.node_name, {})
+            for k, v in pod.requests.items():
+                u[k] = u.get(k, 0) + sign * v
+        if pod.scheduler_name not in self.scheduler_names:
+            return
+        key = pod_group_key(pod)
+        members = self.members.setdefault(key, set())
+        if sign > 0:
+            members.add(pod.uid)
+            if pod.waiting:
+                self.waiting.setdefault(key, set()).add(pod.uid)
+            return
+        members.discard(pod.uid)
+        if not members:
+            del self.members[key]
+        w = self.waiting.get(key)
+        if w is not None:
+            w.discard(pod.uid)
+            if not w:
+                del self.waiting[key]
+
+    def _store(self, pod: Pod) -> None:
+        old = self.pods.get(pod.uid)
+        if old is not None:
+            self._index(old, -1)
+        self.pods[pod.uid] = pod
+        self._index(pod, 1)
+
     def upsert_pod(self, obj: Obj) -> Pod | None:
         pod: Pod | None = self._parse(parse_pod, obj, "Pod")
         if pod is None:
@@ -80,25 +116,26 @@ class ClusterCache:
                 del self.assumed[pod.uid]
             else:
                 pod = dataclasses.replace(pod, node_name=assumed)
-        old = self.pods.get(pod.uid)
-        if old == pod:
+        if self.pods.get(pod.uid) == pod:
             return pod
-        self.pods[pod.uid] = pod
+        self._store(pod)
         self._changed("pod")
         return pod
 
     def remove_pod(self, obj: Obj) -> None:
         uid = PodUID(str((obj.get("metadata") or {}).get("uid") or ""))
         self.assumed.pop(uid, None)
-        if self.pods.pop(uid, None) is not None:
+        old = self.pods.pop(uid, None)
+        if old is not None:
+            self._index(old, -1)
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
-        self.pods = {}
+        self.pods, self.node_usage, self.members, self.waiting = {}, {}, {}, {}
         for o in objs:
             p = self._parse(parse_pod, o, "Pod")
             if p is not None:
-                self.pods[p.uid] = p
+                self._store(p)
         self._changed("pod")
 
     def assume_bound(self, uid: PodUID, node: str) -> None:
@@ -106,7 +143,7 @@ class ClusterCache:
         if pod is None:
             return
         self.assumed[uid] = node
-        self.pods[uid] = dataclasses.replace(pod, node_name=node)
+        self._store(dataclasses.replace(pod, node_name=node))
         self._changed("pod")
 
     # --- nodes -----------------------------------------------------------------------------------------

@@ -46,10 +46,24 @@ class Executor:
         patch = {"metadata": {"annotations": {L.PLANNED_NODE_ANNOTATION: node}}}
         await self._patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch)
 
-    async def lift_gate(self, namespace: str, name: str, gates: list[dict[str, Any]]) -> None:
+    async def lift_gate(self, namespace: str, name: str) -> None:
+        """Remove our scheduling gate, keeping any other controller's gates. A merge patch replaces the
+        whole list, so read it first and send the resourceVersion: a concurrent change makes the patch
+        fail with 409 and the next cycle tries again."""
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        try:
+            pod = await self.client.get(path)
+        except ApiError as e:
+            if e.status == 404:
+                return
+            raise
+        gates = (pod.get("spec") or {}).get("schedulingGates") or []
         rest = [g for g in gates if g.get("name") != L.GANG_SCHEDULING_GATE]
+        if len(rest) == len(gates):
+            return
+        rv = (pod.get("metadata") or {}).get("resourceVersion")
         await self._patch(
-            f"/api/v1/namespaces/{namespace}/pods/{name}", {"spec": {"schedulingGates": rest or None}}
+            path, {"metadata": {"resourceVersion": rv}, "spec": {"schedulingGates": rest or None}}
         )
 
     async def patch_status(self, path: str, status: dict[str, Any], *, subresource: bool) -> None:

@@ -131,10 +131,11 @@ class Scheduler:
     async def _touch(self, pod: Pod, node: str) -> None:
         try:
             if pod.gated and self.gates:
-                await self.executor.lift_gate(pod.namespace, pod.name, [])
+                await self.executor.lift_gate(pod.namespace, pod.name)
             await self.executor.touch_planned(pod.namespace, pod.name, node)
             self.stats["touches"] += 1
-        except Exception as e:  # a lost touch only delays the pod until kube-scheduler's own retry
+        except Exception as e:  # retried by a later cycle; meanwhile kube-scheduler's own retry applies
+            self.touched.pop(pod.uid, None)
             log.warning("touch failed", extra={"pod": pod.key, "error": str(e)})
 
     async def close(self) -> None:

@@ -50,6 +50,13 @@ def _list(obj: Obj, key: str, where: str) -> list[Any]:
     return v
 
 
+def _item(v: object, where: str) -> Obj:
+    """A list element that must be an object."""
+    if not isinstance(v, Mapping):
+        raise InvalidObject(f"{where}: expected an object, got {type(v).__name__}")
+    return v
+
+
 def _resources(raw: object, where: str) -> dict[str, int]:
     if raw is None:
         return {}
@@ -62,6 +69,7 @@ def _resources(raw: object, where: str) -> dict[str, int]:
 
 
 def _meta(obj: Obj, kind: str) -> Obj:
+    _item(obj, kind)
     meta = _map(obj, "metadata", kind)
     if not isinstance(meta.get("name"), str) or not meta["name"]:
         raise InvalidObject(f"{kind}.metadata.name: required")
@@ -73,15 +81,13 @@ def pod_requests(spec: Obj) -> dict[str, int]:
     overhead, plus one ``pods`` slot (kube-scheduler's NodeResourcesFit accounting)."""
     total: dict[str, int] = {}
     for i, c in enumerate(_list(spec, "containers", "spec")):
-        total = add(
-            total,
-            _resources(
-                _map(c, "resources", "container").get("requests"), f"spec.containers[{i}].resources.requests"
-            ),
-        )
+        where = f"spec.containers[{i}]"
+        requests = _map(_item(c, where), "resources", where).get("requests")
+        total = add(total, _resources(requests, f"{where}.resources.requests"))
     for i, c in enumerate(_list(spec, "initContainers", "spec")):
+        where = f"spec.initContainers[{i}]"
         init = _resources(
-            _map(c, "resources", "container").get("requests"), f"spec.initContainers[{i}].resources.requests"
+            _map(_item(c, where), "resources", where).get("requests"), f"{where}.resources.requests"
         )
         for k, v in init.items():
             if v > total.get(k, 0):
@@ -91,11 +97,12 @@ def pod_requests(spec: Obj) -> dict[str, int]:
     return {k: v for k, v in total.items() if v}
 
 
-def _requirement(raw: Obj, is_field: bool, where: str) -> Requirement:
+def _requirement(raw: object, is_field: bool, where: str) -> Requirement:
+    raw = _item(raw, where)
     key, op = raw.get("key"), raw.get("operator")
     if not isinstance(key, str) or not isinstance(op, str):
         raise InvalidObject(f"{where}: key and operator are required")
-    values = raw.get("values") or []
+    values = _list(raw, "values", where)
     return Requirement(key=key, operator=op, values=tuple(str(v) for v in values), field=is_field)
 
 
@@ -106,13 +113,17 @@ def node_constraints(spec: Obj) -> NodeConstraints:
     required = _map(node_aff, "requiredDuringSchedulingIgnoredDuringExecution", "spec.affinity.nodeAffinity")
     if required:
         where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-        terms = tuple(
-            tuple(
-                [_requirement(r, False, where) for r in _list(t, "matchExpressions", where)]
-                + [_requirement(r, True, where) for r in _list(t, "matchFields", where)]
+        parsed: list[tuple[Requirement, ...]] = []
+        for j, raw_term in enumerate(_list(required, "nodeSelectorTerms", where)):
+            at = f"{where}[{j}]"
+            term = _item(raw_term, at)
+            parsed.append(
+                tuple(
+                    [_requirement(r, False, at) for r in _list(term, "matchExpressions", at)]
+                    + [_requirement(r, True, at) for r in _list(term, "matchFields", at)]
+                )
             )
-            for t in _list(required, "nodeSelectorTerms", where)
-        )
+        terms = tuple(parsed)
     tolerations = tuple(
         Toleration(
             key=str(t.get("key") or ""),
@@ -120,7 +131,9 @@ def node_constraints(spec: Obj) -> NodeConstraints:
             value=str(t.get("value") or ""),
             effect=str(t.get("effect") or ""),
         )
-        for t in _list(spec, "tolerations", "spec")
+        for t in (
+            _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
+        )
     )
     return NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations)
 
@@ -150,7 +163,7 @@ def parse_pod(obj: Obj) -> Pod:
         task=str(ann.get(L.TASK_SPEC_ANNOTATION) or ""),
         node_name=str(spec.get("nodeName") or ""),
         phase=phase,
-        priority=int(spec.get("priority") or 0),
+        priority=_int(spec, "priority", "spec", 0),
         constraints=node_constraints(spec),
         created=str(meta.get("creationTimestamp") or ""),
         deleting=bool(meta.get("deletionTimestamp")),
@@ -167,7 +180,7 @@ def parse_node(obj: Obj) -> Node:
     alloc = status.get("allocatable") or status.get("capacity")
     taints = tuple(
         Taint(key=str(t.get("key") or ""), value=str(t.get("value") or ""), effect=str(t.get("effect") or ""))
-        for t in _list(spec, "taints", "spec")
+        for t in (_item(t, f"spec.taints[{i}]") for i, t in enumerate(_list(spec, "taints", "spec")))
     )
     return Node(
         name=str(meta["name"]),
@@ -217,7 +230,7 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
         name=str(meta["name"]),
         uid=str(meta.get("uid") or ""),
         min_member=_int(spec, "minMember", "spec", 1),
-        min_task_member={str(k): int(v) for k, v in mtm.items()},
+        min_task_member={str(k): _int(mtm, k, "spec.minTaskMember", 0) for k in mtm},
         queue=str(spec.get("queue") or default_queue),
         priority_class=str(spec.get("priorityClassName") or ""),
         min_resources=_resources(spec.get("minResources"), "spec.minResources"),

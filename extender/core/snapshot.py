@@ -16,7 +16,7 @@ Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotatio
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,11 @@ from extender.core.model import (
     group_key,
 )
 from extender.core.resources import ResourceIndex
+
+
+def pod_group_key(pod: Pod) -> GroupKey:
+    """The group a pod of ours belongs to: its annotation's PodGroup, else its implicit group."""
+    return group_key(pod.namespace, pod.group_name or f"podgroup-{pod.uid}")
 
 
 def implicit_group(pod: Pod, default_queue: str) -> PodGroup:
@@ -82,11 +87,7 @@ class Snapshot:
 
     def group_of(self, uid: PodUID) -> GroupKey | None:
         pod = self.pods.get(uid)
-        if pod is None:
-            return None
-        if pod.group_name:
-            return group_key(pod.namespace, pod.group_name)
-        return group_key(pod.namespace, f"podgroup-{pod.uid}")
+        return None if pod is None else pod_group_key(pod)
 
 
 def build_snapshot(
@@ -109,6 +110,10 @@ def build_snapshot(
     names: set[str] = set()
     for n in node_list:
         names.update(n.allocatable)
+    # minResources may name a resource no node has yet (GPUs): enqueue must see it to refuse the group.
+    for g in groups.values():
+        names.update(g.min_resources)
+    planned_uids = {uid for uid, node in (plans or {}).items() if node in node_pos}
     for p in sorted(pod_map.values(), key=lambda p: (p.created, p.namespace, p.name)):
         if p.scheduler_name not in scheduler_names:
             continue
@@ -120,6 +125,12 @@ def build_snapshot(
                 orphans.setdefault(key, []).append(p.uid)
         elif not p.terminal or p.node_name:
             g = implicit_group(p, default_queue)
+            # No PodGroup object holds its phase: a placed pod's group is past admission, or enqueue would
+            # count the pod twice (as used and as minResources) and could refuse a running pod.
+            if p.node_name:
+                g = replace(g, phase=GroupPhase.COMPLETED if p.terminal else GroupPhase.RUNNING)
+            elif p.uid in planned_uids and p.waiting:
+                g = replace(g, phase=GroupPhase.INQUEUE)
             groups[g.key] = g
             members[g.key] = [p.uid]
         if p.waiting:

@@ -17,7 +17,7 @@ import numpy as np
 
 from extender.core import fit
 from extender.core.errors import ConfigError
-from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
+from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
 from extender.framework.session import Session, Statement, Unschedulable
 
 # Condition reasons (Volcano's where it has one).
@@ -63,7 +63,7 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
     """Place ``p`` on the best feasible node; None on success, else why not."""
     req = ssn.vector(p.uid)
     smask = ssn.static_mask(p.constraints)
-    mask = smask & fit.fits(ssn.free, req)
+    mask = smask & ssn.fit_mask(req)
     if not mask.any():
         short = fit.shortfall(ssn.free, req, smask, ssn.snapshot.index, ssn.snapshot.node_names)
         if short is None:
@@ -93,15 +93,35 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     if need == 0 and not task_need:
         return
     waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
+    if g.implicit and not waiting:
+        return  # a plain pod that is bound, finished or going away: nothing to plan, nothing to report
     have = g.min_member - need
-    if len(waiting) < need or any(sum(p.task == t for p in waiting) < n for t, n in task_need.items()):
+    problems: list[str] = []
+    if len(waiting) < need:
         exist = have + len(waiting)
-        ssn.result.unschedulable[g.key] = Unschedulable(
-            NOT_ENOUGH_PODS, f"gang {exist}/{g.min_member}: waiting for {g.min_member - exist} more pods"
-        )
+        problems.append(f"gang {exist}/{g.min_member}: waiting for {g.min_member - exist} more pods")
+    for task, n in sorted(task_need.items()):
+        task_exist = g.min_task_member[task] - n + sum(p.task == task for p in waiting)
+        if task_exist < g.min_task_member[task]:
+            problems.append(
+                f"task {task}: {task_exist}/{g.min_task_member[task]} pods, "
+                f"waiting for {g.min_task_member[task] - task_exist} more"
+            )
+    if problems:
+        ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_PODS, "; ".join(problems))
         return
-    # Pods of tasks short of their minTaskMember first, then the rest by priority and age.
-    waiting.sort(key=lambda p: (task_need.get(p.task, 0) == 0, *_task_order(p)))
+    # Each task's pods up to its minTaskMember first, then the rest, each by priority and age: a task's
+    # extra pods must not take the room another task's minimum needs.
+    quota = dict(task_need)
+    first: list[Pod] = []
+    rest: list[Pod] = []
+    for p in waiting:
+        if quota.get(p.task, 0) > 0:
+            quota[p.task] -= 1
+            first.append(p)
+        else:
+            rest.append(p)
+    waiting = first + rest
     stmt = ssn.statement()
     placed = 0
     left = dict(task_need)
@@ -110,15 +130,24 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     def place(uid: PodUID, node: int) -> None:
         stmt.place(uid, node, g.queue)
 
-    for p in waiting:
+    # Within the statement free capacity and queue usage only shrink: a pod just like one that failed
+    # (same request, same node constraints) fails too, so it is not tried again.
+    failed: set[tuple[bytes, NodeConstraints]] = set()
+    for i, p in enumerate(waiting):
         if placed >= need and not any(left.values()):
             break
         if placed >= need and left.get(p.task, 0) == 0:
+            continue
+        if placed + len(waiting) - i < need:
+            break  # too few pods left to make the gang
+        shape = (ssn.vector(p.uid).tobytes(), p.constraints)
+        if shape in failed:
             continue
         problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
         if problem is None:
             problem = _place_one(ssn, place, p)
         if problem is not None:
+            failed.add(shape)
             first_problem = first_problem or problem
             continue
         placed += 1
@@ -147,6 +176,13 @@ def _admitted_by_queue(ssn: Session) -> dict[str, list[PodGroup]]:
 def allocate(ssn: Session) -> None:
     by_queue = _admitted_by_queue(ssn)
     snap = ssn.snapshot
+    for key in sorted(ssn.admitted):
+        g = snap.groups.get(key)
+        if g is not None and g.queue not in snap.queues and not _has_allocation(ssn, key):
+            # Admitted, then its queue was deleted.
+            ssn.result.unschedulable[key] = Unschedulable(
+                QUEUE_UNAVAILABLE, f"queue {g.queue} does not exist"
+            )
     # Fairest queue first, re-evaluated after every group, as Volcano's allocate loop does.
     while by_queue:
         qname = min(by_queue, key=lambda n: ssn.queue_key(snap.queues[n]))
@@ -169,6 +205,8 @@ def backfill(ssn: Session) -> None:
     snap = ssn.snapshot
     for qname, groups in sorted(_admitted_by_queue(ssn).items()):
         queue = snap.queues[qname]
+        if queue.state != QueueState.OPEN:
+            continue  # a closed queue keeps what runs but starts nothing new, extras included
         for g in reversed(groups):
             members = [snap.pods[u] for u in snap.members.get(g.key, ())]
             need, task_need = _gang_need(ssn, g, members)
@@ -184,6 +222,17 @@ def backfill(ssn: Session) -> None:
 
                 if _place_one(ssn, place, p) is None:
                     stmt.commit()
+
+
+def admit_pending(ssn: Session) -> None:
+    """What runs instead of enqueue when the conf has no enqueue action: Volcano's allocate then takes
+    Pending jobs as Inqueue. Queues must still exist and be open."""
+    for g in sorted((g for k, g in ssn.snapshot.groups.items() if k not in ssn.admitted), key=ssn.job_key):
+        problem = _queue_problem(ssn, g)
+        if problem is not None:
+            ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, problem)
+        else:
+            ssn.admit(g)
 
 
 ACTIONS: Final[dict[str, Callable[[Session], None]]] = {
@@ -203,4 +252,6 @@ def resolve_actions(names: tuple[str, ...]) -> tuple[Callable[[Session], None], 
         if n not in ACTIONS:
             raise ConfigError(f"unknown action {n!r}; known actions: {', '.join(ACTIONS)}")
         out.append(ACTIONS[n])
+    if "enqueue" not in names:
+        out.insert(0, admit_pending)
     return tuple(out)

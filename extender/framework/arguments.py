@@ -37,6 +37,6 @@ def parse_arguments(
                 out[key] = int(float(value))
             else:
                 out[key] = str(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
             raise ConfigError(f"plugin {plugin}: argument {key}={value!r} must be a {typ.__name__}") from None
     return out

@@ -34,32 +34,37 @@ tiers:
   - name: binpack
 """
 
-# Per-plugin switches Volcano accepts beside ``arguments`` (all booleans).
+# Per-plugin switches Volcano accepts beside ``arguments`` (all booleans), spelt as Volcano's PluginOption
+# YAML tags spell them (most ``enable…``, a few ``enabled…``). The framework honours those that gate a hook
+# pumice has (see :data:`extender.framework.plugin.HOOK_SWITCHES`); the others are accepted and inert.
 PLUGIN_SWITCHES: Final = frozenset(
     {
-        "enabledJobOrder",
-        "enabledNamespaceOrder",
-        "enabledHierarchy",
-        "enabledJobReady",
-        "enabledJobPipelined",
-        "enabledTaskOrder",
-        "enabledPreemptable",
-        "enabledReclaimable",
+        "enableJobOrder",
+        "enableNamespaceOrder",
+        "enableHierarchy",
+        "enableJobReady",
+        "enableJobPipelined",
+        "enableTaskOrder",
         "enablePreemptable",
         "enableReclaimable",
-        "enabledQueueOrder",
-        "enabledPredicate",
-        "enabledBestNode",
-        "enabledNodeOrder",
-        "enabledTargetJob",
-        "enabledReservedNodes",
-        "enabledJobStarving",
+        "enablePreemptive",
+        "enableQueueOrder",
+        "enabledClusterOrder",
+        "enablePredicate",
+        "enableBestNode",
+        "enableNodeOrder",
+        "enableTargetJob",
+        "enableReservedNodes",
+        "enableJobEnqueued",
         "enabledVictim",
+        "enableJobStarving",
         "enabledOverused",
         "enabledAllocatable",
-        "enabledCluster",
-        "enabledSubJobOrder",
         "enabledHyperNodeOrder",
+        "enabledSubJobReady",
+        "enabledSubJobPipelined",
+        "enabledSubJobOrder",
+        "enabledHyperNodeGradient",
     }
 )
 

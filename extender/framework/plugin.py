@@ -6,12 +6,16 @@ once, here and in :mod:`extender.framework.session`):
 - order hooks (``job_order``, ``queue_order``): keys are concatenated in tier/plugin order and compared
   lexicographically, so the first plugin that tells two jobs apart decides, as in Volcano;
 - vote hooks (``enqueue``, ``allocatable``, ``victim``): any rejection rejects, with that plugin's reason;
-- ``node_score``: scores from every plugin are summed (each plugin applies its own weight).
+- ``node_score``: scores from every plugin are summed (each plugin applies its own weight);
+- a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
+  no part in that hook, as in Volcano.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -24,9 +28,25 @@ if TYPE_CHECKING:
 
 Scores = npt.NDArray[np.float64]
 
+# The Volcano conf switch that gates each hook (absent means enabled).
+HOOK_SWITCHES: Final = {
+    "job_order": "enableJobOrder",
+    "queue_order": "enableQueueOrder",
+    "enqueue": "enableJobEnqueued",
+    "allocatable": "enabledAllocatable",
+    "node_score": "enableNodeOrder",
+}
+
 
 class Plugin:
     name: ClassVar[str]
+    # This plugin's switches from the conf (set by the registry when it builds the tiers).
+    switches: Mapping[str, bool] = MappingProxyType({})
+
+    def takes_part(self, hook: str) -> bool:
+        """Whether the conf leaves ``hook`` (a method name of this class) switched on for this plugin."""
+        switch = HOOK_SWITCHES.get(hook)
+        return switch is None or self.switches.get(switch, True)
 
     def open(self, ssn: Session) -> None:
         """Called once per cycle before any action, to precompute per-cycle state."""

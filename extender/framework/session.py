@@ -44,12 +44,21 @@ class Session:
         self.snapshot = snapshot
         self.tiers = tiers
         self.plugins = [p for tier in tiers for p in tier]
+        # Per hook, the plugins the conf leaves it switched on for, in tier order.
+        self._hooked = {
+            hook: [p for p in self.plugins if p.takes_part(hook)]
+            for hook in ("job_order", "queue_order", "enqueue", "allocatable", "node_score")
+        }
         self.free: npt.NDArray[np.int64] = snapshot.free
         self.result = CycleResult()
         self.admitted: set[GroupKey] = {k for k, g in snapshot.groups.items() if g.phase != "Pending"}
         self.plans: dict[PodUID, str] = dict(snapshot.plans)
         self._masks: dict[NodeConstraints, fit.Mask] = {}
         self._vectors: dict[PodUID, Vector] = {}
+        # Rows of ``free`` changed so far, in order, and per request vector the fit mask computed at some
+        # position of that log: a mask is brought up to date by re-checking only the rows changed since.
+        self._touched: list[int] = []
+        self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
         r = len(snapshot.index)
         self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
         for key, uids in snapshot.members.items():
@@ -97,6 +106,25 @@ class Session:
             m = self._masks[c] = fit.static_mask(c, self.snapshot.nodes)
         return m
 
+    def fit_mask(self, request: Vector) -> fit.Mask:
+        """Nodes whose free capacity now covers ``request`` (read-only: callers must not modify it)."""
+        key = request.tobytes()
+        cached = self._fit_masks.get(key)
+        end = len(self._touched)
+        if cached is None or (end - cached[1]) * 8 > len(self.snapshot.nodes):
+            mask = fit.fits(self.free, request)
+        else:
+            mask, start = cached
+            if start < end:
+                rows = np.unique(np.asarray(self._touched[start:end], dtype=np.intp))
+                mask[rows] = (self.free[rows] >= request).all(axis=1)
+        self._fit_masks[key] = (mask, end)
+        return mask
+
+    def touched(self, node: int) -> None:
+        """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
+        self._touched.append(node)
+
     @property
     def total(self) -> Vector:
         out: Vector = self.snapshot.alloc.sum(axis=0)
@@ -105,7 +133,7 @@ class Session:
     # --- tier rules -------------------------------------------------------------------------------
     def job_key(self, g: PodGroup) -> tuple[Any, ...]:
         key: list[Any] = []
-        for p in self.plugins:
+        for p in self._hooked["job_order"]:
             k = p.job_order(self, g)
             if k is not None:
                 key.extend(k)
@@ -114,21 +142,21 @@ class Session:
 
     def queue_key(self, q: Queue) -> tuple[Any, ...]:
         key: list[Any] = []
-        for p in self.plugins:
+        for p in self._hooked["queue_order"]:
             k = p.queue_order(self, q)
             if k is not None:
                 key.extend(k)
         return (*key, q.name)
 
     def enqueue_reject(self, g: PodGroup) -> str | None:
-        for p in self.plugins:
+        for p in self._hooked["enqueue"]:
             reason = p.enqueue(self, g)
             if reason is not None:
                 return reason
         return None
 
     def allocatable_reject(self, q: Queue, request: Vector) -> str | None:
-        for p in self.plugins:
+        for p in self._hooked["allocatable"]:
             reason = p.allocatable(self, q, request)
             if reason is not None:
                 return reason
@@ -136,7 +164,7 @@ class Session:
 
     def scores(self, request: Vector) -> Scores:
         total = np.zeros(len(self.snapshot.nodes), dtype=np.float64)
-        for p in self.plugins:
+        for p in self._hooked["node_score"]:
             s = p.node_score(self, request, self.free)
             if s is not None:
                 total += s
@@ -157,6 +185,7 @@ class Statement:
     def place(self, uid: PodUID, node: int, queue: str) -> None:
         v = self.ssn.vector(uid)
         self.ssn.free[node] -= v
+        self.ssn.touched(node)
         self.ssn.queue_used[queue] = self.ssn.queue_used.get(queue, np.zeros_like(v)) + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         self.ops.append((uid, node, queue))
@@ -165,6 +194,7 @@ class Statement:
         for uid, node, queue in reversed(self.ops):
             v = self.ssn.vector(uid)
             self.ssn.free[node] += v
+            self.ssn.touched(node)
             self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
             del self.ssn.plans[uid]
         self.ops.clear()

@@ -31,13 +31,15 @@ class DrfPlugin(Plugin):
         snap = ssn.snapshot
         total = snap.alloc.sum(axis=0).astype(np.float64)
         total[total == 0] = 1.0
+        # Dominant share over cpu, memory and extended resources, not the pods slot (as Volcano's).
+        shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
         self._shares = {}
         for key, uids in snap.members.items():
             held = np.zeros(len(snap.index), dtype=np.int64)
             for u in uids:
                 if snap.pods[u].holds_resources:
                     held += ssn.vector(u)
-            self._shares[key] = float((held / total).max()) if held.any() else 0.0
+            self._shares[key] = float((held / total)[shared].max(initial=0.0))
 
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[float]:
         return (self._shares.get(group.key, 0.0),)

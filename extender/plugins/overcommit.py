@@ -13,6 +13,7 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from math import isfinite
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ class OvercommitPlugin(Plugin):
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         args = parse_arguments(self.name, arguments, {"overcommit-factor": (float, 1.2)})
         self.factor: float = args["overcommit-factor"]
-        if self.factor < 1.0:
+        if not (isfinite(self.factor) and self.factor >= 1.0):
             raise ValueError(f"plugin overcommit: overcommit-factor {self.factor} must be >= 1.0")
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:

@@ -2,7 +2,8 @@
 
 pumice always evaluates these filters: a plan kube-scheduler would reject is useless, so they are part of
 the framework (see :mod:`extender.core.fit`). The plugin is accepted so Volcano configurations load; its
-Volcano arguments are recognised and those that switch optional predicates off are honoured as such.
+Volcano arguments are recognised (typos fail), but switching a filter off has no effect, since kube-scheduler
+would apply it anyway; the GPU-sharing features pumice lacks fail startup.
 
 Enable with::
 

@@ -75,7 +75,7 @@ class ProportionPlugin(Plugin):
         self.deserved = {}
         for q, d in deserved.items():
             explicit = snap.queues[q].deserved
-            vec = d.astype(np.int64)
+            vec = np.rint(d).astype(np.int64)  # water-filling converges from below: do not truncate
             for name, amount in explicit.items():
                 if name in snap.index.names:
                     vec[snap.index.names.index(name)] = amount
@@ -86,9 +86,11 @@ class ProportionPlugin(Plugin):
         used = ssn.queue_used.get(queue.name)
         if d is None or used is None:
             return (0.0,)
-        mask = d > 0
+        # Shares are over cpu, memory and extended resources, not the pods slot (as Volcano's).
+        shared = np.array([n != "pods" for n in ssn.snapshot.index.names], dtype=np.bool_)
+        mask = (d > 0) & shared
         if not mask.any():
-            return (0.0 if not used.any() else 1.0,)
+            return (0.0 if not used[shared].any() else 1.0,)
         return (float((used[mask] / d[mask]).max()),)
 
     def _over(self, ssn: Session, queue: Queue, total: Vector) -> str | None:

@@ -64,7 +64,15 @@ class SchedulerConf:
     actions: tuple[Callable[[Session], None], ...]
 
     def tiers(self) -> list[list[Plugin]]:
-        return [[PLUGINS[p.name](p.arguments) for p in tier] for tier in self.spec.tiers]
+        out: list[list[Plugin]] = []
+        for tier in self.spec.tiers:
+            plugins = []
+            for p in tier:
+                plugin = PLUGINS[p.name](p.arguments)
+                plugin.switches = p.switches
+                plugins.append(plugin)
+            out.append(plugins)
+        return out
 
 
 def load_conf(text: str | None = None) -> SchedulerConf:

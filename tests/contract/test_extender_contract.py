@@ -46,7 +46,7 @@ class FakeExecutor:
     async def touch_planned(self, namespace: str, name: str, node: str) -> None:
         pass
 
-    async def lift_gate(self, namespace: str, name: str, gates: list[dict[str, Any]]) -> None:
+    async def lift_gate(self, namespace: str, name: str) -> None:
         pass
 
 

@@ -15,10 +15,10 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from kubernetes_asyncio import client, config
@@ -108,7 +108,7 @@ async def watch_events(
     resource_version: str,
     timeout_seconds: int = 300,
     **params: Any,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """Yield raw watch events (``{"type", "object"}``) until the server closes the stream.
 
     BOOKMARK events are yielded too (their object carries only the resourceVersion); ERROR 410 raises
@@ -156,13 +156,13 @@ async def watch_events(
 
 
 async def wait_for(
-    predicate: Callable[[], T | Awaitable[T]],
+    predicate: Callable[[], Awaitable[T | None]],
     within: float = 30.0,
     *,
     interval: float = 0.1,
     message: str | Callable[[], str] | None = None,
 ) -> T:
-    """Poll ``predicate`` (sync or async) until it returns a truthy value, and return that value.
+    """Poll ``predicate`` (async; a plain function works too) until it returns a truthy value; return it.
 
     ``ApiException`` 404 counts as "not yet". After ``within`` seconds raises ``TimeoutError`` with
     ``message`` (a string or a callable evaluated then), the last value and the last exception.
@@ -172,12 +172,12 @@ async def wait_for(
     last_error: BaseException | None = None
     while True:
         try:
-            value = predicate()
+            value: Any = predicate()
             if inspect.isawaitable(value):
                 value = await value
             last, last_error = value, None
             if value:
-                return value  # type: ignore[return-value]
+                return cast(T, value)
         except ApiException as err:
             if err.status != 404:
                 raise
@@ -370,7 +370,7 @@ async def _namespaced_collections(api: client.ApiClient) -> list[str]:
     return paths
 
 
-async def delete_namespace(api: client.ApiClient, name: str, *, finalizer_grace: float = 30.0) -> None:
+async def delete_namespace(api: client.ApiClient, name: str, *, finalizer_grace: float = 10.0) -> None:
     """Do the namespace controller's job: empty the namespace, then delete and finalize it.
 
     Pods go first with grace 0 (bound pods would otherwise wait for a kubelet to confirm); objects with

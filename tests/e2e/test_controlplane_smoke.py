@@ -3,6 +3,8 @@ completes it and confirms its deletion; a pod larger than every node stays Pendi
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes_asyncio import client
 
@@ -38,16 +40,16 @@ async def test_pod_is_bound_and_runs(
     nodes = await fake_nodes(3, cpu="8", memory="32Gi")
     await kube.create_pod(kube_api, namespace, kube.pod_manifest("plain", cpu="500m", memory="256Mi"))
 
-    async def running() -> dict[str, object] | None:
+    async def running() -> dict[str, Any] | None:
         fake_kubelet.check()
         pod = await kube.get_pod(kube_api, namespace, "plain")
         return pod if pod.get("status", {}).get("phase") == "Running" else None
 
     pod = await kube.wait_for(running, 30, message="pod plain to be bound and Running")
-    assert pod["spec"]["nodeName"] in nodes  # type: ignore[index]
+    assert pod["spec"]["nodeName"] in nodes
     ready = kube.pod_condition(pod, "Ready")
     assert ready is not None and ready["status"] == "True"
-    statuses = pod["status"]["containerStatuses"]  # type: ignore[index]
+    statuses = pod["status"]["containerStatuses"]
     assert [s["state"].get("running") is not None for s in statuses] == [True]
     assert (namespace, "plain") in fake_kubelet.started
 
@@ -68,7 +70,7 @@ async def test_deletion_of_running_pod_is_confirmed(
 
     async def running() -> bool:
         pod = await kube.get_pod(kube_api, namespace, "victim")
-        return pod.get("status", {}).get("phase") == "Running"
+        return bool(pod.get("status", {}).get("phase") == "Running")
 
     await kube.wait_for(running, 30, message="pod victim to run")
     # A graceful delete of a running bound pod only completes when the (fake) kubelet confirms it;
@@ -98,7 +100,7 @@ async def test_failed_pod_reports_exit_code(
 
     async def running() -> bool:
         pod = await kube.get_pod(kube_api, namespace, "crashes")
-        return pod.get("status", {}).get("phase") == "Running"
+        return bool(pod.get("status", {}).get("phase") == "Running")
 
     await kube.wait_for(running, 30, message="pod crashes to run")
     pod = await fake_kubelet.fail(namespace, "crashes", 137, reason="OOMKilled", exit_codes={"c0": 0})
@@ -128,7 +130,7 @@ async def test_oversized_pod_stays_pending(
     await fake_nodes(3, cpu="8")
     await kube.create_pod(kube_api, namespace, kube.pod_manifest("huge", cpu="9"))
 
-    async def unschedulable() -> dict[str, object] | None:
+    async def unschedulable() -> dict[str, Any] | None:
         pod = await kube.get_pod(kube_api, namespace, "huge")
         condition = kube.pod_condition(pod, "PodScheduled")
         if condition and condition.get("reason") == "Unschedulable":
