@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controllers.kube.informer import Handler
@@ -30,10 +30,17 @@ from extender.core.model import (
     group_key,
 )
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
-from extender.core.snapshot import Snapshot, build_snapshot, pod_group_key
+from extender.core.snapshot import NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+
+_UNFINISHED = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
+
+
+def _add(acc: dict[str, int], more: Mapping[str, int]) -> None:
+    for k, v in more.items():
+        acc[k] = acc.get(k, 0) + v
 
 
 class ClusterCache:
@@ -53,13 +60,21 @@ class ClusterCache:
         self.node_usage: dict[str, dict[str, int]] = {}
         self.members: dict[GroupKey, set[PodUID]] = {}
         self.waiting: dict[GroupKey, set[PodUID]] = {}
+        self.group_usage: dict[GroupKey, dict[str, int]] = {}
+        self.implicit_queue: dict[GroupKey, str] = {}
+        # Requests of our bound, unfinished pods per queue; rebuilt when a PodGroup's queue changes.
+        self.queue_held: dict[str, dict[str, int]] = {}
         self.version = 0
+        self._nodes_version = 0
+        self._node_table: tuple[int, NodeTable] | None = None
         self._snap: tuple[int, int, Snapshot] | None = None
         self.listeners: list[Callable[[str], None]] = []
 
     # --- change notification -------------------------------------------------------------------------
     def _changed(self, kind: str) -> None:
         self.version += 1
+        if kind == "node":
+            self._nodes_version += 1
         for fn in self.listeners:
             fn(kind)
 
@@ -84,6 +99,17 @@ class ClusterCache:
         if pod.scheduler_name not in self.scheduler_names:
             return
         key = pod_group_key(pod)
+        if not pod.group_name:
+            self.implicit_queue[key] = pod.queue_name or self.default_queue
+        if pod.holds_resources:
+            gu = self.group_usage.setdefault(key, {})
+            for k, v in pod.requests.items():
+                gu[k] = gu.get(k, 0) + sign * v
+            q = self._queue_of(key)
+            if q is not None:
+                qu = self.queue_held.setdefault(q, {})
+                for k, v in pod.requests.items():
+                    qu[k] = qu.get(k, 0) + sign * v
         members = self.members.setdefault(key, set())
         if sign > 0:
             members.add(pod.uid)
@@ -93,6 +119,8 @@ class ClusterCache:
         members.discard(pod.uid)
         if not members:
             del self.members[key]
+            self.implicit_queue.pop(key, None)
+            self.group_usage.pop(key, None)  # all zeros by now: the last holder was just subtracted
         w = self.waiting.get(key)
         if w is not None:
             w.discard(pod.uid)
@@ -132,6 +160,7 @@ class ClusterCache:
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
         self.pods, self.node_usage, self.members, self.waiting = {}, {}, {}, {}
+        self.group_usage, self.implicit_queue, self.queue_held = {}, {}, {}
         for o in objs:
             p = self._parse(parse_pod, o, "Pod")
             if p is not None:
@@ -186,6 +215,8 @@ class ClusterCache:
             pg = dataclasses.replace(pg, phase=old.phase)
         if old != pg:
             self.podgroups[pg.key] = pg
+            if old is None or old.queue != pg.queue:
+                self._rebuild_queue_held()
             self._changed("podgroup")
 
     def remove_podgroup(self, obj: Obj) -> None:
@@ -193,6 +224,7 @@ class ClusterCache:
         key = group_key(str(meta.get("namespace") or "default"), str(meta.get("name")))
         self.raw_podgroups.pop(key, None)
         if self.podgroups.pop(key, None) is not None:
+            self._rebuild_queue_held()
             self._changed("podgroup")
 
     def replace_podgroups(self, objs: Sequence[Obj]) -> None:
@@ -202,6 +234,7 @@ class ClusterCache:
             if pg is not None:
                 self.podgroups[pg.key] = pg
                 self.raw_podgroups[pg.key] = o
+        self._rebuild_queue_held()
         self._changed("podgroup")
 
     def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> None:
@@ -265,21 +298,85 @@ class ClusterCache:
         }
 
     # --- reads -----------------------------------------------------------------------------------------
+    def _queue_of(self, key: GroupKey) -> str | None:
+        pg = self.podgroups.get(key)
+        return pg.queue if pg is not None else self.implicit_queue.get(key)
+
+    def _rebuild_queue_held(self) -> None:
+        self.queue_held = {}
+        for key, usage in self.group_usage.items():
+            q = self._queue_of(key)
+            if q is not None:  # pods of a PodGroup that does not exist have no queue to charge
+                _add(self.queue_held.setdefault(q, {}), usage)
+
+    def _usage(self, plans: dict[PodUID, str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+        """Per node, requests of planned pods; per queue, requests of bound and planned pods."""
+        reserved: dict[str, dict[str, int]] = {}
+        queues = {q: dict(u) for q, u in self.queue_held.items()}
+        for uid, node in plans.items():
+            pod = self.pods[uid]
+            _add(reserved.setdefault(node, {}), pod.requests)
+            q = self._queue_of(pod_group_key(pod))
+            if q is not None:
+                _add(queues.setdefault(q, {}), pod.requests)
+        return reserved, queues
+
+    def live_plans(self, plans: dict[PodUID, str]) -> dict[PodUID, str]:
+        """The plans still worth keeping: pods still waiting, on nodes that still exist."""
+        out = {}
+        for uid, node in plans.items():
+            pod = self.pods.get(uid)
+            if pod is not None and pod.waiting and node in self.nodes:
+                out[uid] = node
+        return out
+
+    def _work(self, plans: dict[PodUID, str]) -> set[GroupKey]:
+        """Groups a cycle must look at: not yet running, or with pods waiting without a plan."""
+        work = {k for k, uids in self.waiting.items() if any(u not in plans for u in uids)}
+        work.update(k for k, g in self.podgroups.items() if g.phase in _UNFINISHED)
+        return work
+
+    def _table(self) -> NodeTable:
+        if self._node_table is None or self._node_table[0] != self._nodes_version:
+            self._node_table = (self._nodes_version, build_node_table(self.nodes.values()))
+        return self._node_table[1]
+
     def snapshot(self, plans: dict[PodUID, str], plans_version: int) -> Snapshot:
+        """What a scheduling cycle needs: groups with work and all their pods, over running totals.
+        ``plans`` must be live (see :meth:`live_plans`)."""
         if self._snap is not None and self._snap[0] == self.version and self._snap[1] == plans_version:
             return self._snap[2]
+        work = self._work(plans)
+        reserved, queues = self._usage(plans)
         snap = build_snapshot(
-            nodes=self.nodes.values(),
-            pods=self.pods.values(),
-            podgroups=self.podgroups.values(),
+            nodes=self._table(),
+            pods=[self.pods[u] for k in work for u in self.members.get(k, ())],
+            podgroups=[self.podgroups[k] for k in work if k in self.podgroups],
             queues=self.queues.values(),
             priority_classes=self.priority_classes.values(),
             plans=plans,
             scheduler_names=self.scheduler_names,
             default_queue=self.default_queue,
+            node_usage=self.node_usage,
+            reserved_usage=reserved,
+            queue_usage=queues,
         )
         self._snap = (self.version, plans_version, snap)
         return snap
+
+    def full_snapshot(self, plans: dict[PodUID, str]) -> Snapshot:
+        """Every object (for status and preemption decisions, which look at running groups too)."""
+        return build_snapshot(
+            nodes=self._table(),
+            pods=self.pods.values(),
+            podgroups=self.podgroups.values(),
+            queues=self.queues.values(),
+            priority_classes=self.priority_classes.values(),
+            plans=self.live_plans(plans),
+            scheduler_names=self.scheduler_names,
+            default_queue=self.default_queue,
+            node_usage=self.node_usage,
+        )
 
     # The admission webhooks' lookup (admission.lookup.Lookup).
     def queue(self, name: str) -> Queue | None:

@@ -76,11 +76,11 @@ class Scheduler:
     # --- cycle -------------------------------------------------------------------------------------
     def cycle(self) -> None:
         t0 = time.perf_counter()
-        snap = self.cache.snapshot(self.plans, self.plans_version)
-        if len(snap.plans) != len(self.plans):
-            self.plans = dict(snap.plans)  # bound or vanished pods leave the plan book
+        live = self.cache.live_plans(self.plans)
+        if len(live) != len(self.plans):
+            self.plans = live  # bound or vanished pods leave the plan book
             self.plans_version += 1
-            snap = self.cache.snapshot(self.plans, self.plans_version)
+        snap = self.cache.snapshot(self.plans, self.plans_version)
         result = schedule(snap, self.conf)
         if result.placements:
             self.plans.update(result.placements)
@@ -188,7 +188,7 @@ class Scheduler:
         whole gang, and evicting for one member would not place the gang."""
         if ours:
             return {}
-        snap = self.cache.snapshot(self.plans, self.plans_version)
+        snap = self.cache.full_snapshot(self.plans)
         out: dict[str, wire.MetaVictims] = {}
         for node, mv in victims.items():
             lost: dict[GroupKey, int] = {}

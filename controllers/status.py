@@ -34,12 +34,17 @@ class StatusWriter:
         self.executor = executor
         self.period = period
         self._written: dict[str, dict[str, Any]] = {}
+        self._seen: tuple[int, int, float] | None = None
         self.writes = 0
 
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool]]:
-        snap = self.scheduler.last_snapshot
-        if snap is None:
-            return []
+        if self.scheduler.last_snapshot is None:
+            return []  # no cycle yet: phases are not decided
+        seen = (self.cache.version, self.scheduler.plans_version, self.scheduler.stats["cycles"])
+        if self._seen == seen:
+            return []  # nothing a status depends on changed since the last pass
+        self._seen = seen
+        snap = self.cache.full_snapshot(self.scheduler.plans)
         now = _now()
         out: list[tuple[str, dict[str, Any], bool]] = []
         base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
@@ -68,6 +73,7 @@ class StatusWriter:
                 self._written[path] = desired
                 self.writes += 1
             except ApiError as e:
+                self._seen = None  # retry on the next pass
                 log.warning("status write failed", extra={"path": path, "error": str(e)})
 
     async def run(self) -> None:

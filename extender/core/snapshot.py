@@ -32,7 +32,7 @@ from extender.core.model import (
     Queue,
     group_key,
 )
-from extender.core.resources import ResourceIndex
+from extender.core.resources import ResourceIndex, Vector
 
 
 def pod_group_key(pod: Pod) -> GroupKey:
@@ -71,6 +71,8 @@ class Snapshot:
     default_queue: str
     node_pos: Mapping[str, int] = field(default_factory=dict)
     node_names: tuple[str, ...] = ()
+    # Requests of bound, unfinished or planned pods of ours, per queue (capability and fair share).
+    queue_held: Mapping[str, Vector] = field(default_factory=dict)
 
     @property
     def free(self) -> npt.NDArray[np.int64]:
@@ -90,9 +92,49 @@ class Snapshot:
         return None if pod is None else pod_group_key(pod)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """Nodes sorted by name with their allocatable matrix: rebuilt only when nodes (or the set of
+    resource names) change, so a snapshot of a large cluster does not re-read every node."""
+
+    nodes: tuple[Node, ...]
+    index: ResourceIndex
+    alloc: npt.NDArray[np.int64]
+    node_pos: Mapping[str, int]
+    node_names: tuple[str, ...]
+
+    def covers(self, names: Iterable[str]) -> bool:
+        return set(names) <= set(self.index.names)
+
+
+def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> NodeTable:
+    node_list = tuple(sorted(nodes, key=lambda n: n.name))
+    names: set[str] = set(extra_names)
+    for n in node_list:
+        names.update(n.allocatable)
+    index = ResourceIndex.of(names)
+    alloc = np.zeros((len(node_list), len(index)), dtype=np.int64)
+    for i, n in enumerate(node_list):
+        alloc[i] = index.vector(n.allocatable)
+    return NodeTable(
+        nodes=node_list,
+        index=index,
+        alloc=alloc,
+        node_pos={n.name: i for i, n in enumerate(node_list)},
+        node_names=tuple(n.name for n in node_list),
+    )
+
+
+def _vector_sum(index: ResourceIndex, usages: Iterable[Mapping[str, int]]) -> Vector:
+    out = np.zeros(len(index), dtype=np.int64)
+    for u in usages:
+        out += index.vector(u)
+    return out
+
+
 def build_snapshot(
     *,
-    nodes: Iterable[Node],
+    nodes: Iterable[Node] | NodeTable,
     pods: Iterable[Pod],
     podgroups: Iterable[PodGroup],
     queues: Iterable[Queue],
@@ -100,19 +142,37 @@ def build_snapshot(
     plans: Mapping[PodUID, str] | None = None,
     scheduler_names: frozenset[str] = frozenset({"volcano"}),
     default_queue: str = "default",
+    node_usage: Mapping[str, Mapping[str, int]] | None = None,
+    reserved_usage: Mapping[str, Mapping[str, int]] | None = None,
+    queue_usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Snapshot:
-    node_list = tuple(sorted(nodes, key=lambda n: n.name))
-    node_pos = {n.name: i for i, n in enumerate(node_list)}
+    """A snapshot of everything given.
+
+    A cache that keeps running totals passes only the pods and groups that have work (pods waiting
+    without a plan, groups not yet running), a prebuilt :class:`NodeTable`, and the totals for everything
+    else: ``node_usage`` (requests of bound, unfinished pods per node), ``reserved_usage`` (requests of
+    planned pods per node) and ``queue_usage`` (bound plus planned requests of our groups per queue).
+    The cycle then costs what the pending work costs, not what the whole cluster holds. ``plans`` must
+    then list only live plans (pods still waiting, on existing nodes).
+    """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
     members: dict[GroupKey, list[PodUID]] = {k: [] for k in groups}
     orphans: dict[GroupKey, list[PodUID]] = {}
-    names: set[str] = set()
-    for n in node_list:
-        names.update(n.allocatable)
-    # minResources may name a resource no node has yet (GPUs): enqueue must see it to refuse the group.
+    # Resource names pods and groups ask for must have columns, even when no node offers them (GPUs):
+    # enqueue and fit must see the demand to refuse it.
+    wanted: set[str] = set()
     for g in groups.values():
-        names.update(g.min_resources)
+        wanted.update(g.min_resources)
+    for p in pod_map.values():
+        if p.waiting and p.scheduler_name in scheduler_names:
+            wanted.update(p.requests)
+    if isinstance(nodes, NodeTable) and nodes.covers(wanted):
+        table = nodes
+    else:
+        table = build_node_table(nodes.nodes if isinstance(nodes, NodeTable) else nodes, wanted)
+    node_pos = table.node_pos
+    index = table.index
     planned_uids = {uid for uid, node in (plans or {}).items() if node in node_pos}
     for p in sorted(pod_map.values(), key=lambda p: (p.created, p.namespace, p.name)):
         if p.scheduler_name not in scheduler_names:
@@ -133,28 +193,45 @@ def build_snapshot(
                 g = replace(g, phase=GroupPhase.INQUEUE)
             groups[g.key] = g
             members[g.key] = [p.uid]
-        if p.waiting:
-            names.update(p.requests)
-    index = ResourceIndex.of(names)
-    r = len(index)
-    alloc = np.zeros((len(node_list), r), dtype=np.int64)
-    for i, n in enumerate(node_list):
-        alloc[i] = index.vector(n.allocatable)
-    used = np.zeros_like(alloc)
-    reserved = np.zeros_like(alloc)
-    for p in pod_map.values():
-        if p.holds_resources and p.node_name in node_pos:
-            used[node_pos[p.node_name]] += index.vector(p.requests)
+    shape = table.alloc.shape
+    used = np.zeros(shape, dtype=np.int64)
+    reserved = np.zeros(shape, dtype=np.int64)
+    if node_usage is None:
+        for p in pod_map.values():
+            if p.holds_resources and p.node_name in node_pos:
+                used[node_pos[p.node_name]] += index.vector(p.requests)
+    else:
+        for name, usage in node_usage.items():
+            if name in node_pos:
+                used[node_pos[name]] = index.vector(usage)
     live_plans: dict[PodUID, str] = {}
     for uid, node in (plans or {}).items():
         planned = pod_map.get(uid)
-        if planned is not None and planned.waiting and node in node_pos:
-            reserved[node_pos[node]] += index.vector(planned.requests)
+        if node in node_pos and (
+            (planned is None and reserved_usage is not None) or (planned is not None and planned.waiting)
+        ):
             live_plans[uid] = node
+            if reserved_usage is None and planned is not None:
+                reserved[node_pos[node]] += index.vector(planned.requests)
+    if reserved_usage is not None:
+        for name, usage in reserved_usage.items():
+            if name in node_pos:
+                reserved[node_pos[name]] = index.vector(usage)
+    queue_held: dict[str, Vector] = {}
+    if queue_usage is None:
+        for key, uids in members.items():
+            q = groups[key].queue
+            held = [pod_map[u].requests for u in uids if pod_map[u].holds_resources or u in live_plans]
+            if held:
+                queue_held[q] = queue_held.get(q, np.zeros(len(index), dtype=np.int64)) + _vector_sum(
+                    index, held
+                )
+    else:
+        queue_held = {q: index.vector(u) for q, u in queue_usage.items()}
     return Snapshot(
-        nodes=node_list,
+        nodes=table.nodes,
         index=index,
-        alloc=alloc,
+        alloc=table.alloc,
         used=used,
         reserved=reserved,
         pods=pod_map,
@@ -166,5 +243,6 @@ def build_snapshot(
         plans=live_plans,
         default_queue=default_queue,
         node_pos=node_pos,
-        node_names=tuple(n.name for n in node_list),
+        node_names=table.node_names,
+        queue_held=queue_held,
     )

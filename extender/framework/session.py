@@ -60,14 +60,10 @@ class Session:
         self._touched: list[int] = []
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
         r = len(snapshot.index)
+        # What each queue holds: bound pods plus plans not yet bound (the snapshot's totals).
         self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
-        for key, uids in snapshot.members.items():
-            q = snapshot.groups[key].queue
-            for uid in uids:
-                pod = snapshot.pods[uid]
-                if pod.holds_resources or uid in self.plans:
-                    self.queue_used.setdefault(q, np.zeros(r, dtype=np.int64))
-                    self.queue_used[q] += self.vector(uid)
+        for q, held in snapshot.queue_held.items():
+            self.queue_used[q] = self.queue_used.get(q, np.zeros(r, dtype=np.int64)) + held
         # minResources of admitted groups not yet running: promised capacity enqueue must respect.
         self.inqueue = np.zeros(r, dtype=np.int64)
         self.queue_inqueue: dict[str, Vector] = {}

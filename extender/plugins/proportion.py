@@ -45,14 +45,17 @@ class ProportionPlugin(Plugin):
     def open(self, ssn: Session) -> None:
         snap = ssn.snapshot
         r = len(snap.index)
+        # A queue asks for what it holds plus what its pods wait for.
         request: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snap.queues}
+        for qn, held in snap.queue_held.items():
+            if qn in request:
+                request[qn] += held
         for key, uids in snap.members.items():
             qn = snap.groups[key].queue
             if qn not in request:
                 continue
             for u in uids:
-                p = snap.pods[u]
-                if p.holds_resources or p.waiting:
+                if snap.pods[u].waiting:
                     request[qn] += ssn.vector(u)
         self.capability = {q.name: self._cap(ssn, q) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
