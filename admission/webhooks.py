@@ -221,8 +221,12 @@ def webhook_configurations(
     port: int = 443,
     path_prefix: str = "",
     exclude_namespaces: Sequence[str] = ("kube-system",),
+    scheduling_gates: bool = True,
 ) -> list[dict[str, Any]]:
     """The ``pumice-mutating`` and ``pumice-validating`` configurations for every served webhook.
+
+    ``scheduling_gates=False`` (an API server before 1.27) leaves out ``/pods/mutate``: its only job is
+    to gate gang pods, and registering it would add a TLS round trip to every pod creation for nothing.
 
     ``ca_bundle`` is the PEM of the CA that signed the serving certificate. Give exactly one of ``url_base``
     (``https://host:port``, for pumice outside the cluster) and ``service`` (``(namespace, name)`` of the
@@ -248,7 +252,7 @@ def webhook_configurations(
         hooks = [
             _entry(w, _client_config(w, ca_bundle, url_base, service, port, path_prefix), excluded)
             for w in served_webhooks()
-            if w.mutating == mutating
+            if w.mutating == mutating and (scheduling_gates or w.path != "/pods/mutate")
         ]
         configs.append(
             {

@@ -56,12 +56,17 @@ async def register_webhooks(
     settings: ServeSettings,
     ca_pem: bytes,
     configurations: Callable[..., list[dict[str, Any]]],
+    *,
+    scheduling_gates: bool,
 ) -> None:
     """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
     when neither is given, patch our CA into the ones a deployment created."""
     if settings.webhook_url_base or settings.webhook_service:
         docs = configurations(
-            ca_bundle=ca_pem, url_base=settings.webhook_url_base, service=settings.webhook_service
+            ca_bundle=ca_pem,
+            url_base=settings.webhook_url_base,
+            service=settings.webhook_service,
+            scheduling_gates=scheduling_gates,
         )
         for doc in docs:
             kind = (

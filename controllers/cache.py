@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controllers.kube.informer import Handler
+from controllers.plans import PlanBook
+from controllers.usage import NodeUsage
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.model import (
@@ -57,7 +59,7 @@ class ClusterCache:
         self.raw_queues: dict[str, Obj] = {}
         self.assumed: dict[PodUID, str] = {}
         # Incremental indexes over pods (see _index).
-        self.node_usage: dict[str, dict[str, int]] = {}
+        self.node_usage = NodeUsage()
         self.members: dict[GroupKey, set[PodUID]] = {}
         self.waiting: dict[GroupKey, set[PodUID]] = {}
         self.group_usage: dict[GroupKey, dict[str, int]] = {}
@@ -65,9 +67,13 @@ class ClusterCache:
         # Requests of our bound, unfinished pods per queue; rebuilt when a PodGroup's queue changes.
         self.queue_held: dict[str, dict[str, int]] = {}
         self.version = 0
+        # What changed since the scheduler last looked (see drain_changes): it re-examines only that.
+        self.changed_pods: set[PodUID] = set()
+        self.changed_groups: set[GroupKey] = set()
+        self.nodes_changed = False
+        self.broad_change = False
         self._nodes_version = 0
         self._node_table: tuple[int, NodeTable] | None = None
-        self._snap: tuple[int, int, Snapshot] | None = None
         self.listeners: list[Callable[[str], None]] = []
 
     # --- change notification -------------------------------------------------------------------------
@@ -75,6 +81,9 @@ class ClusterCache:
         self.version += 1
         if kind == "node":
             self._nodes_version += 1
+            self.nodes_changed = True
+        if kind in ("node", "queue", "priorityclass"):
+            self.broad_change = True
         for fn in self.listeners:
             fn(kind)
 
@@ -93,9 +102,7 @@ class ClusterCache:
         """Add (sign=1) or remove (-1) a pod's share of the incremental indexes: node usage, and for our
         pods group membership and the waiting set. They let a cycle look only at groups with work."""
         if pod.holds_resources:
-            u = self.node_usage.setdefault(pod.node_name, {})
-            for k, v in pod.requests.items():
-                u[k] = u.get(k, 0) + sign * v
+            self.node_usage.add(pod.node_name, pod.requests, sign)
         if pod.scheduler_name not in self.scheduler_names:
             return
         key = pod_group_key(pod)
@@ -128,8 +135,11 @@ class ClusterCache:
                 del self.waiting[key]
 
     def _store(self, pod: Pod) -> None:
+        self.changed_pods.add(pod.uid)
         old = self.pods.get(pod.uid)
         if old is not None:
+            if old.holds_resources and not pod.holds_resources:
+                self.broad_change = True  # room freed: any waiting group may fit now
             self._index(old, -1)
         self.pods[pod.uid] = pod
         self._index(pod, 1)
@@ -155,11 +165,14 @@ class ClusterCache:
         self.assumed.pop(uid, None)
         old = self.pods.pop(uid, None)
         if old is not None:
+            self.changed_pods.add(uid)
+            self.broad_change |= old.holds_resources
             self._index(old, -1)
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
-        self.pods, self.node_usage, self.members, self.waiting = {}, {}, {}, {}
+        self.pods, self.members, self.waiting = {}, {}, {}
+        self.node_usage.clear()
         self.group_usage, self.implicit_queue, self.queue_held = {}, {}, {}
         for o in objs:
             p = self._parse(parse_pod, o, "Pod")
@@ -214,6 +227,7 @@ class ClusterCache:
         ):
             pg = dataclasses.replace(pg, phase=old.phase)
         if old != pg:
+            self.changed_groups.add(pg.key)
             self.podgroups[pg.key] = pg
             if old is None or old.queue != pg.queue:
                 self._rebuild_queue_held()
@@ -223,6 +237,7 @@ class ClusterCache:
         meta = obj.get("metadata") or {}
         key = group_key(str(meta.get("namespace") or "default"), str(meta.get("name")))
         self.raw_podgroups.pop(key, None)
+        self.changed_groups.add(key)
         if self.podgroups.pop(key, None) is not None:
             self._rebuild_queue_held()
             self._changed("podgroup")
@@ -309,74 +324,89 @@ class ClusterCache:
             if q is not None:  # pods of a PodGroup that does not exist have no queue to charge
                 _add(self.queue_held.setdefault(q, {}), usage)
 
-    def _usage(self, plans: dict[PodUID, str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-        """Per node, requests of planned pods; per queue, requests of bound and planned pods."""
-        reserved: dict[str, dict[str, int]] = {}
-        queues = {q: dict(u) for q, u in self.queue_held.items()}
-        for uid, node in plans.items():
-            pod = self.pods[uid]
-            _add(reserved.setdefault(node, {}), pod.requests)
-            q = self._queue_of(pod_group_key(pod))
-            if q is not None:
-                _add(queues.setdefault(q, {}), pod.requests)
-        return reserved, queues
+    def pod_queue(self, pod: Pod) -> str | None:
+        return self._queue_of(pod_group_key(pod))
 
-    def live_plans(self, plans: dict[PodUID, str]) -> dict[PodUID, str]:
-        """The plans still worth keeping: pods still waiting, on nodes that still exist."""
-        out = {}
-        for uid, node in plans.items():
-            pod = self.pods.get(uid)
-            if pod is not None and pod.waiting and node in self.nodes:
-                out[uid] = node
+    def plan_is_live(self, uid: PodUID, node: str) -> bool:
+        """Worth keeping: the pod still waits and the node still exists."""
+        pod = self.pods.get(uid)
+        return pod is not None and pod.waiting and node in self.nodes
+
+    def drain_changes(self) -> tuple[set[PodUID], set[GroupKey], bool, bool]:
+        """Since the last call: pods changed (added, updated, removed), PodGroups changed, whether nodes
+        changed, and whether anything changed that may let any waiting group fit (room freed, nodes,
+        queues, priority classes)."""
+        out = (self.changed_pods, self.changed_groups, self.nodes_changed, self.broad_change)
+        self.changed_pods, self.changed_groups, self.nodes_changed, self.broad_change = (
+            set(),
+            set(),
+            False,
+            False,
+        )
         return out
 
-    def _work(self, plans: dict[PodUID, str]) -> set[GroupKey]:
-        """Groups a cycle must look at: not yet running, or with pods waiting without a plan."""
-        work = {k for k, uids in self.waiting.items() if any(u not in plans for u in uids)}
-        work.update(k for k, g in self.podgroups.items() if g.phase in _UNFINISHED)
-        return work
+    def has_unplanned(self, key: GroupKey, plans: PlanBook) -> bool:
+        return any(u not in plans for u in self.waiting.get(key, ()))
 
-    def _table(self) -> NodeTable:
-        if self._node_table is None or self._node_table[0] != self._nodes_version:
-            self._node_table = (self._nodes_version, build_node_table(self.nodes.values()))
+    def unfinished_groups(self) -> set[GroupKey]:
+        """PodGroups not running yet (or broken): their admission and promises matter every cycle."""
+        return {k for k, g in self.podgroups.items() if g.phase in _UNFINISHED}
+
+    def _table(self, wanted: set[str]) -> NodeTable:
+        """The node table, rebuilt when nodes change or a pod asks for a resource it has no column for
+        (names once added stay, so the table does not flap)."""
+        if (
+            self._node_table is None
+            or self._node_table[0] != self._nodes_version
+            or not self._node_table[1].covers(wanted)
+        ):
+            extra = set(self._node_table[1].index.names) if self._node_table is not None else set()
+            self._node_table = (self._nodes_version, build_node_table(self.nodes.values(), extra | wanted))
         return self._node_table[1]
 
-    def snapshot(self, plans: dict[PodUID, str], plans_version: int) -> Snapshot:
-        """What a scheduling cycle needs: groups with work and all their pods, over running totals.
-        ``plans`` must be live (see :meth:`live_plans`)."""
-        if self._snap is not None and self._snap[0] == self.version and self._snap[1] == plans_version:
-            return self._snap[2]
-        work = self._work(plans)
-        reserved, queues = self._usage(plans)
-        snap = build_snapshot(
-            nodes=self._table(),
-            pods=[self.pods[u] for k in work for u in self.members.get(k, ())],
-            podgroups=[self.podgroups[k] for k in work if k in self.podgroups],
+    def _build(self, pods: list[Pod], podgroups: list[PodGroup], plans: PlanBook) -> Snapshot:
+        wanted: set[str] = set()
+        for p in pods:
+            if p.waiting:
+                wanted.update(p.requests)
+        for g in podgroups:
+            wanted.update(g.min_resources)
+        table = self._table(wanted)
+        queues = {q: dict(u) for q, u in self.queue_held.items()}
+        for q, u in plans.queues.items():
+            _add(queues.setdefault(q, {}), u)
+        return build_snapshot(
+            nodes=table,
+            pods=pods,
+            podgroups=podgroups,
             queues=self.queues.values(),
             priority_classes=self.priority_classes.values(),
-            plans=plans,
+            plans=plans.nodes,
             scheduler_names=self.scheduler_names,
             default_queue=self.default_queue,
-            node_usage=self.node_usage,
-            reserved_usage=reserved,
+            used=self.node_usage.matrix(table),
+            reserved=plans.reserved.matrix(table),
             queue_usage=queues,
         )
-        self._snap = (self.version, plans_version, snap)
-        return snap
 
-    def full_snapshot(self, plans: dict[PodUID, str]) -> Snapshot:
-        """Every object (for status and preemption decisions, which look at running groups too)."""
-        return build_snapshot(
-            nodes=self._table(),
-            pods=self.pods.values(),
-            podgroups=self.podgroups.values(),
-            queues=self.queues.values(),
-            priority_classes=self.priority_classes.values(),
-            plans=self.live_plans(plans),
-            scheduler_names=self.scheduler_names,
-            default_queue=self.default_queue,
-            node_usage=self.node_usage,
+    def snapshot(self, plans: PlanBook, work: set[GroupKey]) -> Snapshot:
+        """What a scheduling cycle needs: the groups in ``work`` with all their pods, over running totals.
+        ``plans`` must be live (see :meth:`plan_is_live`)."""
+        return self._build(
+            [self.pods[u] for k in work for u in self.members.get(k, ())],
+            [self.podgroups[k] for k in work if k in self.podgroups],
+            plans,
         )
+
+    def status_snapshot(self, plans: PlanBook) -> Snapshot:
+        """PodGroups (the objects, not implicit groups) with their pods, over running totals: what
+        status writers need, at the cost of the jobs, not of every plain pod."""
+        pods = [self.pods[u] for k in self.podgroups for u in self.members.get(k, ())]
+        return self._build(pods, list(self.podgroups.values()), plans)
+
+    def full_snapshot(self, plans: PlanBook) -> Snapshot:
+        """Every object (for status and preemption decisions, which look at running groups too)."""
+        return self._build(list(self.pods.values()), list(self.podgroups.values()), plans)
 
     # The admission webhooks' lookup (admission.lookup.Lookup).
     def queue(self, name: str) -> Queue | None:

@@ -22,10 +22,11 @@ from typing import Any
 
 from controllers.cache import ClusterCache
 from controllers.executor import BindError, Executor
+from controllers.plans import PlanBook
 from extender.api import wire
 from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
-from extender.core.snapshot import Snapshot
+from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.session import Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
 
@@ -43,7 +44,7 @@ class Scheduler:
         *,
         gates: bool = False,
         resync: float = 1.0,
-        debounce: float = 0.005,
+        debounce: float = 0.02,
     ) -> None:
         self.cache = cache
         self.conf = conf
@@ -51,11 +52,11 @@ class Scheduler:
         self.gates = gates
         self.resync = resync
         self.debounce = debounce
-        self.plans: dict[PodUID, str] = {}
-        self.plans_version = 0
+        self.plans = PlanBook()
         self.reasons: dict[GroupKey, Unschedulable] = {}
         self.rejected: set[PodUID] = set()
         self.touched: dict[PodUID, str] = {}
+        self.backlog: set[GroupKey] = set()
         self._cycled_at: tuple[int, int] = (-1, -1)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -76,29 +77,24 @@ class Scheduler:
     # --- cycle -------------------------------------------------------------------------------------
     def cycle(self) -> None:
         t0 = time.perf_counter()
-        live = self.cache.live_plans(self.plans)
-        if len(live) != len(self.plans):
-            self.plans = live  # bound or vanished pods leave the plan book
-            self.plans_version += 1
-        snap = self.cache.snapshot(self.plans, self.plans_version)
+        snap = self.cache.snapshot(self.plans, self._work())
         result = schedule(snap, self.conf)
-        if result.placements:
-            self.plans.update(result.placements)
-            self.plans_version += 1
-        for key in result.admitted:
-            self.cache.set_group_phase(key, GroupPhase.INQUEUE)
-        self.reasons = result.unschedulable
-        self._cycled_at = (self.cache.version, self.plans_version)
-        self.last_snapshot = snap
-        self.stats["cycles"] += 1
-        self.stats["cycle_seconds"] += time.perf_counter() - t0
         for uid, node in result.placements.items():
-            pod = snap.pods.get(uid)
-            if pod is None:
-                continue
+            pod = snap.pods[uid]
+            self.plans.add(uid, node, pod.requests, self.cache.pod_queue(pod))
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
                 self._spawn(self._touch(pod, node))
+        for key in result.admitted:
+            self.cache.set_group_phase(key, GroupPhase.INQUEUE)
+        self.reasons = result.unschedulable
+        # Groups still holding pods without a plan are looked at again next cycle; the rest only
+        # when one of their pods changes (see _work).
+        self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)}
+        self._cycled_at = (self.cache.version, self.plans.version)
+        self.last_snapshot = snap
+        self.stats["cycles"] += 1
+        self.stats["cycle_seconds"] += time.perf_counter() - t0
         if result.placements or result.unschedulable:
             log.info(
                 "cycle",
@@ -110,8 +106,27 @@ class Scheduler:
                 },
             )
 
+    def _work(self) -> set[GroupKey]:
+        """The groups this cycle must look at: the backlog, groups whose pods changed, and PodGroups
+        not running yet. Plans of pods that were bound, finished or deleted leave the book here."""
+        changed, groups, nodes_changed, broad = self.cache.drain_changes()
+        if nodes_changed:
+            self.plans.prune(self.cache.plan_is_live)
+        if broad:
+            self.backlog.update(self.cache.waiting)
+        self.backlog.update(groups)
+        for uid in changed:
+            node = self.plans.get(uid)
+            if node is not None and not self.cache.plan_is_live(uid, node):
+                self.plans.discard(uid)
+            pod = self.cache.pods.get(uid)
+            if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
+                self.backlog.add(pod_group_key(pod))
+        work = {k for k in self.backlog if self.cache.has_unplanned(k, self.plans)}
+        return work | self.cache.unfinished_groups()
+
     def ensure_fresh(self) -> None:
-        if self._cycled_at != (self.cache.version, self.plans_version):
+        if self._cycled_at != (self.cache.version, self.plans.version):
             self.cycle()
 
     async def run(self) -> None:
@@ -228,11 +243,12 @@ class Scheduler:
             )
             return str(e)
         self.stats["binds"] += 1
-        self.plans.pop(uid, None)
+        self.plans.discard(uid)
         self.rejected.discard(uid)
         self.touched.pop(uid, None)
         self.cache.assume_bound(uid, node)
-        log.info("bound", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "node": node})
+        # The decision was logged at INFO by the cycle that planned it; the bind itself is detail.
+        log.debug("bound", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "node": node})
         return ""
 
     def _release(self, uid: PodUID) -> None:
@@ -241,6 +257,7 @@ class Scheduler:
         key = snap.group_of(uid) if snap is not None else None
         members = snap.members.get(key, ()) if snap is not None and key is not None else ()
         for u in (uid, *members):
-            self.plans.pop(u, None)
-        self.plans_version += 1
+            self.plans.discard(u)
+        if key is not None:
+            self.backlog.add(key)
         self._wake.set()

@@ -40,11 +40,11 @@ class StatusWriter:
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool]]:
         if self.scheduler.last_snapshot is None:
             return []  # no cycle yet: phases are not decided
-        seen = (self.cache.version, self.scheduler.plans_version, self.scheduler.stats["cycles"])
+        seen = (self.cache.version, self.scheduler.plans.version, self.scheduler.stats["cycles"])
         if self._seen == seen:
             return []  # nothing a status depends on changed since the last pass
         self._seen = seen
-        snap = self.cache.full_snapshot(self.scheduler.plans)
+        snap = self.cache.status_snapshot(self.scheduler.plans)
         now = _now()
         out: list[tuple[str, dict[str, Any], bool]] = []
         base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"

@@ -240,7 +240,9 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             async def after_sync() -> None:
                 await asyncio.gather(*(i.synced.wait() for i in proc.informers))
                 log.info("caches synced")
-                await register_webhooks(client, settings, ca_pem, webhook_configurations)
+                await register_webhooks(
+                    client, settings, ca_pem, webhook_configurations, scheduling_gates=proc.gates
+                )
                 await ensure_queues(client, proc.cache)
 
             tasks.append(tg.create_task(after_sync(), name="bootstrap"))

@@ -142,16 +142,17 @@ def build_snapshot(
     plans: Mapping[PodUID, str] | None = None,
     scheduler_names: frozenset[str] = frozenset({"volcano"}),
     default_queue: str = "default",
-    node_usage: Mapping[str, Mapping[str, int]] | None = None,
-    reserved_usage: Mapping[str, Mapping[str, int]] | None = None,
+    used: npt.NDArray[np.int64] | None = None,
+    reserved: npt.NDArray[np.int64] | None = None,
     queue_usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
     A cache that keeps running totals passes only the pods and groups that have work (pods waiting
-    without a plan, groups not yet running), a prebuilt :class:`NodeTable`, and the totals for everything
-    else: ``node_usage`` (requests of bound, unfinished pods per node), ``reserved_usage`` (requests of
-    planned pods per node) and ``queue_usage`` (bound plus planned requests of our groups per queue).
+    without a plan, groups not yet running), a prebuilt :class:`NodeTable` covering every resource they
+    ask for, and the totals for everything else as matrices over that table: ``used`` (requests of bound,
+    unfinished pods per node), ``reserved`` (requests of planned pods per node), and ``queue_usage``
+    (bound plus planned requests of our groups per queue).
     The cycle then costs what the pending work costs, not what the whole cluster holds. ``plans`` must
     then list only live plans (pods still waiting, on existing nodes).
     """
@@ -194,29 +195,21 @@ def build_snapshot(
             groups[g.key] = g
             members[g.key] = [p.uid]
     shape = table.alloc.shape
-    used = np.zeros(shape, dtype=np.int64)
-    reserved = np.zeros(shape, dtype=np.int64)
-    if node_usage is None:
+    given = used is not None and reserved is not None
+    if used is None:
+        used = np.zeros(shape, dtype=np.int64)
         for p in pod_map.values():
             if p.holds_resources and p.node_name in node_pos:
                 used[node_pos[p.node_name]] += index.vector(p.requests)
-    else:
-        for name, usage in node_usage.items():
-            if name in node_pos:
-                used[node_pos[name]] = index.vector(usage)
+    if reserved is None:
+        reserved = np.zeros(shape, dtype=np.int64)
     live_plans: dict[PodUID, str] = {}
     for uid, node in (plans or {}).items():
         planned = pod_map.get(uid)
-        if node in node_pos and (
-            (planned is None and reserved_usage is not None) or (planned is not None and planned.waiting)
-        ):
+        if node in node_pos and ((planned is None and given) or (planned is not None and planned.waiting)):
             live_plans[uid] = node
-            if reserved_usage is None and planned is not None:
+            if not given and planned is not None:
                 reserved[node_pos[node]] += index.vector(planned.requests)
-    if reserved_usage is not None:
-        for name, usage in reserved_usage.items():
-            if name in node_pos:
-                reserved[node_pos[name]] = index.vector(usage)
     queue_held: dict[str, Vector] = {}
     if queue_usage is None:
         for key, uids in members.items():

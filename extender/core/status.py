@@ -3,7 +3,7 @@
 PodGroup status mirrors Volcano: ``phase`` (see :mod:`extender.core.gang`), ``running``, ``succeeded``,
 ``failed`` and ``conditions`` — ``Unschedulable`` with a reason a user can act on while the gang waits,
 ``Scheduled`` once it is whole. Queue status: ``state`` (kept as set by users/commands, ``Open`` when
-unset), ``allocated`` (requests of its bound, unfinished pods) and PodGroup counts by phase.
+unset), ``allocated`` (requests of its bound or planned, unfinished pods) and PodGroup counts by phase.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from extender.core.gang import MemberCounts, is_admitted, next_phase
 from extender.core.model import GroupPhase, PodGroup
-from extender.core.resources import add, format_resource_list
+from extender.core.resources import format_resource_list
 from extender.core.snapshot import Snapshot
 
 UNSCHEDULABLE = "Unschedulable"
@@ -61,17 +61,13 @@ def podgroup_status(
 
 
 def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict[str, Any]:
-    allocated: dict[str, int] = {}
     by_phase = {p: 0 for p in GroupPhase}
-    for key, g in snap.groups.items():
-        if g.queue != name:
-            continue
-        if not g.implicit:
+    for g in snap.groups.values():
+        if g.queue == name and not g.implicit:
             by_phase[g.phase] += 1
-        for u in snap.members.get(key, ()):
-            p = snap.pods[u]
-            if p.holds_resources:
-                allocated = add(allocated, p.requests)
+    held = snap.queue_held.get(name)
+    allocated = snap.index.to_map(held) if held is not None else {}
+    allocated.pop("pods", None)  # a slot count, not a resource users budget
     return {
         "state": existing.get("state") or "Open",
         "allocated": format_resource_list(allocated),

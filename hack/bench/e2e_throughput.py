@@ -244,6 +244,32 @@ def print_table(result: dict[str, Any], args: argparse.Namespace) -> None:
     print("json:", json.dumps({k: v for k, v in result.items() if k != "first_errors"}))
 
 
+def print_pumice_metrics(plane: ControlPlane) -> None:
+    """pumice's own view of the run: cycles, time in them, extender verb latency (from /metrics)."""
+    from tests.e2e.controlplane import _http
+
+    url = getattr(plane, "_pumice").extender_url  # noqa: B009 (set by ensure_pumice)
+    status, body = _http("GET", f"{url}/metrics")
+    if status != 200:
+        return
+    values: dict[str, float] = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    cycles = values.get("pumice_scheduling_cycles_total", 0)
+    seconds = values.get("pumice_scheduling_cycle_seconds_total", 0)
+    print(
+        f"  pumice: {cycles:.0f} cycles, {seconds:.2f} s in cycles"
+        f" ({1000 * seconds / max(cycles, 1):.2f} ms each)"
+    )
+    for verb in ("filter", "bind"):
+        n = values.get(f'pumice_extender_request_seconds_count{{verb="{verb}"}}', 0)
+        total = values.get(f'pumice_extender_request_seconds_sum{{verb="{verb}"}}', 0)
+        if n:
+            print(f"  pumice: {verb} {n:.0f} calls, mean {1000 * total / n:.2f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plane = ControlPlane(keep_dir=args.keep_dir)
@@ -262,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             plane.start_scheduler(scheduler_config(args, plane))
         result = asyncio.run(run(args, plane))
         print_table(result, args)
+        if args.pumice:
+            print_pumice_metrics(plane)
     except BaseException:
         print(plane.log_tails(30), file=sys.stderr)
         raise

@@ -85,6 +85,12 @@ def test_pod_webhooks_never_block_pod_creation() -> None:
         ]
 
 
+def test_without_scheduling_gates_the_pod_mutate_webhook_is_not_registered() -> None:
+    hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h", scheduling_gates=False))
+    assert "mutate-pod.pumice.dev" not in hooks
+    assert {"validate-pod.pumice.dev", "mutate-queue.pumice.dev", "mutate-podgroup.pumice.dev"} <= set(hooks)
+
+
 def test_queue_and_podgroup_webhooks_fail_closed() -> None:
     hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
     assert hooks["validate-queue.pumice.dev"]["rules"] == [

@@ -80,6 +80,6 @@ def test_running_totals_match_a_recomputation(seed: int) -> None:
         if step % 700 == 350:
             c.remove_podgroup(_podgroup(rng.randrange(4), "q0"))
     node_usage, queue_held, waiting = _recompute(c)
-    assert _nonzero(c.node_usage) == _nonzero(node_usage)
+    assert _nonzero(c.node_usage.by_node) == _nonzero(node_usage)
     assert _nonzero(c.queue_held) == _nonzero(queue_held)
     assert {k: set(v) for k, v in c.waiting.items()} == waiting

@@ -1,0 +1,91 @@
+"""pumice against the same kube-scheduler without an extender and with a do-nothing extender.
+
+Three runs of hack/bench/e2e_throughput.py, each on a fresh control plane, N fake nodes, M plain pods
+with ``schedulerName: volcano``, and one kube-scheduler configuration (pumice's generated one: client
+QPS 500, percentageOfNodesToScore 100); only the extender differs. Prints pods/s and the ratios.
+
+    .venv/bin/python hack/bench/e2e_compare.py [--nodes 100 --pods 1000 --repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+import e2e_throughput  # noqa: E402 (a sibling script)
+
+from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
+from tests.e2e.controlplane import free_port  # noqa: E402
+
+
+def run(argv: list[str]) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        e2e_throughput.main(argv)
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("json: "))
+    result: dict[str, Any] = json.loads(line[len("json: ") :])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    common = ["--nodes", str(args.nodes), "--pods", str(args.pods), "--scheduler-name", "volcano"]
+    port = free_port()
+    with_ext = scheduler_config(
+        extender_url=f"http://127.0.0.1:{port}",
+        api_version="kubescheduler.config.k8s.io/v1beta3",
+        leader_elect=False,
+    )
+    without = {k: v for k, v in with_ext.items() if k != "extenders"}
+    tmp = Path(tempfile.mkdtemp(prefix="pumice-bench-"))
+    (tmp / "none.yaml").write_text(yaml.safe_dump(without))
+    (tmp / "noop.yaml").write_text(yaml.safe_dump(with_ext))
+    noop = f"{sys.executable} {HERE / 'noop_extender.py'} --kubeconfig {{kubeconfig}} --bind 127.0.0.1:{port}"
+    results: dict[str, list[dict[str, Any]]] = {"no extender": [], "no-op extender": [], "pumice": []}
+    for _ in range(args.repeat):
+        results["no extender"].append(run([*common, "--scheduler-config", str(tmp / "none.yaml")]))
+        results["no-op extender"].append(
+            run(
+                [
+                    *common,
+                    "--scheduler-config",
+                    str(tmp / "noop.yaml"),
+                    "--extra-cmd",
+                    noop,
+                    "--extra-ready-url",
+                    f"http://127.0.0.1:{port}/readyz",
+                ]
+            )
+        )
+        results["pumice"].append(run([*common, "--pumice"]))
+    print(f"\n{args.nodes} nodes, {args.pods} pods, {args.repeat} run(s) each (best shown)")
+    best = {k: max(r["pods_per_s"] for r in v) for k, v in results.items()}
+    for name, runs in results.items():
+        r = max(runs, key=lambda x: x["pods_per_s"])
+        every = ", ".join(f"{x['pods_per_s']:.1f}" for x in runs)
+        print(
+            f"  {name:<15} {r['pods_per_s']:7.1f} pods/s   create->bound p50 {r['p50_ms']:6.0f} ms"
+            f"  p99 {r['p99_ms']:6.0f} ms   (all runs: {every})"
+        )
+    print(f"  pumice / no extender:     {best['pumice'] / best['no extender']:.2f}")
+    print(f"  pumice / no-op extender:  {best['pumice'] / best['no-op extender']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
