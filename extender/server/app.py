@@ -32,9 +32,9 @@ class Backend(Protocol):
     @property
     def scheduler_names(self) -> frozenset[str]: ...
 
-    def filter(
-        self, raw_pod: dict[str, Any], pod: Pod, node_names: list[str]
-    ) -> wire.ExtenderFilterResult: ...
+    def filter(self, raw_pod: dict[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
+        """May raise InvalidObject for a pod it has to read (one with a plan is answered by UID)."""
+        ...
 
     def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]: ...
 
@@ -119,7 +119,10 @@ async def handle_filter(request: web.Request) -> web.Response:
         return _json(
             {"NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": _NOT_SYNCED}
         )
-    return _json(backend.filter(raw_pod, _parse(raw_pod), names))
+    try:
+        return _json(backend.filter(raw_pod, names))
+    except InvalidObject as e:
+        raise web.HTTPBadRequest(text=f"ExtenderArgs.Pod: {e}") from None
 
 
 async def handle_prioritize(request: web.Request) -> web.Response:

@@ -232,3 +232,40 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
 
 async def _phase_is(api: client.ApiClient, ns: str, name: str, phase: str) -> bool:
     return (await podgroup(api, ns, name)).get("status", {}).get("phase") == phase
+
+
+async def test_a_pumice_restart_loses_nothing(
+    control_plane: ControlPlane,
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    running = await create_gang(kube_api, namespace, "running", 2, cpu="2", selector=_labels(test_id))
+    await kube.wait_for(lambda: _all_bound(kube_api, namespace, running), 30, message="first gang bound")
+    waiting = await create_gang(kube_api, namespace, "waiting", 2, cpu="3", selector=_labels(test_id))
+    await kube.wait_for(
+        lambda: _phase_is(kube_api, namespace, "waiting", "Inqueue"), 20, message="second gang admitted"
+    )
+
+    ensure_pumice(control_plane, restart=True)
+
+    # Admission survived (it lives in the API server), nothing was bound or unbound meanwhile, and the
+    # restarted pumice still places the waiting gang once room appears.
+    assert await _phase_is(kube_api, namespace, "waiting", "Inqueue")
+    assert await bound(kube_api, namespace, running) == 2
+    assert await bound(kube_api, namespace, waiting) == 0
+    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    await kube.wait_for(
+        lambda: _all_bound(kube_api, namespace, waiting), 20, message="gang bound after restart"
+    )
+
+    async def both_running() -> bool:
+        return await _phase_is(kube_api, namespace, "running", "Running") and await _phase_is(
+            kube_api, namespace, "waiting", "Running"
+        )
+
+    await kube.wait_for(both_running, 20, message="both PodGroups Running")
