@@ -31,7 +31,7 @@ from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_supports_gates
 from controllers.cache import ClusterCache
 from controllers.executor import Executor
-from controllers.kube.client import KubeClient, load_config
+from controllers.kube.client import KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
@@ -197,7 +197,11 @@ def _webhook_tls(settings: ServeSettings) -> tuple[ssl.SSLContext, bytes]:
 
 
 async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
-    client = KubeClient(await load_config(settings.kubeconfig))
+    try:
+        client = KubeClient(await load_config(settings.kubeconfig))
+    except KubeConfigError as e:
+        print(f"pumice: {e}", file=sys.stderr)
+        return 2
     proc = Process(settings, conf, client)
     proc.gates = await server_supports_gates(client)
     proc.scheduler.gates = proc.gates
@@ -257,8 +261,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     except* _Stop:
         log.info("shutting down")
     except* Exception as eg:
-        for e in eg.exceptions:
-            log.error("root task died", exc_info=e)
+        for exc in eg.exceptions:
+            log.error("root task died", exc_info=exc)
         code = 1
     finally:
         await proc.scheduler.close()

@@ -6,7 +6,13 @@ once, here and in :mod:`extender.framework.session`):
 - order hooks (``job_order``, ``queue_order``): keys are concatenated in tier/plugin order and compared
   lexicographically, so the first plugin that tells two jobs apart decides, as in Volcano;
 - vote hooks (``enqueue``, ``allocatable``, ``victim``): any rejection rejects, with that plugin's reason;
-- ``node_score``: scores from every plugin are summed (each plugin applies its own weight);
+- ``node_score``: scores from every plugin are summed (each plugin applies its own weight). A plugin that
+  sets :attr:`Plugin.row_local_scores` promises that a node's score depends only on the request, that node's
+  row of ``free`` and per-cycle state fixed in ``open``; the session then caches scores per request vector
+  and asks it again only for the rows whose free capacity changed since (``rows``). The score of a row
+  must come out bit-for-bit the same whether computed alone or with all rows (elementwise arithmetic, no
+  BLAS reductions), so caching never changes a placement. Plugins that do not set it are asked for every
+  node, every time;
 - a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
   no part in that hook, as in Volcano.
 """
@@ -27,6 +33,8 @@ if TYPE_CHECKING:
     from extender.framework.session import Session
 
 Scores = npt.NDArray[np.float64]
+# Node row indices (into the snapshot's node order), as passed to ``Plugin.node_score``.
+Rows = npt.NDArray[np.intp]
 
 # The Volcano conf switch that gates each hook (absent means enabled).
 HOOK_SWITCHES: Final = {
@@ -42,6 +50,8 @@ class Plugin:
     name: ClassVar[str]
     # This plugin's switches from the conf (set by the registry when it builds the tiers).
     switches: Mapping[str, bool] = MappingProxyType({})
+    # True when ``node_score`` honours ``rows`` and a row's score depends only on that row (see above).
+    row_local_scores: ClassVar[bool] = False
 
     def takes_part(self, hook: str) -> bool:
         """Whether the conf leaves ``hook`` (a method name of this class) switched on for this plugin."""
@@ -66,8 +76,18 @@ class Plugin:
         """Why ``queue`` may not take ``request`` more right now, or None."""
         return None
 
-    def node_score(self, ssn: Session, request: Vector, free: npt.NDArray[np.int64]) -> Scores | None:
-        """A score per node (any scale; higher is better) for placing ``request``."""
+    def node_score(
+        self,
+        ssn: Session,
+        request: Vector,
+        free: npt.NDArray[np.int64],
+        rows: Rows | None = None,
+    ) -> Scores | None:
+        """A score per node (any scale; higher is better) for placing ``request``.
+
+        With ``rows`` (only passed to plugins that set :attr:`row_local_scores`), the scores of just those
+        nodes, in that order; the same request gives None or an array whatever the rows.
+        """
         return None
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:

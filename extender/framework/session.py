@@ -4,6 +4,10 @@ The session owns the mutable copies a cycle needs (free capacity per node, per-q
 made so far) and applies the tier rules of :mod:`extender.framework.plugin`. Tentative placements are
 made inside a :class:`Statement` and either committed together (the gang is ready) or discarded, which is
 Volcano's statement idea: a gang never holds part of the cluster it cannot use.
+
+Fit masks and node scores are cached per request vector and brought up to date by re-checking only the
+node rows whose free capacity changed since (the ``touched`` log); a cached value is always equal to a
+fresh computation, so caching changes no placement.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from extender.core import fit
 from extender.core.model import GroupKey, NodeConstraints, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot
-from extender.framework.plugin import Plugin, Scores
+from extender.framework.plugin import Plugin, Rows, Scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,9 @@ class CycleResult:
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot, tiers: Sequence[Sequence[Plugin]]) -> None:
+    def __init__(
+        self, snapshot: Snapshot, tiers: Sequence[Sequence[Plugin]], *, cache_scores: bool = True
+    ) -> None:
         self.snapshot = snapshot
         self.tiers = tiers
         self.plugins = [p for tier in tiers for p in tier]
@@ -59,6 +65,11 @@ class Session:
         # position of that log: a mask is brought up to date by re-checking only the rows changed since.
         self._touched: list[int] = []
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
+        # The same for summed node scores, when every plugin that scores at all (one that does not override
+        # ``node_score`` has no opinion) can rescore single rows.
+        self._scorers = [p for p in self._hooked["node_score"] if type(p).node_score is not Plugin.node_score]
+        self._cache_scores = cache_scores and all(p.row_local_scores for p in self._scorers)
+        self._scores: dict[bytes, tuple[Scores, int]] = {}
         r = len(snapshot.index)
         # What each queue holds: bound pods plus plans not yet bound (the snapshot's totals).
         self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
@@ -107,15 +118,22 @@ class Session:
         key = request.tobytes()
         cached = self._fit_masks.get(key)
         end = len(self._touched)
-        if cached is None or (end - cached[1]) * 8 > len(self.snapshot.nodes):
+        if cached is None or self._stale(cached[1]):
             mask = fit.fits(self.free, request)
         else:
             mask, start = cached
             if start < end:
-                rows = np.unique(np.asarray(self._touched[start:end], dtype=np.intp))
+                rows = self._touched_since(start)
                 mask[rows] = (self.free[rows] >= request).all(axis=1)
         self._fit_masks[key] = (mask, end)
         return mask
+
+    def _touched_since(self, start: int) -> Rows:
+        return np.unique(np.asarray(self._touched[start:], dtype=np.intp))
+
+    def _stale(self, since: int) -> bool:
+        # Past this many changed rows a full recompute is cheaper than indexing them.
+        return (len(self._touched) - since) * 8 > len(self.snapshot.nodes)
 
     def touched(self, node: int) -> None:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
@@ -159,9 +177,31 @@ class Session:
         return None
 
     def scores(self, request: Vector) -> Scores:
-        total = np.zeros(len(self.snapshot.nodes), dtype=np.float64)
-        for p in self._hooked["node_score"]:
-            s = p.node_score(self, request, self.free)
+        """Summed plugin scores per node for ``request`` (read-only: callers must not modify it)."""
+        if not self._cache_scores:
+            return self._sum_scores(request, None)
+        key = request.tobytes()
+        cached = self._scores.get(key)
+        end = len(self._touched)
+        if cached is None or self._stale(cached[1]):
+            total = self._sum_scores(request, None)
+        else:
+            total, start = cached
+            if start < end:
+                rows = self._touched_since(start)
+                total[rows] = self._sum_scores(request, rows)
+        self._scores[key] = (total, end)
+        return total
+
+    def _sum_scores(self, request: Vector, rows: Rows | None) -> Scores:
+        # Summed in plugin order from zero, for all rows or a subset alike: the same floats either way.
+        total = np.zeros(len(self.snapshot.nodes) if rows is None else len(rows), dtype=np.float64)
+        for p in self._scorers:
+            s = (
+                p.node_score(self, request, self.free)
+                if rows is None
+                else p.node_score(self, request, self.free, rows)
+            )
             if s is not None:
                 total += s
         return total

@@ -25,12 +25,13 @@ import numpy.typing as npt
 from extender.core.errors import ConfigError
 from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
-from extender.framework.plugin import Plugin, Scores
+from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
 
 class BinpackPlugin(Plugin):
     name = "binpack"
+    row_local_scores = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         args = parse_arguments(
@@ -55,15 +56,33 @@ class BinpackPlugin(Plugin):
             if isinstance(w, int) and w < 0:
                 raise ConfigError(f"plugin binpack: {key} must not be negative")
 
-    def node_score(self, ssn: Session, request: Vector, free: npt.NDArray[np.int64]) -> Scores | None:
+    def open(self, ssn: Session) -> None:
+        # Per cycle, not per pod: allocatable as floats, a divisor safe from zero, and the weighted columns.
+        alloc = ssn.snapshot.alloc.astype(np.float64)
+        self._alloc = alloc
+        self._safe = np.where(alloc > 0, alloc, 1.0)
+        names = ssn.snapshot.index.names
+        self._weighted = [(i, float(self.weights[n])) for i, n in enumerate(names) if self.weights.get(n, 0)]
+
+    def node_score(
+        self,
+        ssn: Session,
+        request: Vector,
+        free: npt.NDArray[np.int64],
+        rows: Rows | None = None,
+    ) -> Scores | None:
         if not self.weight:
             return None
-        names = ssn.snapshot.index.names
-        cols = [i for i, n in enumerate(names) if self.weights.get(n, 0) and request[i] > 0]
+        cols = [(i, w) for i, w in self._weighted if request[i] > 0]
         if not cols:
             return None
-        w = np.array([self.weights[names[i]] for i in cols], dtype=np.float64)
-        alloc = ssn.snapshot.alloc[:, cols].astype(np.float64)
-        after = alloc - free[:, cols] + request[cols]
-        frac = np.clip(after / np.where(alloc > 0, alloc, 1.0), 0.0, 1.0)
-        return np.asarray(self.weight * (frac @ w) / w.sum() * 100, dtype=np.float64)
+        # A weighted sum column by column (not a matrix product, whose rounding may depend on how many
+        # rows there are), so one row's score is the same computed alone or with all the others.
+        dot = np.zeros(len(free) if rows is None else len(rows), dtype=np.float64)
+        for i, w in cols:
+            if rows is None:
+                alloc, safe, used = self._alloc[:, i], self._safe[:, i], free[:, i]
+            else:
+                alloc, safe, used = self._alloc[rows, i], self._safe[rows, i], free[rows, i]
+            dot += np.clip((alloc - used + request[i]) / safe, 0.0, 1.0) * w
+        return np.asarray(self.weight * dot / sum(w for _, w in cols) * 100, dtype=np.float64)

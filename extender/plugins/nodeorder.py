@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
-from extender.framework.plugin import Plugin, Scores
+from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
 _KNOWN = {
@@ -39,6 +39,7 @@ _KNOWN = {
 
 class NodeorderPlugin(Plugin):
     name = "nodeorder"
+    row_local_scores = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         args = parse_arguments(self.name, arguments, _KNOWN)
@@ -46,13 +47,26 @@ class NodeorderPlugin(Plugin):
         self.most = args["mostrequested.weight"]
         self.balanced = args["balancedresource.weight"]
 
-    def node_score(self, ssn: Session, request: Vector, free: npt.NDArray[np.int64]) -> Scores | None:
+    def open(self, ssn: Session) -> None:
+        # Per cycle, not per pod: cpu and memory allocatable as floats, and a divisor safe from zero.
+        alloc = ssn.snapshot.alloc[:, :2].astype(np.float64)
+        self._alloc = alloc
+        self._safe = np.where(alloc > 0, alloc, 1.0)
+
+    def node_score(
+        self,
+        ssn: Session,
+        request: Vector,
+        free: npt.NDArray[np.int64],
+        rows: Rows | None = None,
+    ) -> Scores | None:
         if not (self.least or self.most or self.balanced):
             return None
-        alloc = ssn.snapshot.alloc[:, :2].astype(np.float64)  # cpu, memory
-        after = (alloc - free[:, :2] + request[:2]).astype(np.float64)
-        safe = np.where(alloc > 0, alloc, 1.0)
-        frac = np.clip(after / safe, 0.0, 1.0)
+        if rows is None:
+            alloc, safe, used = self._alloc, self._safe, free[:, :2]
+        else:
+            alloc, safe, used = self._alloc[rows], self._safe[rows], free[rows, :2]
+        frac = np.clip((alloc - used + request[:2]) / safe, 0.0, 1.0)
         score = np.zeros(len(alloc), dtype=np.float64)
         if self.least:
             score += self.least * (1.0 - frac).mean(axis=1) * 100

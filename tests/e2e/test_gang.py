@@ -5,6 +5,7 @@ gangs, and the fast path for pods of other schedulers."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from typing import Any
 
@@ -73,6 +74,12 @@ async def podgroup(api: client.ApiClient, ns: str, name: str) -> dict[str, Any]:
     return pg
 
 
+async def unschedulable_message(api: client.ApiClient, ns: str, name: str) -> str:
+    pg = await podgroup(api, ns, name)
+    conds = pg.get("status", {}).get("conditions") or []
+    return next((str(c["message"]) for c in conds if c["type"] == "Unschedulable"), "")
+
+
 def _labels(test_id: str) -> dict[str, str]:
     return {"pumice.e2e/test": test_id}
 
@@ -112,12 +119,11 @@ async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_
     # 3 pods of 3 cpu: two fit on two 4-cpu nodes, the third does not.
     pods = await create_gang(kube_api, namespace, "big", 3, cpu="3", selector=_labels(test_id))
 
-    async def reason() -> str:
-        pg = await podgroup(kube_api, namespace, "big")
-        conds = pg.get("status", {}).get("conditions") or []
-        return next((c["message"] for c in conds if c["type"] == "Unschedulable"), "")
-
-    message = await kube.wait_for(reason, 30, message="an Unschedulable condition on the PodGroup")
+    message = await kube.wait_for(
+        lambda: unschedulable_message(kube_api, namespace, "big"),
+        30,
+        message="an Unschedulable condition on the PodGroup",
+    )
     assert message == "gang 2/3 placeable: needs cpu 3, best node " + message.split("best node ")[1]
     assert "has cpu 1" in message
     await asyncio.sleep(3)  # kube-scheduler has retried by now; still nothing may be bound
@@ -217,12 +223,8 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
         )
         await kube.create_pod(kube_api, namespace, manifest)
 
-        async def reason() -> str:
-            pg = await podgroup(kube_api, namespace, "early")
-            conds = pg.get("status", {}).get("conditions") or []
-            return next((c["message"] for c in conds if c["type"] == "Unschedulable"), "")
-
-        assert await kube.wait_for(reason, 20) == f"queue {qname} is closed"
+        reason = await kube.wait_for(lambda: unschedulable_message(kube_api, namespace, "early"), 20)
+        assert reason == f"queue {qname} is closed"
         await asyncio.sleep(2)
         assert await bound(kube_api, namespace, ["early-0"]) == 0
     finally:
@@ -269,3 +271,14 @@ async def test_a_pumice_restart_loses_nothing(
         )
 
     await kube.wait_for(both_running, 20, message="both PodGroups Running")
+
+
+def test_sigterm_stops_pumice_cleanly(control_plane: ControlPlane, pumice: None) -> None:
+    proc = control_plane.processes["pumice"]
+    assert proc.popen is not None
+    proc.popen.send_signal(signal.SIGTERM)
+    try:
+        code = proc.popen.wait(timeout=15)
+    finally:
+        ensure_pumice(control_plane, restart=True)  # later tests expect it running
+    assert code == 0, proc.tail(30)

@@ -1,0 +1,111 @@
+"""The scheduling loop's side effects: touching rejected pods once planned, lifting gang gates only for
+a whole gang, releasing a gang's plans when a bind fails."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from controllers.cache import ClusterCache
+from controllers.executor import BindError
+from controllers.scheduler import Scheduler
+from extender.plugins.registry import load_conf
+
+
+class RecordingExecutor:
+    def __init__(self) -> None:
+        self.touched: list[tuple[str, str]] = []
+        self.lifted: list[str] = []
+        self.fail_bind = False
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        if self.fail_bind:
+            raise BindError("HTTP 409: conflict")
+
+    async def touch_planned(self, namespace: str, name: str, node: str) -> None:
+        self.touched.append((name, node))
+
+    async def lift_gate(self, namespace: str, name: str) -> None:
+        self.lifted.append(name)
+
+
+def node(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "10"}},
+    }
+
+
+def pod(name: str, group: str | None = None, gated: bool = False, cpu: str = "1") -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": name,
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if gated:
+        spec["schedulingGates"] = [{"name": "pumice.dev/gang"}]
+    return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+
+def podgroup(name: str, min_member: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": {"minMember": min_member}}
+
+
+def scheduler(*nodes: dict[str, Any]) -> tuple[Scheduler, RecordingExecutor]:
+    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+    cache.replace_nodes(list(nodes))
+    cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    ex = RecordingExecutor()
+    return Scheduler(cache, load_conf(), ex, gates=True), ex  # type: ignore[arg-type]
+
+
+async def settle(s: Scheduler) -> None:
+    await asyncio.gather(*s._tasks)
+
+
+async def test_gates_are_lifted_only_when_the_whole_gang_is_planned() -> None:
+    s, ex = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(podgroup("g", 3))
+    for i in range(2):
+        s.cache.upsert_pod(pod(f"g-{i}", "g", gated=True))
+    s.cycle()
+    await settle(s)
+    assert ex.lifted == [] and len(s.plans) == 0
+    s.cache.upsert_pod(pod("g-2", "g", gated=True))
+    s.cycle()
+    await settle(s)
+    assert sorted(ex.lifted) == ["g-0", "g-1", "g-2"]
+    assert sorted(n for n, _ in ex.touched) == ["g-0", "g-1", "g-2"]
+
+
+async def test_a_rejected_pod_is_touched_once_it_has_a_plan() -> None:
+    s, ex = scheduler(node("n1", "1900m"))
+    s.cache.upsert_pod(pod("big", cpu="2"))
+    result = s.filter(pod("big", cpu="2"), ["n1"])
+    assert result["NodeNames"] == [] and "needs cpu 2" in result["FailedAndUnresolvableNodes"]["n1"]
+    s.cache.upsert_node(node("n2", "4"))
+    s.cycle()
+    await settle(s)
+    assert ex.touched == [("big", "n2")]
+
+
+async def test_a_failed_bind_releases_the_whole_gang_for_replanning() -> None:
+    s, ex = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(podgroup("g", 2))
+    for i in range(2):
+        s.cache.upsert_pod(pod(f"g-{i}", "g"))
+    s.cycle()
+    assert set(s.plans) == {"g-0", "g-1"}
+    ex.fail_bind = True
+    err = await s.bind({"PodName": "g-0", "PodNamespace": "ns", "PodUID": "g-0", "Node": "n1"})
+    assert "conflict" in err
+    assert len(s.plans) == 0
+    s.cycle()
+    assert set(s.plans) == {"g-0", "g-1"}
