@@ -182,7 +182,12 @@ def _client_config(
     return cfg
 
 
-def _entry(w: Webhook, client_config: dict[str, Any], excluded: Sequence[str]) -> dict[str, Any]:
+def _entry(
+    w: Webhook,
+    client_config: dict[str, Any],
+    excluded: Sequence[str],
+    match_pods_of: Sequence[str] | None = None,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": w.name,
         "admissionReviewVersions": ["v1"],
@@ -210,6 +215,15 @@ def _entry(w: Webhook, client_config: dict[str, Any], excluded: Sequence[str]) -
         }
     if w.mutating:
         entry["reinvocationPolicy"] = "Never"
+    if match_pods_of is not None and w.resource == "pods":
+        # Only pods of our schedulers reach us: an objectSelector cannot say this, a CEL condition can.
+        names = ", ".join(f"'{n}'" for n in sorted(match_pods_of))
+        entry["matchConditions"] = [
+            {
+                "name": "pumice-scheduler",
+                "expression": f"has(object.spec.schedulerName) && object.spec.schedulerName in [{names}]",
+            }
+        ]
     return entry
 
 
@@ -222,11 +236,15 @@ def webhook_configurations(
     path_prefix: str = "",
     exclude_namespaces: Sequence[str] = ("kube-system",),
     scheduling_gates: bool = True,
+    match_conditions: bool = True,
+    scheduler_names: Sequence[str] = (L.DEFAULT_SCHEDULER_NAME,),
 ) -> list[dict[str, Any]]:
     """The ``pumice-mutating`` and ``pumice-validating`` configurations for every served webhook.
 
-    ``scheduling_gates=False`` (an API server before 1.27) leaves out ``/pods/mutate``: its only job is
-    to gate gang pods, and registering it would add a TLS round trip to every pod creation for nothing.
+    Pod webhooks are narrowed to pods of ``scheduler_names`` with a ``matchConditions`` CEL expression,
+    which API servers have from 1.28 on. Where that is missing (``match_conditions=False``) the pod
+    webhooks would see every pod created in the cluster, a TLS round trip each, so they are left out;
+    so is ``/pods/mutate`` without scheduling gates (before 1.27), as gating gang pods is its only job.
 
     ``ca_bundle`` is the PEM of the CA that signed the serving certificate. Give exactly one of ``url_base``
     (``https://host:port``, for pumice outside the cluster) and ``service`` (``(namespace, name)`` of the
@@ -250,9 +268,16 @@ def webhook_configurations(
         (False, "ValidatingWebhookConfiguration", VALIDATING_CONFIGURATION_NAME),
     ):
         hooks = [
-            _entry(w, _client_config(w, ca_bundle, url_base, service, port, path_prefix), excluded)
+            _entry(
+                w,
+                _client_config(w, ca_bundle, url_base, service, port, path_prefix),
+                excluded,
+                scheduler_names if match_conditions else None,
+            )
             for w in served_webhooks()
-            if w.mutating == mutating and (scheduling_gates or w.path != "/pods/mutate")
+            if w.mutating == mutating
+            and (w.resource != "pods" or match_conditions)
+            and (scheduling_gates or w.path != "/pods/mutate")
         ]
         configs.append(
             {

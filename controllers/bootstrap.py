@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from controllers.cache import ClusterCache
@@ -18,15 +19,24 @@ _QUEUES = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"
 _ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 
-async def server_supports_gates(client: KubeClient) -> bool:
-    """Pod scheduling gates exist from Kubernetes 1.27 (beta, on by default) onwards."""
+@dataclass(frozen=True, slots=True)
+class ServerFeatures:
+    """What the API server offers that changes how we integrate."""
+
+    scheduling_gates: bool  # pod spec.schedulingGates: 1.27 (beta, on by default)
+    match_conditions: bool  # admission webhook matchConditions: 1.28 (beta, on by default)
+
+
+async def server_features(client: KubeClient) -> ServerFeatures:
     try:
         v = await client.get("/version")
+        major = int(v.get("major", 0))
         minor = int("".join(ch for ch in str(v.get("minor", "0")) if ch.isdigit()) or 0)
-        return int(v.get("major", 0)) > 1 or minor >= 27
     except (ApiError, ValueError) as e:
-        log.warning("cannot read server version; assuming no scheduling gates", extra={"error": str(e)})
-        return False
+        log.warning("cannot read server version; assuming an old server", extra={"error": str(e)})
+        return ServerFeatures(scheduling_gates=False, match_conditions=False)
+    newer = major > 1
+    return ServerFeatures(scheduling_gates=newer or minor >= 27, match_conditions=newer or minor >= 28)
 
 
 async def ensure_queues(client: KubeClient, cache: ClusterCache) -> None:
@@ -57,7 +67,7 @@ async def register_webhooks(
     ca_pem: bytes,
     configurations: Callable[..., list[dict[str, Any]]],
     *,
-    scheduling_gates: bool,
+    features: ServerFeatures,
 ) -> None:
     """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
     when neither is given, patch our CA into the ones a deployment created."""
@@ -66,7 +76,9 @@ async def register_webhooks(
             ca_bundle=ca_pem,
             url_base=settings.webhook_url_base,
             service=settings.webhook_service,
-            scheduling_gates=scheduling_gates,
+            scheduling_gates=features.scheduling_gates,
+            match_conditions=features.match_conditions,
+            scheduler_names=sorted(settings.scheduler_names),
         )
         for doc in docs:
             kind = (

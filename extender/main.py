@@ -28,7 +28,7 @@ from admission.certs import generate_serving_certs, server_ssl_context
 from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
-from controllers.bootstrap import ensure_queues, register_webhooks, server_supports_gates
+from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cache import ClusterCache
 from controllers.executor import Executor
 from controllers.kube.client import KubeClient, KubeConfigError, load_config
@@ -203,7 +203,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
         print(f"pumice: {e}", file=sys.stderr)
         return 2
     proc = Process(settings, conf, client)
-    proc.gates = await server_supports_gates(client)
+    features = await server_features(client)
+    proc.gates = features.scheduling_gates
     proc.scheduler.gates = proc.gates
 
     proc.scheduler.ready_fn = lambda: proc.ready
@@ -244,9 +245,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             async def after_sync() -> None:
                 await asyncio.gather(*(i.synced.wait() for i in proc.informers))
                 log.info("caches synced")
-                await register_webhooks(
-                    client, settings, ca_pem, webhook_configurations, scheduling_gates=proc.gates
-                )
+                await register_webhooks(client, settings, ca_pem, webhook_configurations, features=features)
                 await ensure_queues(client, proc.cache)
 
             tasks.append(tg.create_task(after_sync(), name="bootstrap"))

@@ -181,6 +181,12 @@ def _pumice_deployment(namespace: str, image: str, scheduler_name: str, labels: 
             f"0.0.0.0:{WEBHOOK_PORT}",
             "--scheduler-name",
             scheduler_name,
+            # Re-register the webhook configurations at start-up for what this API server supports
+            # (scheduling gates, matchConditions) and with a fresh CA.
+            "--webhook-service",
+            f"{namespace}/{APP}",
+            "--cert-dir",
+            "/tmp/pumice-certs",
         ],
         # Leader-election identity and the namespace of its lease and webhook Service.
         "env": [

@@ -91,6 +91,24 @@ def test_without_scheduling_gates_the_pod_mutate_webhook_is_not_registered() -> 
     assert {"validate-pod.pumice.dev", "mutate-queue.pumice.dev", "mutate-podgroup.pumice.dev"} <= set(hooks)
 
 
+def test_pod_webhooks_see_only_our_pods_or_are_left_out() -> None:
+    hooks = _hooks(
+        webhook_configurations(ca_bundle=CA, url_base="https://h", scheduler_names=("volcano", "v2"))
+    )
+    for name in ("mutate-pod.pumice.dev", "validate-pod.pumice.dev"):
+        assert hooks[name]["matchConditions"] == [
+            {
+                "name": "pumice-scheduler",
+                "expression": "has(object.spec.schedulerName)"
+                " && object.spec.schedulerName in ['v2', 'volcano']",
+            }
+        ]
+    assert "matchConditions" not in hooks["validate-queue.pumice.dev"]
+    old = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h", match_conditions=False))
+    assert not {"mutate-pod.pumice.dev", "validate-pod.pumice.dev"} & set(old)
+    assert {"validate-queue.pumice.dev", "validate-podgroup.pumice.dev"} <= set(old)
+
+
 def test_queue_and_podgroup_webhooks_fail_closed() -> None:
     hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
     assert hooks["validate-queue.pumice.dev"]["rules"] == [
