@@ -364,7 +364,13 @@ class ClusterCache:
             self._node_table = (self._nodes_version, build_node_table(self.nodes.values(), extra | wanted))
         return self._node_table[1]
 
-    def _build(self, pods: list[Pod], podgroups: list[PodGroup], plans: PlanBook) -> Snapshot:
+    def _build(
+        self,
+        pods: list[Pod],
+        podgroups: list[PodGroup],
+        plans: PlanBook,
+        refused: Mapping[PodUID, frozenset[str]] | None = None,
+    ) -> Snapshot:
         wanted: set[str] = set()
         for p in pods:
             if p.waiting:
@@ -387,15 +393,19 @@ class ClusterCache:
             used=self.node_usage.matrix(table),
             reserved=plans.reserved.matrix(table),
             queue_usage=queues,
+            refused=refused,
         )
 
-    def snapshot(self, plans: PlanBook, work: set[GroupKey]) -> Snapshot:
+    def snapshot(
+        self, plans: PlanBook, work: set[GroupKey], refused: Mapping[PodUID, frozenset[str]] | None = None
+    ) -> Snapshot:
         """What a scheduling cycle needs: the groups in ``work`` with all their pods, over running totals.
         ``plans`` must be live (see :meth:`plan_is_live`)."""
         return self._build(
             [self.pods[u] for k in work for u in self.members.get(k, ())],
             [self.podgroups[k] for k in work if k in self.podgroups],
             plans,
+            refused,
         )
 
     def status_snapshot(self, plans: PlanBook) -> Snapshot:

@@ -58,6 +58,8 @@ class Scheduler:
         self.rejected: set[PodUID] = set()
         self.touched: dict[PodUID, str] = {}
         self.backlog: set[GroupKey] = set()
+        # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
+        self.refused: dict[PodUID, frozenset[str]] = {}
         self._cycled_at: tuple[int, int] = (-1, -1)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -78,7 +80,7 @@ class Scheduler:
     # --- cycle -------------------------------------------------------------------------------------
     def cycle(self) -> None:
         t0 = time.perf_counter()
-        snap = self.cache.snapshot(self.plans, self._work())
+        snap = self.cache.snapshot(self.plans, self._work(), self.refused)
         result = schedule(snap, self.conf)
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
@@ -120,6 +122,10 @@ class Scheduler:
             node = self.plans.get(uid)
             if node is not None and not self.cache.plan_is_live(uid, node):
                 self.plans.discard(uid)
+            if uid in self.refused:
+                gone = self.cache.pods.get(uid)
+                if gone is None or not gone.waiting:
+                    del self.refused[uid]
             pod = self.cache.pods.get(uid)
             if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
                 self.backlog.add(pod_group_key(pod))
@@ -175,7 +181,9 @@ class Scheduler:
             return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
         self.rejected.add(pod.uid)
         if node is not None:
-            # kube-scheduler's own filters refused the planned node (something we do not model): re-plan.
+            # kube-scheduler's own filters refused the planned node (inter-pod affinity, ports, volumes:
+            # what we do not model). Remember it for this pod and plan the gang again elsewhere.
+            self.refused[pod.uid] = self.refused.get(pod.uid, frozenset()) | {node}
             self._release(pod.uid)
             reason = f"planned node {node} was rejected by kube-scheduler's filters; re-planning"
         else:

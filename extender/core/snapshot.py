@@ -71,6 +71,8 @@ class Snapshot:
     default_queue: str
     node_pos: Mapping[str, int] = field(default_factory=dict)
     node_names: tuple[str, ...] = ()
+    # Nodes kube-scheduler's own filters refused for a pod (its plan there was rejected): never re-plan there.
+    refused: Mapping[PodUID, frozenset[str]] = field(default_factory=dict)
     # Requests of bound, unfinished or planned pods of ours, per queue (capability and fair share).
     queue_held: Mapping[str, Vector] = field(default_factory=dict)
 
@@ -145,6 +147,7 @@ def build_snapshot(
     used: npt.NDArray[np.int64] | None = None,
     reserved: npt.NDArray[np.int64] | None = None,
     queue_usage: Mapping[str, Mapping[str, int]] | None = None,
+    refused: Mapping[PodUID, frozenset[str]] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -238,4 +241,5 @@ def build_snapshot(
         node_pos=node_pos,
         node_names=table.node_names,
         queue_held=queue_held,
+        refused={u: n for u, n in (refused or {}).items() if u in pod_map},
     )

@@ -62,7 +62,7 @@ def _counts_toward_gang(ssn: Session, p: Pod) -> bool:
 def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -> str | None:
     """Place ``p`` on the best feasible node; None on success, else why not."""
     req = ssn.vector(p.uid)
-    smask = ssn.static_mask(p.constraints)
+    smask = ssn.pod_mask(p)
     mask = smask & ssn.fit_mask(req)
     if not mask.any():
         short = fit.shortfall(ssn.free, req, smask, ssn.snapshot.index, ssn.snapshot.node_names)
@@ -132,7 +132,7 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
 
     # Within the statement free capacity and queue usage only shrink: a pod just like one that failed
     # (same request, same node constraints) fails too, so it is not tried again.
-    failed: set[tuple[bytes, NodeConstraints]] = set()
+    failed: set[tuple[bytes, NodeConstraints, frozenset[str]]] = set()
     for i, p in enumerate(waiting):
         if placed >= need and not any(left.values()):
             break
@@ -140,7 +140,7 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
             continue
         if placed + len(waiting) - i < need:
             break  # too few pods left to make the gang
-        shape = (ssn.vector(p.uid).tobytes(), p.constraints)
+        shape = (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
         if shape in failed:
             continue
         problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))

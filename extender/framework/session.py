@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core import fit
-from extender.core.model import GroupKey, NodeConstraints, PodGroup, PodUID, Queue
+from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot
 from extender.framework.plugin import Plugin, Rows, Scores
@@ -106,6 +106,19 @@ class Session:
         if v is None:
             v = self._vectors[uid] = self.snapshot.index.vector(self.snapshot.pods[uid].requests)
         return v
+
+    def pod_mask(self, p: Pod) -> fit.Mask:
+        """Nodes ``p`` may use apart from resources: its constraints, less the nodes kube-scheduler's
+        own filters refused for it (inter-pod affinity, ports, volumes: what the core does not model)."""
+        m = self.static_mask(p.constraints)
+        refused = self.snapshot.refused.get(p.uid)
+        if refused:
+            m = m.copy()
+            for name in refused:
+                row = self.snapshot.node_pos.get(name)
+                if row is not None:
+                    m[row] = False
+        return m
 
     def static_mask(self, c: NodeConstraints) -> fit.Mask:
         m = self._masks.get(c)

@@ -109,3 +109,15 @@ async def test_a_failed_bind_releases_the_whole_gang_for_replanning() -> None:
     assert len(s.plans) == 0
     s.cycle()
     assert set(s.plans) == {"g-0", "g-1"}
+
+
+async def test_a_plan_kube_scheduler_refuses_is_moved_to_another_node() -> None:
+    s, _ = scheduler(node("n1", "4"), node("n2", "4"))
+    s.cache.upsert_pod(pod("p"))
+    first = s.filter(pod("p"), ["n1", "n2"])["NodeNames"]
+    assert first is not None and len(first) == 1
+    # kube-scheduler's own filters (say, a host port in use) leave the planned node out.
+    other = "n2" if first[0] == "n1" else "n1"
+    refused = s.filter(pod("p"), [other])
+    assert refused["NodeNames"] == [] and "re-planning" in refused["FailedAndUnresolvableNodes"][other]
+    assert s.filter(pod("p"), [first[0], other])["NodeNames"] == [other]
