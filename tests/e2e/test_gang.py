@@ -282,3 +282,60 @@ def test_sigterm_stops_pumice_cleanly(control_plane: ControlPlane, pumice: None)
     finally:
         ensure_pumice(control_plane, restart=True)  # later tests expect it running
     assert code == 0, proc.tail(30)
+
+
+async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
+    pumice: None, kube_api: client.ApiClient, namespace: str, fake_nodes: FakeNodes, test_id: str
+) -> None:
+    await fake_nodes(2, cpu="8", labels=_labels(test_id))
+    qname = f"cap-{test_id}"[:60]
+    queues = kube.collection_path(PG, "queues")
+    pgs = kube.collection_path(PG, "podgroups", namespace)
+    await kube.request(
+        kube_api,
+        "POST",
+        queues,
+        body={
+            "apiVersion": PG,
+            "kind": "Queue",
+            "metadata": {"name": qname},
+            "spec": {"capability": {"cpu": "4"}},
+        },
+    )
+    try:
+        spec = {"minMember": 2, "queue": qname, "minResources": {"cpu": "6"}}
+        await kube.request(
+            kube_api,
+            "POST",
+            pgs,
+            body={"apiVersion": PG, "kind": "PodGroup", "metadata": {"name": "wide"}, "spec": spec},
+        )
+        reason = await kube.wait_for(lambda: unschedulable_message(kube_api, namespace, "wide"), 20)
+        assert reason == f"queue {qname}: cpu 6/4 over capability"
+        assert await _phase_is(kube_api, namespace, "wide", "Pending")
+    finally:
+        await kube.request(kube_api, "DELETE", f"{pgs}/wide")
+        await kube.request(kube_api, "DELETE", f"{queues}/{qname}")
+
+
+async def test_elastic_pods_beyond_min_member_run_where_room_is_left(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    await fake_nodes(3, cpu="2", labels=_labels(test_id))
+    # minMember 2 of 4 pods, room for 3: the gang runs and one extra replica with it.
+    pods = await create_gang(
+        kube_api, namespace, "elastic", 4, cpu="2", selector=_labels(test_id), min_member=2
+    )
+    await kube.wait_for(lambda: _bound_count_is(kube_api, namespace, pods, 3), 30, message="3 of 4 bound")
+    await asyncio.sleep(2)
+    assert await bound(kube_api, namespace, pods) == 3
+    await kube.wait_for(lambda: _phase_is(kube_api, namespace, "elastic", "Running"), 20)
+
+
+async def _bound_count_is(api: client.ApiClient, ns: str, pods: list[str], n: int) -> bool:
+    return await bound(api, ns, pods) == n
