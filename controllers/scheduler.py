@@ -122,11 +122,12 @@ class Scheduler:
             node = self.plans.get(uid)
             if node is not None and not self.cache.plan_is_live(uid, node):
                 self.plans.discard(uid)
-            if uid in self.refused:
-                gone = self.cache.pods.get(uid)
-                if gone is None or not gone.waiting:
-                    del self.refused[uid]
             pod = self.cache.pods.get(uid)
+            if pod is None or not pod.waiting:
+                # Bound, finished or deleted: nothing more to remember about its filtering.
+                self.refused.pop(uid, None)
+                self.rejected.discard(uid)
+                self.touched.pop(uid, None)
             if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
                 self.backlog.add(pod_group_key(pod))
         work = {k for k in self.backlog if self.cache.has_unplanned(k, self.plans)}
