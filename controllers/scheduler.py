@@ -28,7 +28,7 @@ from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.parse import parse_pod
 from extender.core.snapshot import Snapshot, pod_group_key
-from extender.framework.session import Unschedulable
+from extender.framework.session import Session, Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
 
 log = logging.getLogger(__name__)
@@ -218,25 +218,24 @@ class Scheduler:
         if ours:
             return {}
         snap = self.cache.full_snapshot(self.plans)
+        ssn = Session(snap, self.conf.tiers())  # the conf's victim rules (conformance) apply here too
         out: dict[str, wire.MetaVictims] = {}
         for node, mv in victims.items():
             lost: dict[GroupKey, int] = {}
             ok = True
             for v in mv.get("Pods") or []:
-                uid = PodUID(str(v.get("UID", "")))
-                vp = snap.pods.get(uid)
+                vp = snap.pods.get(PodUID(str(v.get("UID", ""))))
                 if vp is None:
                     continue
-                if vp.namespace == "kube-system" or vp.priority >= 2_000_000_000:
-                    ok = False  # conformance: never evict critical system pods
+                if ssn.victim_reject(vp) is not None:
+                    ok = False
                     break
-                key = snap.group_of(uid)
+                key = snap.group_of(vp.uid)
                 if key is not None and key in snap.groups and vp.scheduler_name in self.cache.scheduler_names:
                     lost[key] = lost.get(key, 0) + 1
             for key, n in lost.items():
-                g = snap.groups[key]
                 counts = MemberCounts.of(snap.pods[u] for u in snap.members.get(key, ()))
-                if counts.allocated + counts.succeeded - n < g.min_member:
+                if counts.allocated + counts.succeeded - n < snap.groups[key].min_member:
                     ok = False
             if ok:
                 out[node] = mv

@@ -37,22 +37,6 @@ def add(a: Resources, b: Resources) -> dict[str, int]:
     return out
 
 
-def sub(a: Resources, b: Resources) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) - v
-    return out
-
-
-def scale(a: Resources, factor: float) -> dict[str, int]:
-    return {k: int(v * factor) for k, v in a.items()}
-
-
-def exceeds(request: Resources, limit: Resources) -> list[str]:
-    """Resource names where ``request`` is above ``limit``; a name absent from ``limit`` is unlimited."""
-    return sorted(k for k, v in request.items() if k in limit and v > limit[k])
-
-
 def format_resource_list(res: Resources) -> dict[str, str]:
     """A Kubernetes ResourceList (quantity strings) for a status field."""
     return {k: format_units(k, v) for k, v in sorted(res.items())}

@@ -53,7 +53,7 @@ class Session:
         # Per hook, the plugins the conf leaves it switched on for, in tier order.
         self._hooked = {
             hook: [p for p in self.plugins if p.takes_part(hook)]
-            for hook in ("job_order", "queue_order", "enqueue", "allocatable", "node_score")
+            for hook in ("job_order", "queue_order", "enqueue", "allocatable", "node_score", "victim")
         }
         self.free: npt.NDArray[np.int64] = snapshot.free
         self.result = CycleResult()
@@ -185,6 +185,14 @@ class Session:
     def allocatable_reject(self, q: Queue, request: Vector) -> str | None:
         for p in self._hooked["allocatable"]:
             reason = p.allocatable(self, q, request)
+            if reason is not None:
+                return reason
+        return None
+
+    def victim_reject(self, pod: Pod) -> str | None:
+        """Why ``pod`` must not be evicted (any plugin's veto), or None."""
+        for p in self._hooked["victim"]:
+            reason = p.victim(self, pod)
             if reason is not None:
                 return reason
         return None

@@ -55,10 +55,6 @@ def _json(body: object) -> web.Response:
     return web.Response(body=orjson.dumps(body), content_type="application/json")
 
 
-def _bad(reason: str) -> web.Response:
-    return web.Response(status=400, text=reason)
-
-
 async def _decode(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
     try:

@@ -230,3 +230,23 @@ async def test_preempt_for_our_own_pods_offers_nothing(client: TestClient[Any, A
     }
     status, result = await post(client, "/preempt", body)
     assert status == 200 and result == {"NodeNameToMetaVictims": {}}
+
+
+async def test_preempt_never_offers_critical_system_pods(
+    client: TestClient[Any, Any], scheduler: Scheduler
+) -> None:
+    scheduler.cache.upsert_pod(
+        {
+            "metadata": {"name": "dns", "namespace": "kube-system", "uid": "dns"},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": "node-b", "containers": []},
+            "status": {"phase": "Running"},
+        }
+    )
+    preemptor = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
+    preemptor["spec"]["schedulerName"] = "default-scheduler"
+    body = {
+        "Pod": preemptor,
+        "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "dns"}], "NumPDBViolations": 0}},
+    }
+    status, result = await post(client, "/preempt", body)
+    assert status == 200 and result == {"NodeNameToMetaVictims": {}}
