@@ -156,8 +156,8 @@ def build_snapshot(
     ask for, and the totals for everything else as matrices over that table: ``used`` (requests of bound,
     unfinished pods per node), ``reserved`` (requests of planned pods per node), and ``queue_usage``
     (bound plus planned requests of our groups per queue).
-    The cycle then costs what the pending work costs, not what the whole cluster holds. ``plans`` must
-    then list only live plans (pods still waiting, on existing nodes).
+    The cycle then costs what the pending work costs, not what the whole cluster holds. The snapshot's
+    ``plans`` are the live plans (waiting pods, existing nodes) of the pods it holds.
     """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
@@ -177,7 +177,14 @@ def build_snapshot(
         table = build_node_table(nodes.nodes if isinstance(nodes, NodeTable) else nodes, wanted)
     node_pos = table.node_pos
     index = table.index
-    planned_uids = {uid for uid, node in (plans or {}).items() if node in node_pos}
+    # Live plans of the pods in this snapshot (a cache passes totals for the others' reservations).
+    all_plans = plans or {}
+    live_plans: dict[PodUID, str] = {}
+    for uid, p in pod_map.items():
+        node = all_plans.get(uid)
+        if node is not None and node in node_pos and p.waiting:
+            live_plans[uid] = node
+    planned_uids = live_plans.keys()
     for p in sorted(pod_map.values(), key=lambda p: (p.created, p.namespace, p.name)):
         if p.scheduler_name not in scheduler_names:
             continue
@@ -206,13 +213,9 @@ def build_snapshot(
                 used[node_pos[p.node_name]] += index.vector(p.requests)
     if reserved is None:
         reserved = np.zeros(shape, dtype=np.int64)
-    live_plans: dict[PodUID, str] = {}
-    for uid, node in (plans or {}).items():
-        planned = pod_map.get(uid)
-        if node in node_pos and ((planned is None and given) or (planned is not None and planned.waiting)):
-            live_plans[uid] = node
-            if not given and planned is not None:
-                reserved[node_pos[node]] += index.vector(planned.requests)
+    if not given:
+        for uid, node in live_plans.items():
+            reserved[node_pos[node]] += index.vector(pod_map[uid].requests)
     queue_held: dict[str, Vector] = {}
     if queue_usage is None:
         for key, uids in members.items():
