@@ -114,6 +114,12 @@ def add_manifests_parser(
     )
     config.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
     config.add_argument(
+        "--no-bind-verb",
+        dest="bind_verb",
+        action="store_false",
+        help="let kube-scheduler bind pods itself (faster; pumice learns binds from its watch)",
+    )
+    config.add_argument(
         "--lease-namespace", help="namespace of the leader-election lease (default kube-system)"
     )
     config.add_argument(
@@ -191,6 +197,7 @@ def run_manifests(args: argparse.Namespace) -> int:
                 weight=args.weight,
                 http_timeout_seconds=args.http_timeout_seconds,
                 lease_namespace=args.lease_namespace,
+                bind_verb=args.bind_verb,
             )
             sys.stdout.write("---\n" + scheduler_config_yaml(config))
             return 0

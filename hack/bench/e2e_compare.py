@@ -2,7 +2,9 @@
 
 Three runs of hack/bench/e2e_throughput.py, each on a fresh control plane, N fake nodes, M plain pods
 with ``schedulerName: volcano``, and one kube-scheduler configuration (pumice's generated one: client
-QPS 500, percentageOfNodesToScore 100); only the extender differs. Prints pods/s and the ratios.
+QPS 500, percentageOfNodesToScore 100); only the extender differs. pumice runs twice: delegating bind
+to the extender (the default) and with ``--no-bind-verb`` (kube-scheduler binds). Prints pods/s and the
+ratios.
 
     .venv/bin/python hack/bench/e2e_compare.py [--nodes 100 --pods 1000 --repeat 1]
 """
@@ -57,7 +59,12 @@ def main() -> None:
     (tmp / "none.yaml").write_text(yaml.safe_dump(without))
     (tmp / "noop.yaml").write_text(yaml.safe_dump(with_ext))
     noop = f"{sys.executable} {HERE / 'noop_extender.py'} --kubeconfig {{kubeconfig}} --bind 127.0.0.1:{port}"
-    results: dict[str, list[dict[str, Any]]] = {"no extender": [], "no-op extender": [], "pumice": []}
+    results: dict[str, list[dict[str, Any]]] = {
+        "no extender": [],
+        "no-op extender": [],
+        "pumice": [],
+        "pumice, k-s binds": [],
+    }
     for _ in range(args.repeat):
         results["no extender"].append(run([*common, "--scheduler-config", str(tmp / "none.yaml")]))
         results["no-op extender"].append(
@@ -74,17 +81,19 @@ def main() -> None:
             )
         )
         results["pumice"].append(run([*common, "--pumice"]))
+        results["pumice, k-s binds"].append(run([*common, "--pumice", "--no-bind-verb"]))
     print(f"\n{args.nodes} nodes, {args.pods} pods, {args.repeat} run(s) each (best shown)")
     best = {k: max(r["pods_per_s"] for r in v) for k, v in results.items()}
     for name, runs in results.items():
         r = max(runs, key=lambda x: x["pods_per_s"])
         every = ", ".join(f"{x['pods_per_s']:.1f}" for x in runs)
         print(
-            f"  {name:<15} {r['pods_per_s']:7.1f} pods/s   create->bound p50 {r['p50_ms']:6.0f} ms"
+            f"  {name:<18} {r['pods_per_s']:7.1f} pods/s   create->bound p50 {r['p50_ms']:6.0f} ms"
             f"  p99 {r['p99_ms']:6.0f} ms   (all runs: {every})"
         )
-    print(f"  pumice / no extender:     {best['pumice'] / best['no extender']:.2f}")
-    print(f"  pumice / no-op extender:  {best['pumice'] / best['no-op extender']:.2f}")
+    for name in ("pumice", "pumice, k-s binds"):
+        print(f"  {name} / no extender:    {best[name] / best['no extender']:.2f}")
+        print(f"  {name} / no-op extender: {best[name] / best['no-op extender']:.2f}")
 
 
 if __name__ == "__main__":

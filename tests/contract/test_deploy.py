@@ -646,3 +646,13 @@ def test_cli_crds_with_real_module(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert docs and all(d["kind"] == "CustomResourceDefinition" for d in docs)
     assert "podgroups.scheduling.volcano.sh" in {d["metadata"]["name"] for d in docs}
+
+
+def test_bind_can_be_left_to_kube_scheduler() -> None:
+    from extender.deploy.scheduler_config import scheduler_config as make
+
+    with_bind: Any = make(extender_url="http://pumice:8888")["extenders"]
+    without: Any = make(extender_url="http://pumice:8888", bind_verb=False)["extenders"]
+    assert with_bind[0]["bindVerb"] == "bind"
+    assert "bindVerb" not in without[0]
+    assert without[0]["filterVerb"] == "filter"

@@ -46,10 +46,11 @@ def _apply_crds(cp: ControlPlane) -> None:
             time.sleep(0.1)
 
 
-def ensure_pumice(cp: ControlPlane, *, restart: bool = False) -> Pumice:
+def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = True) -> Pumice:
     proc = cp.processes.get("pumice")
     existing = getattr(cp, "_pumice", None)
     if proc is not None and proc.running and existing is not None and not restart:
+        _start_scheduler(cp, existing, bind_verb)  # a no-op when that configuration already runs
         return existing  # type: ignore[no-any-return]
     if existing is None:
         _apply_crds(cp)
@@ -80,16 +81,21 @@ def ensure_pumice(cp: ControlPlane, *, restart: bool = False) -> Pumice:
         if time.monotonic() > deadline:
             raise ControlPlaneError("pumice did not create the default queue")
         time.sleep(0.1)
+    _start_scheduler(cp, pumice, bind_verb)
+    cp._pumice = pumice  # type: ignore[attr-defined]
+    return pumice
+
+
+def _start_scheduler(cp: ControlPlane, pumice: Pumice, bind_verb: bool) -> None:
     conf = scheduler_config(
         extender_url=pumice.extender_url,
         api_version="kubescheduler.config.k8s.io/v1beta3",
         kubeconfig=str(cp.kubeconfig_path),
         with_default_profile=True,
         leader_elect=False,
+        bind_verb=bind_verb,
     )
     cp.start_scheduler(yaml.safe_load(yaml.safe_dump(conf)))
-    cp._pumice = pumice  # type: ignore[attr-defined]
-    return pumice
 
 
 def pumice_cli(*args: str) -> str:

@@ -107,6 +107,33 @@ async def _all_bound(api: client.ApiClient, ns: str, pods: list[str]) -> bool:
     return await bound(api, ns, pods) == len(pods)
 
 
+async def test_gangs_bind_whole_when_kube_scheduler_binds_by_itself(
+    control_plane: ControlPlane,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    ensure_pumice(control_plane, bind_verb=False)
+    try:
+        await fake_nodes(2, cpu="4", labels=_labels(test_id))
+        a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=_labels(test_id))
+        b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=_labels(test_id))
+
+        async def one_whole() -> bool:
+            return {await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)} == {0, 3}
+
+        await kube.wait_for(one_whole, 30, message="one gang bound whole")
+        await asyncio.sleep(2)
+        assert sorted([await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)]) == [0, 3]
+        # Room for the second gang appears: it binds whole too, learnt through the watch alone.
+        await fake_nodes(2, cpu="4", labels=_labels(test_id))
+        await kube.wait_for(lambda: _all_bound(kube_api, namespace, a + b), 20, message="both gangs bound")
+    finally:
+        ensure_pumice(control_plane)  # back to the default configuration for the other tests
+
+
 async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_added(
     pumice: None,
     kube_api: client.ApiClient,
