@@ -114,10 +114,9 @@ def add_manifests_parser(
     )
     config.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
     config.add_argument(
-        "--no-bind-verb",
-        dest="bind_verb",
-        action="store_false",
-        help="let kube-scheduler bind pods itself (faster; pumice learns binds from its watch)",
+        "--bind-verb",
+        action="store_true",
+        help="delegate binding to pumice's /bind (default: kube-scheduler binds, pumice watches)",
     )
     config.add_argument(
         "--lease-namespace", help="namespace of the leader-election lease (default kube-system)"

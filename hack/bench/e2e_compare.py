@@ -2,9 +2,8 @@
 
 Three runs of hack/bench/e2e_throughput.py, each on a fresh control plane, N fake nodes, M plain pods
 with ``schedulerName: volcano``, and one kube-scheduler configuration (pumice's generated one: client
-QPS 500, percentageOfNodesToScore 100); only the extender differs. pumice runs twice: delegating bind
-to the extender (the default) and with ``--no-bind-verb`` (kube-scheduler binds). Prints pods/s and the
-ratios.
+QPS 500, percentageOfNodesToScore 100); only the extender differs. pumice runs twice: as generated
+(kube-scheduler binds) and with binding delegated to pumice's /bind. Prints pods/s and the ratios.
 
     .venv/bin/python hack/bench/e2e_compare.py [--nodes 100 --pods 1000 --repeat 1]
 """
@@ -63,7 +62,7 @@ def main() -> None:
         "no extender": [],
         "no-op extender": [],
         "pumice": [],
-        "pumice, k-s binds": [],
+        "pumice, /bind": [],
     }
     for _ in range(args.repeat):
         results["no extender"].append(run([*common, "--scheduler-config", str(tmp / "none.yaml")]))
@@ -81,7 +80,7 @@ def main() -> None:
             )
         )
         results["pumice"].append(run([*common, "--pumice"]))
-        results["pumice, k-s binds"].append(run([*common, "--pumice", "--no-bind-verb"]))
+        results["pumice, /bind"].append(run([*common, "--pumice", "--bind-verb"]))
     print(f"\n{args.nodes} nodes, {args.pods} pods, {args.repeat} run(s) each (best shown)")
     best = {k: max(r["pods_per_s"] for r in v) for k, v in results.items()}
     for name, runs in results.items():
@@ -91,7 +90,7 @@ def main() -> None:
             f"  {name:<18} {r['pods_per_s']:7.1f} pods/s   create->bound p50 {r['p50_ms']:6.0f} ms"
             f"  p99 {r['p99_ms']:6.0f} ms   (all runs: {every})"
         )
-    for name in ("pumice", "pumice, k-s binds"):
+    for name in ("pumice", "pumice, /bind"):
         print(f"  {name} / no extender:    {best[name] / best['no extender']:.2f}")
         print(f"  {name} / no-op extender: {best[name] / best['no-op extender']:.2f}")
 

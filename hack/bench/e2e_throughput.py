@@ -64,9 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run pumice via tests/e2e/pumice.py (CRDs, pumice serve, its scheduler config)",
     )
     parser.add_argument(
-        "--no-bind-verb",
+        "--bind-verb",
         action="store_true",
-        help="with --pumice: kube-scheduler binds by itself instead of delegating bind to the extender",
+        help="with --pumice: delegate binding to pumice's /bind (by default kube-scheduler binds)",
     )
     parser.add_argument("--pod-cpu", default="10m")
     parser.add_argument("--pod-memory", default="16Mi")
@@ -83,9 +83,9 @@ def scheduler_config(args: argparse.Namespace, plane: ControlPlane) -> dict[str,
         config = yaml.safe_load(plane.scheduler_config_path.read_text())
     else:
         config = stock_scheduler_config(profiles=[{"schedulerName": args.scheduler_name}])
-    if args.no_bind_verb:
+    if args.bind_verb:
         for extender in config.get("extenders") or []:
-            extender.pop("bindVerb", None)
+            extender["bindVerb"] = "bind"
     if args.client_qps:
         connection = config.setdefault("clientConnection", {})
         connection["qps"] = args.client_qps
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             from tests.e2e.pumice import ensure_pumice
 
             ensure_pumice(plane)
-        if not args.pumice or args.scheduler_config or args.client_qps or args.no_bind_verb:
+        if not args.pumice or args.scheduler_config or args.client_qps or args.bind_verb:
             plane.start_scheduler(scheduler_config(args, plane))
         result = asyncio.run(run(args, plane))
         print_table(result, args)

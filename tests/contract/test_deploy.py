@@ -72,7 +72,7 @@ BUILT_IN_ROLES = {
 
 @pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
 def test_scheduler_config_shape(api_version: str) -> None:
-    config: Any = scheduler_config(extender_url=URL, api_version=api_version)
+    config: Any = scheduler_config(extender_url=URL, api_version=api_version, bind_verb=True)
 
     assert config["apiVersion"] == api_version
     assert config["kind"] == "KubeSchedulerConfiguration"
@@ -188,6 +188,7 @@ def test_kube_scheduler_1_24_accepts_config(api_version: str, tmp_path: Path) ->
                 kubeconfig=str(kubeconfig),
                 with_default_profile=True,
                 lease_namespace="volcano-system",
+                bind_verb=True,
             )
         )
     )
@@ -648,11 +649,11 @@ def test_cli_crds_with_real_module(capsys: pytest.CaptureFixture[str]) -> None:
     assert "podgroups.scheduling.volcano.sh" in {d["metadata"]["name"] for d in docs}
 
 
-def test_bind_can_be_left_to_kube_scheduler() -> None:
+def test_kube_scheduler_binds_unless_bind_is_delegated() -> None:
     from extender.deploy.scheduler_config import scheduler_config as make
 
-    with_bind: Any = make(extender_url="http://pumice:8888")["extenders"]
-    without: Any = make(extender_url="http://pumice:8888", bind_verb=False)["extenders"]
+    with_bind: Any = make(extender_url="http://pumice:8888", bind_verb=True)["extenders"]
+    without: Any = make(extender_url="http://pumice:8888")["extenders"]
     assert with_bind[0]["bindVerb"] == "bind"
     assert "bindVerb" not in without[0]
     assert without[0]["filterVerb"] == "filter"

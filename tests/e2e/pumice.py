@@ -46,7 +46,7 @@ def _apply_crds(cp: ControlPlane) -> None:
             time.sleep(0.1)
 
 
-def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = True) -> Pumice:
+def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = False) -> Pumice:
     proc = cp.processes.get("pumice")
     existing = getattr(cp, "_pumice", None)
     if proc is not None and proc.running and existing is not None and not restart:

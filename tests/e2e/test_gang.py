@@ -107,7 +107,7 @@ async def _all_bound(api: client.ApiClient, ns: str, pods: list[str]) -> bool:
     return await bound(api, ns, pods) == len(pods)
 
 
-async def test_gangs_bind_whole_when_kube_scheduler_binds_by_itself(
+async def test_gangs_bind_whole_when_binding_is_delegated_to_pumice(
     control_plane: ControlPlane,
     kube_api: client.ApiClient,
     namespace: str,
@@ -115,7 +115,7 @@ async def test_gangs_bind_whole_when_kube_scheduler_binds_by_itself(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    ensure_pumice(control_plane, bind_verb=False)
+    ensure_pumice(control_plane, bind_verb=True)
     try:
         await fake_nodes(2, cpu="4", labels=_labels(test_id))
         a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=_labels(test_id))
@@ -127,7 +127,7 @@ async def test_gangs_bind_whole_when_kube_scheduler_binds_by_itself(
         await kube.wait_for(one_whole, 30, message="one gang bound whole")
         await asyncio.sleep(2)
         assert sorted([await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)]) == [0, 3]
-        # Room for the second gang appears: it binds whole too, learnt through the watch alone.
+        # Room for the second gang appears: it binds whole too, through pumice's /bind.
         await fake_nodes(2, cpu="4", labels=_labels(test_id))
         await kube.wait_for(lambda: _all_bound(kube_api, namespace, a + b), 20, message="both gangs bound")
     finally:
