@@ -197,11 +197,10 @@ class Scheduler:
         }
 
     def reason_for(self, pod: Pod) -> str:
-        snap = self.last_snapshot
-        key = snap.group_of(pod.uid) if snap is not None else None
-        if key is not None and snap is not None and key in snap.orphans:
+        key = pod_group_key(pod)
+        if pod.group_name and key not in self.cache.podgroups:
             return f"podgroup {key} does not exist"
-        u = self.reasons.get(key) if key is not None else None
+        u = self.reasons.get(key)
         return u.message if u is not None else _PENDING_REASON
 
     def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]:

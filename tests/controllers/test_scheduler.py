@@ -121,3 +121,11 @@ async def test_a_plan_kube_scheduler_refuses_is_moved_to_another_node() -> None:
     refused = s.filter(pod("p"), [other])
     assert refused["NodeNames"] == [] and "re-planning" in refused["FailedAndUnresolvableNodes"][other]
     assert s.filter(pod("p"), [first[0], other])["NodeNames"] == [other]
+
+
+async def test_a_pod_of_a_missing_podgroup_is_told_so() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_pod(pod("lost", "ghost"))
+    result = s.filter(pod("lost", "ghost"), ["n1"])
+    assert result["NodeNames"] == []
+    assert result["FailedAndUnresolvableNodes"] == {"n1": "podgroup ns/ghost does not exist"}
