@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -80,6 +81,21 @@ async def unschedulable_message(api: client.ApiClient, ns: str, name: str) -> st
     return next((str(c["message"]) for c in conds if c["type"] == "Unschedulable"), "")
 
 
+async def wait_for_reason(
+    api: client.ApiClient, ns: str, name: str, expected: Callable[[str], bool], within: float = 30
+) -> str:
+    """The PodGroup's Unschedulable message once it is the expected one (earlier messages, such as
+    "waiting for more pods" while pods are still being created, are passed over)."""
+    seen: list[str] = []
+
+    async def check() -> str:
+        message = await unschedulable_message(api, ns, name)
+        seen.append(message)
+        return message if expected(message) else ""
+
+    return await kube.wait_for(check, within, message=lambda: f"the expected reason; last seen {seen[-1:]}")
+
+
 def _labels(test_id: str) -> dict[str, str]:
     return {"pumice.e2e/test": test_id}
 
@@ -146,13 +162,10 @@ async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_
     # 3 pods of 3 cpu: two fit on two 4-cpu nodes, the third does not.
     pods = await create_gang(kube_api, namespace, "big", 3, cpu="3", selector=_labels(test_id))
 
-    message = await kube.wait_for(
-        lambda: unschedulable_message(kube_api, namespace, "big"),
-        30,
-        message="an Unschedulable condition on the PodGroup",
+    message = await wait_for_reason(
+        kube_api, namespace, "big", lambda m: m.startswith("gang 2/3 placeable: needs cpu 3, best node ")
     )
-    assert message == "gang 2/3 placeable: needs cpu 3, best node " + message.split("best node ")[1]
-    assert "has cpu 1" in message
+    assert message.endswith(" has cpu 1")
     await asyncio.sleep(3)  # kube-scheduler has retried by now; still nothing may be bound
     assert await bound(kube_api, namespace, pods) == 0
     pg = await podgroup(kube_api, namespace, "big")
@@ -250,8 +263,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
         )
         await kube.create_pod(kube_api, namespace, manifest)
 
-        reason = await kube.wait_for(lambda: unschedulable_message(kube_api, namespace, "early"), 20)
-        assert reason == f"queue {qname} is closed"
+        await wait_for_reason(kube_api, namespace, "early", lambda m: m == f"queue {qname} is closed", 20)
         await asyncio.sleep(2)
         assert await bound(kube_api, namespace, ["early-0"]) == 0
     finally:
@@ -337,8 +349,8 @@ async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
             pgs,
             body={"apiVersion": PG, "kind": "PodGroup", "metadata": {"name": "wide"}, "spec": spec},
         )
-        reason = await kube.wait_for(lambda: unschedulable_message(kube_api, namespace, "wide"), 20)
-        assert reason == f"queue {qname}: cpu 6/4 over capability"
+        expected = f"queue {qname}: cpu 6/4 over capability"
+        await wait_for_reason(kube_api, namespace, "wide", lambda m: m == expected, 20)
         assert await _phase_is(kube_api, namespace, "wide", "Pending")
     finally:
         await kube.request(kube_api, "DELETE", f"{pgs}/wide")
