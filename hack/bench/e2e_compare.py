@@ -90,6 +90,13 @@ def main() -> None:
             f"  {name:<18} {r['pods_per_s']:7.1f} pods/s   create->bound p50 {r['p50_ms']:6.0f} ms"
             f"  p99 {r['p99_ms']:6.0f} ms   (all runs: {every})"
         )
+    print("  CPU seconds per run (mean), by process:")
+    for name, runs in results.items():
+        procs = sorted({p for r in runs for p in r["cpu_s"]})
+        mean = {p: sum(r["cpu_s"].get(p, 0.0) for r in runs) / len(runs) for p in procs}
+        total = sum(mean.values())
+        parts = ", ".join(f"{p} {v:.2f}" for p, v in mean.items())
+        print(f"    {name:<18} total {total:5.2f}: {parts}")
     for name in ("pumice", "pumice, /bind"):
         print(f"  {name} / no extender:    {best[name] / best['no extender']:.2f}")
         print(f"  {name} / no-op extender: {best[name] / best['no-op extender']:.2f}")

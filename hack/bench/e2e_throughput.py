@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -91,6 +92,21 @@ def scheduler_config(args: argparse.Namespace, plane: ControlPlane) -> dict[str,
         connection["qps"] = args.client_qps
         connection["burst"] = int(args.client_qps * 2)
     return config
+
+
+def process_cpu(plane: ControlPlane) -> dict[str, float]:
+    """CPU seconds (user + system) each control-plane process has used so far: on a CPU-bound machine
+    the steadier figure, as wall-clock throughput swings with whatever else the host runs."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for name, proc in plane.processes.items():
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / ticks
+    out["bench (this process)"] = sum(os.times()[:2])
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -185,6 +201,7 @@ async def run(args: argparse.Namespace, plane: ControlPlane) -> dict[str, Any]:
                         return
                     created_at[name] = time.monotonic()
 
+            cpu_before = process_cpu(plane)
             start = time.monotonic()
             async with asyncio.TaskGroup() as group:
                 for i in range(args.pods):
@@ -196,6 +213,7 @@ async def run(args: argparse.Namespace, plane: ControlPlane) -> dict[str, Any]:
             await asyncio.wait({watcher, finished}, timeout=args.timeout, return_when=asyncio.FIRST_COMPLETED)
             finished.cancel()
             watcher.cancel()
+            cpu_after = process_cpu(plane)
             outcome, _ = await asyncio.gather(watcher, finished, return_exceptions=True)
             if not isinstance(outcome, asyncio.CancelledError | None):
                 raise outcome
@@ -222,6 +240,7 @@ async def run(args: argparse.Namespace, plane: ControlPlane) -> dict[str, Any]:
         "p90_ms": 1000 * percentile(latencies, 90) if latencies else float("nan"),
         "p99_ms": 1000 * percentile(latencies, 99) if latencies else float("nan"),
         "max_ms": 1000 * max(latencies) if latencies else float("nan"),
+        "cpu_s": {k: round(cpu_after[k] - v, 2) for k, v in cpu_before.items() if k in cpu_after},
     }
 
 
@@ -240,6 +259,7 @@ def print_table(result: dict[str, Any], args: argparse.Namespace) -> None:
         ("create->bound p90", f"{result['p90_ms']:.0f} ms", ""),
         ("create->bound p99", f"{result['p99_ms']:.0f} ms", ""),
         ("create->bound max", f"{result['max_ms']:.0f} ms", ""),
+        *((f"cpu: {name}", f"{secs:.2f} s", "") for name, secs in result["cpu_s"].items()),
     ]
     width = max(len(r[0]) for r in rows)
     for label, value, note in rows:
