@@ -8,7 +8,7 @@ a 1-cpu 1Gi pod of the ``volcano`` scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -17,7 +17,7 @@ from extender.api import labels as L
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
-from extender.framework.session import CycleResult
+from extender.framework.session import CycleResult, Session
 from extender.plugins.registry import SchedulerConf, load_conf, schedule
 
 Raw = dict[str, Any]
@@ -252,3 +252,19 @@ def conf_with(
     args = arguments or {}
     tier = [{"name": n, **({"arguments": dict(args[n])} if n in args else {})} for n in plugins]
     return yaml.safe_dump({"actions": actions, "tiers": [{"plugins": tier}]}, sort_keys=False)
+
+
+def replay(ssn: Session, operations: list[tuple[str, int, int]]) -> Iterator[None]:
+    """Apply ``(op, pod index, node index)`` steps (place / discard / commit, on pods ``p<i>``) to
+    a session's statements, yielding after each so a test can check an invariant at every step."""
+    stmt = ssn.statement()
+    for op, pod_i, node_i in operations:
+        uid = PodUID(f"p{pod_i}")
+        if op == "place" and uid not in ssn.plans:
+            stmt.place(uid, node_i, "default")
+        elif op == "discard":
+            stmt.discard()
+        elif op == "commit":
+            stmt.commit()
+            stmt = ssn.statement()
+        yield

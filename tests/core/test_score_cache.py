@@ -13,7 +13,7 @@ from extender.core.snapshot import Snapshot
 from extender.framework.plugin import Plugin
 from extender.framework.session import CycleResult, Session
 from extender.plugins.registry import SchedulerConf
-from tests.core.builders import GPU, Raw, conf_of, conf_with, gang, node, pod, snapshot
+from tests.core.builders import GPU, Raw, conf_of, conf_with, gang, node, pod, replay, snapshot
 
 CPUS = ("250m", "500m", "1", "2")
 MEMS = ("256Mi", "1Gi", "2Gi")
@@ -105,16 +105,7 @@ def test_cached_scores_always_equal_a_fresh_sum(
     pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
     ssn = Session(snapshot(nodes, pods), conf_of(CONFS[which]).tiers())
     scorers = [p for tier in ssn.tiers for p in tier if type(p).node_score is not Plugin.node_score]
-    stmt = ssn.statement()
-    for op, pod_i, node_i in operations:
-        uid = PodUID(f"p{pod_i}")
-        if op == "place" and uid not in ssn.plans:
-            stmt.place(uid, node_i, "default")
-        elif op == "discard":
-            stmt.discard()
-        elif op == "commit":
-            stmt.commit()
-            stmt = ssn.statement()
+    for _ in replay(ssn, operations):
         for probe in probes:
             req = ssn.vector(PodUID(f"p{probe}"))
             fresh = np.zeros(len(nodes), dtype=np.float64)

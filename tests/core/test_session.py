@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from extender.core import fit
 from extender.core.model import PodUID
 from extender.framework.session import Session
-from tests.core.builders import gang, node, pod, snapshot
+from tests.core.builders import gang, node, pod, replay, snapshot
 
 NODES = [node(f"n{i}", cpu=str(1 + i % 3), memory=f"{1 + i % 2}Gi", pods=3) for i in range(6)]
 SIZES = [("100m", "128Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "256Mi")]
@@ -32,16 +32,7 @@ def test_fit_mask_always_equals_a_fresh_check(
     operations: list[tuple[str, int, int]], probes: list[int]
 ) -> None:
     ssn = _session()
-    stmt = ssn.statement()
-    for op, pod_i, node_i in operations:
-        uid = PodUID(f"p{pod_i}")
-        if op == "place" and uid not in ssn.plans:
-            stmt.place(uid, node_i, "default")
-        elif op == "discard":
-            stmt.discard()
-        elif op == "commit":
-            stmt.commit()
-            stmt = ssn.statement()
+    for _ in replay(ssn, operations):
         for probe in probes:
             req = ssn.vector(PodUID(f"p{probe}"))
             assert ssn.fit_mask(req).tolist() == fit.fits(ssn.free, req).tolist()

@@ -62,6 +62,11 @@ async def create_gang(
     return names
 
 
+async def create_queue(api: client.ApiClient, name: str, spec: dict[str, Any]) -> None:
+    body = {"apiVersion": PG, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    await kube.request(api, "POST", kube.collection_path(PG, "queues"), body=body)
+
+
 async def bound(api: client.ApiClient, ns: str, names: list[str]) -> int:
     n = 0
     for name in names:
@@ -223,12 +228,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
     qname = f"q-{test_id}"[:60]
     queues = kube.collection_path(PG, "queues")
     pgs = kube.collection_path(PG, "podgroups", namespace)
-    await kube.request(
-        kube_api,
-        "POST",
-        queues,
-        body={"apiVersion": PG, "kind": "Queue", "metadata": {"name": qname}, "spec": {"weight": 1}},
-    )
+    await create_queue(kube_api, qname, {"weight": 1})
     try:
         # A group admitted while the queue was open, whose pods come after the queue closed.
         body = {
@@ -330,17 +330,7 @@ async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
     qname = f"cap-{test_id}"[:60]
     queues = kube.collection_path(PG, "queues")
     pgs = kube.collection_path(PG, "podgroups", namespace)
-    await kube.request(
-        kube_api,
-        "POST",
-        queues,
-        body={
-            "apiVersion": PG,
-            "kind": "Queue",
-            "metadata": {"name": qname},
-            "spec": {"capability": {"cpu": "4"}},
-        },
-    )
+    await create_queue(kube_api, qname, {"capability": {"cpu": "4"}})
     try:
         spec = {"minMember": 2, "queue": qname, "minResources": {"cpu": "6"}}
         await kube.request(
