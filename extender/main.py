@@ -31,7 +31,7 @@ from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cache import ClusterCache
 from controllers.executor import Executor
-from controllers.kube.client import KubeClient, KubeConfigError, load_config
+from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
@@ -245,8 +245,20 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             async def after_sync() -> None:
                 await asyncio.gather(*(i.synced.wait() for i in proc.informers))
                 log.info("caches synced")
-                await register_webhooks(client, settings, ca_pem, webhook_configurations, features=features)
-                await ensure_queues(client, proc.cache)
+                # Retried, not fatal: creating the queues goes through our own webhooks, which the API
+                # server may not reach yet (a Service whose endpoints still lag this pod's readiness).
+                delay = 0.5
+                while True:
+                    try:
+                        await register_webhooks(
+                            client, settings, ca_pem, webhook_configurations, features=features
+                        )
+                        await ensure_queues(client, proc.cache)
+                        return
+                    except ApiError as e:
+                        log.warning("bootstrap failed; retrying", extra={"error": str(e), "in_s": delay})
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 2, 30.0)
 
             tasks.append(tg.create_task(after_sync(), name="bootstrap"))
             tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
