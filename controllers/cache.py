@@ -171,6 +171,10 @@ class ClusterCache:
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
+        # After a re-list every pod counts as changed, those gone while we were not watching included
+        # (their plans must leave the book), and room may have been freed anywhere.
+        self.changed_pods.update(self.pods)
+        self.broad_change = True
         self.pods, self.members, self.waiting = {}, {}, {}
         self.node_usage.clear()
         self.group_usage, self.implicit_queue, self.queue_held = {}, {}, {}
@@ -243,10 +247,12 @@ class ClusterCache:
             self._changed("podgroup")
 
     def replace_podgroups(self, objs: Sequence[Obj]) -> None:
+        self.changed_groups.update(self.podgroups)  # those deleted while we were not watching too
         self.podgroups, self.raw_podgroups = {}, {}
         for o in objs:
             pg = self._pg(o)
             if pg is not None:
+                self.changed_groups.add(pg.key)
                 self.podgroups[pg.key] = pg
                 self.raw_podgroups[pg.key] = o
         self._rebuild_queue_held()

@@ -129,3 +129,14 @@ async def test_a_pod_of_a_missing_podgroup_is_told_so() -> None:
     result = s.filter(pod("lost", "ghost"), ["n1"])
     assert result["NodeNames"] == []
     assert result["FailedAndUnresolvableNodes"] == {"n1": "podgroup ns/ghost does not exist"}
+
+
+async def test_a_relist_drops_plans_of_pods_deleted_while_not_watching() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.replace_pods([pod("kept"), pod("gone")])
+    s.cycle()
+    assert set(s.plans) == {"kept", "gone"}
+    s.cache.replace_pods([pod("kept")])  # "gone" was deleted during a watch outage
+    s.cycle()
+    assert set(s.plans) == {"kept"}
+    assert s.plans.reserved.by_node["n1"]["cpu"] == 1000
