@@ -27,13 +27,17 @@ from extender.api import wire
 from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.parse import parse_pod
-from extender.core.snapshot import Snapshot, pod_group_key
+from extender.core.snapshot import pod_group_key
 from extender.framework.session import Session, Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
 
 log = logging.getLogger(__name__)
 
 _PENDING_REASON = "waiting for the gang to be planned"
+
+
+def _pinned(node: str) -> wire.ExtenderFilterResult:
+    return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
 
 
 class Scheduler:
@@ -63,7 +67,6 @@ class Scheduler:
         self._cycled_at: tuple[int, int] = (-1, -1)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self.last_snapshot: Snapshot | None = None
         self.stats = {"cycles": 0, "cycle_seconds": 0.0, "binds": 0, "bind_errors": 0, "touches": 0}
         cache.listeners.append(lambda _kind: self._wake.set())
         # Readiness comes from the informers (set by the composition root); verbs wait for it.
@@ -95,7 +98,6 @@ class Scheduler:
         # when one of their pods changes (see _work).
         self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)}
         self._cycled_at = (self.cache.version, self.plans.version)
-        self.last_snapshot = snap
         self.stats["cycles"] += 1
         self.stats["cycle_seconds"] += time.perf_counter() - t0
         if result.placements or result.unschedulable:
@@ -171,7 +173,7 @@ class Scheduler:
         uid = PodUID(str((raw_pod.get("metadata") or {}).get("uid") or ""))
         node = self.plans.get(uid)
         if node is not None and node in node_names:  # the hot path: an O(1) answer from the plan
-            return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+            return _pinned(node)
         pod = parse_pod(raw_pod)
         if pod.uid not in self.cache.pods:
             self.cache.upsert_pod(raw_pod)  # kube-scheduler's copy can be ahead of our watch
@@ -179,7 +181,7 @@ class Scheduler:
             self.ensure_fresh()
             node = self.plans.get(pod.uid)
         if node is not None and node in node_names:
-            return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+            return _pinned(node)
         self.rejected.add(pod.uid)
         if node is not None:
             # kube-scheduler's own filters refused the planned node (inter-pod affinity, ports, volumes:
@@ -264,12 +266,13 @@ class Scheduler:
         return ""
 
     def _release(self, uid: PodUID) -> None:
-        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""
-        snap = self.last_snapshot
-        key = snap.group_of(uid) if snap is not None else None
-        members = snap.members.get(key, ()) if snap is not None and key is not None else ()
-        for u in (uid, *members):
-            self.plans.discard(u)
-        if key is not None:
+        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch. Membership
+        comes from the cache: a fully planned gang is in no recent (work-only) snapshot."""
+        self.plans.discard(uid)
+        pod = self.cache.pods.get(uid)
+        if pod is not None:
+            key = pod_group_key(pod)
+            for u in self.cache.members.get(key, ()):
+                self.plans.discard(u)
             self.backlog.add(key)
         self._wake.set()

@@ -38,7 +38,7 @@ class StatusWriter:
         self.writes = 0
 
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool]]:
-        if self.scheduler.last_snapshot is None:
+        if not self.scheduler.stats["cycles"]:
             return []  # no cycle yet: phases are not decided
         seen = (self.cache.version, self.scheduler.plans.version, self.scheduler.stats["cycles"])
         if self._seen == seen:

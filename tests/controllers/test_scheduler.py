@@ -140,3 +140,24 @@ async def test_a_relist_drops_plans_of_pods_deleted_while_not_watching() -> None
     s.cycle()
     assert set(s.plans) == {"kept"}
     assert s.plans.reserved.by_node["n1"]["cpu"] == 1000
+
+
+async def test_a_failed_bind_is_replanned_for_a_group_no_longer_in_the_working_snapshot() -> None:
+    s, ex = scheduler(node("n1", "4"))
+    running = podgroup("g", 1)
+    running["status"] = {"phase": "Running"}
+    s.cache.upsert_podgroup(running)
+    bound_pod = pod("g-0", "g")
+    bound_pod["spec"]["nodeName"], bound_pod["status"]["phase"] = "n1", "Running"
+    s.cache.upsert_pod(bound_pod)
+    s.cache.upsert_pod(pod("g-1", "g"))  # an elastic extra of a running gang
+    s.cycle()
+    assert set(s.plans) == {"g-1"}
+    # Unrelated work: the next cycle's snapshot holds only the new pod, not the running group.
+    s.cache.upsert_pod(pod("other"))
+    s.cycle()
+    ex.fail_bind = True
+    assert await s.bind({"PodName": "g-1", "PodNamespace": "ns", "PodUID": "g-1", "Node": "n1"})
+    assert "g-1" not in s.plans
+    s.cycle()
+    assert "g-1" in s.plans
