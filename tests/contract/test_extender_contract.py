@@ -198,21 +198,27 @@ def _gang_pods(sched: Scheduler, n: int, node_name: str, group: str = "g") -> li
     return uids
 
 
+def running_pod(name: str, namespace: str, node: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": name},
+        "spec": {"schedulerName": "default-scheduler", "nodeName": node, "containers": []},
+        "status": {"phase": "Running"},
+    }
+
+
+def other_schedulers_pod() -> dict[str, Any]:
+    preemptor: dict[str, Any] = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
+    preemptor["spec"]["schedulerName"] = "default-scheduler"
+    return preemptor
+
+
 async def test_preempt_never_breaks_a_running_gang(
     client: TestClient[Any, Any], scheduler: Scheduler
 ) -> None:
     gang = _gang_pods(scheduler, 2, "node-b")
-    scheduler.cache.upsert_pod(
-        {
-            "metadata": {"name": "loner", "namespace": "ns", "uid": "loner"},
-            "spec": {"schedulerName": "default-scheduler", "nodeName": "node-c", "containers": []},
-            "status": {"phase": "Running"},
-        }
-    )
-    preemptor = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
-    preemptor["spec"]["schedulerName"] = "default-scheduler"
+    scheduler.cache.upsert_pod(running_pod("loner", "ns", "node-c"))
     body = {
-        "Pod": preemptor,
+        "Pod": other_schedulers_pod(),
         "NodeNameToMetaVictims": {
             "node-b": {"Pods": [{"UID": gang[0]}], "NumPDBViolations": 0},
             "node-c": {"Pods": [{"UID": "loner"}], "NumPDBViolations": 0},
@@ -235,17 +241,9 @@ async def test_preempt_for_our_own_pods_offers_nothing(client: TestClient[Any, A
 async def test_preempt_never_offers_critical_system_pods(
     client: TestClient[Any, Any], scheduler: Scheduler
 ) -> None:
-    scheduler.cache.upsert_pod(
-        {
-            "metadata": {"name": "dns", "namespace": "kube-system", "uid": "dns"},
-            "spec": {"schedulerName": "default-scheduler", "nodeName": "node-b", "containers": []},
-            "status": {"phase": "Running"},
-        }
-    )
-    preemptor = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
-    preemptor["spec"]["schedulerName"] = "default-scheduler"
+    scheduler.cache.upsert_pod(running_pod("dns", "kube-system", "node-b"))
     body = {
-        "Pod": preemptor,
+        "Pod": other_schedulers_pod(),
         "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "dns"}], "NumPDBViolations": 0}},
     }
     status, result = await post(client, "/preempt", body)
