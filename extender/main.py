@@ -31,8 +31,9 @@ from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cache import ClusterCache
 from controllers.executor import Executor
+from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
-from controllers.kube.informer import Informer
+from controllers.kube.informer import Informer, tee
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
 from extender.api import labels as L
@@ -52,6 +53,8 @@ INFORMERS = (
     ("podgroups", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/podgroups"),
     ("queues", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"),
     ("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    ("jobs", JOBS_PATH),
+    ("commands", COMMANDS_PATH),
 )
 
 
@@ -66,9 +69,11 @@ class Process:
         self.executor = Executor(client)
         self.scheduler = Scheduler(self.cache, conf, self.executor)
         self.status = StatusWriter(self.cache, self.scheduler, self.executor)
-        self.informers = [
-            Informer(client, path, self.cache.handlers()[name], name=name) for name, path in INFORMERS
-        ]
+        self.jobs = JobController(client, scheduler_names=settings.scheduler_names)
+        handlers = self.cache.handlers()
+        for name, h in self.jobs.handlers().items():
+            handlers[name] = tee(handlers[name], h) if name in handlers else h
+        self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         self.client = client
         self.gates = False
         self.metrics = Registry()
@@ -143,6 +148,15 @@ class Process:
             "Watch events by informer.",
             lambda: {f'informer="{i.name}"': i.events for i in self.informers},
         )
+        js = self.jobs.stats
+        for stat, help_text in (
+            ("reconciles", "Job reconciles."),
+            ("conflicts", "Job reconciles retried on a stale read (HTTP 409)."),
+            ("errors", "Job reconciles that failed and were retried."),
+            ("pods_created", "Pods created for jobs."),
+            ("pods_deleted", "Pods deleted for jobs."),
+        ):
+            m.add(f"pumice_job_{stat}_total", "counter", help_text, _stat(js, stat))
         adm = admission_app[METRICS_KEY]
         for name, counter in (("requests", adm.requests), ("denials", adm.denied), ("patches", adm.patched)):
             m.add(
@@ -151,6 +165,10 @@ class Process:
                 f"Admission {name} by webhook path.",
                 _by_path(counter),
             )
+
+
+def _stat(stats: Mapping[str, int], key: str) -> Callable[[], dict[str, float]]:
+    return lambda: {"": float(stats[key])}
 
 
 def _by_path(counter: Mapping[str, int]) -> Callable[[], dict[str, float]]:
@@ -263,6 +281,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             tasks.append(tg.create_task(after_sync(), name="bootstrap"))
             tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
             tasks.append(tg.create_task(proc.status.run(), name="status"))
+            tasks.append(tg.create_task(proc.jobs.run(), name="jobs"))
 
             async def until_stop() -> None:
                 await stop.wait()

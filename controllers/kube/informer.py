@@ -24,6 +24,25 @@ class Handler:
     remove: Callable[[Obj], None]
 
 
+def tee(*handlers: Handler) -> Handler:
+    """One watch feeding several consumers (the cluster cache and the job controller share the pod and
+    PodGroup watches rather than each opening its own)."""
+
+    def replace(objs: Sequence[Obj]) -> None:
+        for h in handlers:
+            h.replace(objs)
+
+    def upsert(obj: Obj) -> None:
+        for h in handlers:
+            h.upsert(obj)
+
+    def remove(obj: Obj) -> None:
+        for h in handlers:
+            h.remove(obj)
+
+    return Handler(replace, upsert, remove)
+
+
 class Informer:
     def __init__(
         self,

@@ -29,3 +29,15 @@ BATCH_GROUP: Final = "batch.volcano.sh"
 BUS_GROUP: Final = "bus.volcano.sh"
 FLOW_GROUP: Final = "flow.volcano.sh"
 TOPOLOGY_GROUP: Final = "topology.volcano.sh"
+
+# vcjob (batch.volcano.sh/v1alpha1 Job): the keys Volcano's job controller writes on pods, which
+# integrations (and Volcano's own plugins) read back.
+JOB_NAME_KEY: Final = "volcano.sh/job-name"
+JOB_NAMESPACE_KEY: Final = "volcano.sh/job-namespace"
+TASK_INDEX_KEY: Final = "volcano.sh/task-index"
+JOB_VERSION_KEY: Final = "volcano.sh/job-version"
+JOB_RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
+POD_TEMPLATE_KEY: Final = "volcano.sh/template-uid"
+JOB_KIND: Final = "Job"
+BATCH_VERSION: Final = "v1alpha1"
+BUS_VERSION: Final = "v1alpha1"

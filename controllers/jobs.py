@@ -1,0 +1,443 @@
+"""The vcjob controller: keeps each Volcano Job's PodGroup, pods, plugin objects and status as its spec says.
+
+It watches Jobs and Commands itself and shares the process's Pod and PodGroup watches (the informers feed it
+through :meth:`JobController.handlers`; it keeps only the objects that belong to a job). Every change marks a
+job dirty; workers take dirty jobs one at a time per job (never two workers on the same job), run the pure
+reconcile (:mod:`extender.jobs.reconcile`) and perform its plan.
+
+Restart safety: the status write carries the job's resourceVersion, so a reconcile that read a stale job
+fails with 409 and runs again on fresh data instead of applying an action twice; the object the API server
+returns replaces the cached one at once. Pod names are deterministic, so a pod created twice is refused
+(409) rather than duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.informer import Handler
+from extender.api import labels as L
+from extender.core.errors import InvalidObject
+from extender.jobs.model import Job, parse_job, podgroup_name
+from extender.jobs.plugins.base import PluginContext
+from extender.jobs.plugins.ssh import secret_name as ssh_secret_name
+from extender.jobs.pods import timestamp, view_pod
+from extender.jobs.reconcile import CommandView, Plan, World, reconcile
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+JOBS_PATH = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/jobs"
+COMMANDS_PATH = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/commands"
+
+# Plural paths of what plugins create, by kind.
+_KIND_PATHS = {
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Secret": "/api/v1/namespaces/{ns}/secrets",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+}
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def _job_of(obj: Mapping[str, Any]) -> str | None:
+    """``namespace/job`` of a pod or PodGroup a Job controls, from its controller owner reference."""
+    meta = _meta(obj)
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("kind") == L.JOB_KIND and str(ref.get("apiVersion", "")).startswith(f"{L.BATCH_GROUP}/"):
+            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
+    return None
+
+
+def generate_ssh_key() -> PluginContext:
+    """A fresh key pair for the ssh plugin (ed25519: instant to make, accepted by every current OpenSSH)."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return PluginContext(ssh_private_key=private, ssh_public_key=public.decode())
+
+
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> Obj:
+    """A JSON merge patch (RFC 7386) turning ``old`` into ``new``: keys gone from ``new`` become null, so
+    a map such as ``taskStatusCount`` loses phases that no longer have pods instead of keeping them."""
+    out: Obj = {}
+    for k, v in new.items():
+        o = old.get(k)
+        if isinstance(v, Mapping) and isinstance(o, Mapping):
+            out[k] = merge_patch(o, v)
+        else:
+            out[k] = v
+    for k in old:
+        if k not in new:
+            out[k] = None
+    return out
+
+
+class JobController:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        scheduler_names: frozenset[str],
+        workers: int = 16,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.scheduler_names = scheduler_names
+        self.workers = workers
+        self.clock = clock
+        self.jobs: dict[str, Obj] = {}
+        self.pods: dict[str, dict[str, Obj]] = {}
+        self.podgroups: dict[str, Obj] = {}
+        self.commands: dict[str, dict[str, Obj]] = {}
+        # Plugin objects last applied per job (uid), so an unchanged set is not re-sent every reconcile.
+        self.applied: dict[str, bytes] = {}
+        self.ssh_keys: dict[str, PluginContext] = {}
+        self.synced = {"jobs": False, "commands": False, "pods": False, "podgroups": False}
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._active: set[str] = set()
+        self._again: set[str] = set()
+        self.stats = {"reconciles": 0, "conflicts": 0, "errors": 0, "pods_created": 0, "pods_deleted": 0}
+
+    # --- queue ---------------------------------------------------------------------------------------------
+    def enqueue(self, key: str) -> None:
+        if key in self._active:
+            self._again.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def _enqueue_later(self, key: str, delay: float) -> None:
+        asyncio.get_running_loop().call_later(delay, self.enqueue, key)
+
+    @property
+    def ready(self) -> bool:
+        return all(self.synced.values())
+
+    # --- informer handlers ------------------------------------------------------------------------------
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "jobs": Handler(self._replace_jobs, self._upsert_job, self._remove_job),
+            "commands": Handler(self._replace_commands, self._upsert_command, self._remove_command),
+            "pods": Handler(self._replace_pods, self._upsert_pod, self._remove_pod),
+            "podgroups": Handler(self._replace_podgroups, self._upsert_podgroup, self._remove_podgroup),
+        }
+
+    @staticmethod
+    def _key(obj: Mapping[str, Any]) -> str:
+        meta = _meta(obj)
+        return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+    def _upsert_job(self, obj: Obj) -> None:
+        key = self._key(obj)
+        self.jobs[key] = obj
+        self.enqueue(key)
+
+    def _remove_job(self, obj: Obj) -> None:
+        key = self._key(obj)
+        self.jobs.pop(key, None)
+        self.applied.pop(str(_meta(obj).get("uid")), None)
+        self.ssh_keys.pop(str(_meta(obj).get("uid")), None)
+        self.enqueue(key)  # cleans up what the garbage collector would, in clusters that run one
+
+    def _replace_jobs(self, objs: Sequence[Obj]) -> None:
+        gone = set(self.jobs)
+        self.jobs = {}
+        for o in objs:
+            self._upsert_job(o)
+        for key in gone - set(self.jobs):
+            self.enqueue(key)
+        self._mark("jobs")
+
+    def _command_job(self, obj: Mapping[str, Any]) -> str | None:
+        target = obj.get("target") or {}
+        if target.get("kind") != L.JOB_KIND:
+            return None
+        return f"{_meta(obj).get('namespace') or 'default'}/{target.get('name')}"
+
+    def _upsert_command(self, obj: Obj) -> None:
+        job = self._command_job(obj)
+        if job is not None:
+            self.commands.setdefault(job, {})[str(_meta(obj).get("name"))] = obj
+            self.enqueue(job)
+
+    def _remove_command(self, obj: Obj) -> None:
+        job = self._command_job(obj)
+        if job is not None:
+            self.commands.get(job, {}).pop(str(_meta(obj).get("name")), None)
+
+    def _replace_commands(self, objs: Sequence[Obj]) -> None:
+        self.commands = {}
+        for o in objs:
+            self._upsert_command(o)
+        self._mark("commands")
+
+    def _upsert_pod(self, obj: Obj) -> None:
+        job = _job_of(obj)
+        if job is not None:
+            self.pods.setdefault(job, {})[str(_meta(obj).get("name"))] = obj
+            self.enqueue(job)
+
+    def _remove_pod(self, obj: Obj) -> None:
+        job = _job_of(obj)
+        if job is not None:
+            pods = self.pods.get(job, {})
+            name = str(_meta(obj).get("name"))
+            if name in pods and _meta(pods[name]).get("uid") == _meta(obj).get("uid"):
+                del pods[name]
+            if not pods:
+                self.pods.pop(job, None)
+            self.enqueue(job)
+
+    def _replace_pods(self, objs: Sequence[Obj]) -> None:
+        before = set(self.pods)
+        self.pods = {}
+        for o in objs:
+            self._upsert_pod(o)
+        for key in before - set(self.pods):
+            self.enqueue(key)
+        self._mark("pods")
+
+    def _upsert_podgroup(self, obj: Obj) -> None:
+        job = _job_of(obj)
+        if job is not None:
+            self.podgroups[self._key(obj)] = obj
+            self.enqueue(job)
+
+    def _remove_podgroup(self, obj: Obj) -> None:
+        job = _job_of(obj)
+        if job is not None:
+            self.podgroups.pop(self._key(obj), None)
+            self.enqueue(job)
+
+    def _replace_podgroups(self, objs: Sequence[Obj]) -> None:
+        self.podgroups = {}
+        for o in objs:
+            self._upsert_podgroup(o)
+        self._mark("podgroups")
+
+    def _mark(self, name: str) -> None:
+        self.synced[name] = True
+        if self.ready:
+            for key in self.jobs:
+                self.enqueue(key)
+
+    # --- workers -------------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            for i in range(self.workers):
+                tg.create_task(self._worker(), name=f"job-worker-{i}")
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            if not self.ready:
+                continue  # _mark re-queues every job once all caches are synced
+            self._active.add(key)
+            try:
+                await self.sync(key)
+            except ApiError as e:
+                self.stats["conflicts" if e.status == 409 else "errors"] += 1
+                if e.status != 409:
+                    log.warning("job sync failed", extra={"job": key, "error": str(e)})
+                self._enqueue_later(key, 0.05 if e.status == 409 else 1.0)
+            except (OSError, TimeoutError) as e:
+                self.stats["errors"] += 1
+                log.warning("job sync failed", extra={"job": key, "error": repr(e)})
+                self._enqueue_later(key, 1.0)
+            finally:
+                self._active.discard(key)
+                if key in self._again:
+                    self._again.discard(key)
+                    self.enqueue(key)
+
+    def world(self, key: str, job: Job) -> World:
+        pods = []
+        for obj in self.pods.get(key, {}).values():
+            refs = _meta(obj).get("ownerReferences") or ()
+            owner: Mapping[str, Any] = next((r for r in refs if r.get("kind") == L.JOB_KIND), {})
+            if owner.get("uid") in (None, job.uid):
+                pods.append(view_pod(obj))
+        commands = []
+        for obj in self.commands.get(key, {}).values():
+            target_uid = (obj.get("target") or {}).get("uid")
+            if target_uid and target_uid != job.uid:
+                continue  # meant for an earlier job of this name
+            meta = _meta(obj)
+            commands.append(
+                CommandView(
+                    name=str(meta.get("name")),
+                    uid=str(meta.get("uid") or ""),
+                    action=str(obj.get("action") or ""),
+                    created=timestamp(str(meta.get("creationTimestamp") or "")),
+                )
+            )
+        return World(
+            job=job,
+            pods=pods,
+            podgroup=self.podgroups.get(f"{job.namespace}/{podgroup_name(job)}"),
+            commands=commands,
+            now=self.clock(),
+            gang_admission=job.scheduler_name in self.scheduler_names,
+            plugin_context=self.ssh_keys.get(job.uid, PluginContext()),
+        )
+
+    async def sync(self, key: str) -> None:
+        obj = self.jobs.get(key)
+        if obj is None:
+            await self._cleanup(key)
+            return
+        try:
+            job = parse_job(obj)
+        except InvalidObject as e:
+            log.warning("skipping unreadable job", extra={"job": key, "error": str(e)})
+            return
+        if "ssh" in job.plugins and job.uid not in self.ssh_keys:
+            self.ssh_keys[job.uid] = await self._ssh_key(job)
+        self.stats["reconciles"] += 1
+        plan = reconcile(self.world(key, job))
+        await self.perform(key, job, obj, plan)
+
+    async def _ssh_key(self, job: Job) -> PluginContext:
+        """The key pair already in the job's ssh Secret (so a restart keeps it), else a new one."""
+        path = f"/api/v1/namespaces/{job.namespace}/secrets/{ssh_secret_name(job)}"
+        try:
+            secret = await self.client.get(path)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            return generate_ssh_key()
+        data = secret.get("data") or {}
+
+        def read(k: str) -> str:
+            return base64.b64decode(data.get(k) or "").decode()
+
+        ctx = PluginContext(ssh_private_key=read("id_rsa"), ssh_public_key=read("id_rsa.pub"))
+        return ctx if ctx.ssh_private_key and ctx.ssh_public_key else generate_ssh_key()
+
+    async def perform(self, key: str, job: Job, obj: Obj, plan: Plan) -> None:
+        base = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{job.namespace}/jobs/{job.name}"
+        for message in plan.events:
+            log.info("job event", extra={"job": key, "detail": message})
+        if plan.status is not None:
+            body = {
+                "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
+                "status": merge_patch(obj.get("status") or {}, plan.status),
+            }
+            fresh = await self.client.merge_patch(f"{base}/status", body)
+            if self.jobs.get(key) is obj:
+                self.jobs[key] = fresh
+            state = plan.status.get("state") or {}
+            if state.get("phase") != job.status.phase:
+                log.info(
+                    "job phase",
+                    extra={
+                        "job": key,
+                        "from": job.status.phase.value,
+                        "to": state.get("phase"),
+                        "reason": state.get("reason", ""),
+                        "detail": state.get("message", ""),
+                    },
+                )
+        ns_pods = f"/api/v1/namespaces/{job.namespace}/pods"
+        pg_path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{job.namespace}/podgroups"
+        if plan.podgroup_create is not None:
+            await self._create(pg_path, plan.podgroup_create)
+        if plan.podgroup_patch is not None:
+            await self._ignore_404(
+                self.client.merge_patch(f"{pg_path}/{podgroup_name(job)}", plan.podgroup_patch)
+            )
+        if plan.objects:  # before the pods, which mount and read them
+            digest = orjson.dumps(plan.objects, option=orjson.OPT_SORT_KEYS)
+            if self.applied.get(job.uid) != digest:
+                await self._gather([self._apply(o) for o in plan.objects])
+                self.applied[job.uid] = digest
+        await self._gather([self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods])
+        self.stats["pods_deleted"] += len(plan.delete_pods)
+        await self._gather([self._create(ns_pods, p) for p in plan.create_pods])
+        self.stats["pods_created"] += len(plan.create_pods)
+        cmds = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{job.namespace}/commands"
+        for name in plan.delete_commands:
+            await self._ignore_404(self.client.delete(f"{cmds}/{name}"))
+        if plan.delete_job:
+            log.info("job ttl expired; deleting", extra={"job": key})
+            await self._ignore_404(
+                self.client.request("DELETE", base, body={"propagationPolicy": "Background"})
+            )
+        if plan.requeue_after is not None:
+            self._enqueue_later(key, plan.requeue_after + 0.05)
+
+    async def _cleanup(self, key: str) -> None:
+        """The job is gone: delete its pods and PodGroup (the garbage collector would, where one runs; this
+        also frees the nodes at once)."""
+        ns = key.split("/", 1)[0]
+        pods = [n for n, p in self.pods.get(key, {}).items() if not _meta(p).get("deletionTimestamp")]
+        await self._gather(
+            [self._ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods]
+        )
+        for pg in list(self.podgroups.values()):
+            if _job_of(pg) == key:
+                name = _meta(pg).get("name")
+                path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{ns}/podgroups/{name}"
+                await self._ignore_404(self.client.delete(path))
+        self.commands.pop(key, None)
+
+    async def _create(self, path: str, body: Obj) -> None:
+        try:
+            await self.client.post(path, body)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+
+    async def _apply(self, obj: Obj) -> None:
+        """Create a plugin object; if it exists, bring a ConfigMap's data up to date (host lists change
+        with replicas). Other kinds stay as they are: a Secret's key must not change under running pods."""
+        meta = _meta(obj)
+        path = _KIND_PATHS[str(obj.get("kind"))].format(ns=meta.get("namespace"))
+        try:
+            await self.client.post(path, obj)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            if obj.get("kind") == "ConfigMap":
+                await self.client.merge_patch(f"{path}/{meta.get('name')}", {"data": obj.get("data") or {}})
+
+    @staticmethod
+    async def _ignore_404(coro: Any) -> None:
+        try:
+            await coro
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    @staticmethod
+    async def _gather(coros: list[Any]) -> None:
+        # Bounded fan-out: a 1 000-replica job must not open 1 000 connections at once.
+        sem = asyncio.Semaphore(32)
+
+        async def one(c: Any) -> None:
+            async with sem:
+                await c
+
+        results = await asyncio.gather(*(one(c) for c in coros), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r

@@ -1,0 +1,332 @@
+"""The Volcano Job (``batch.volcano.sh/v1alpha1`` vcjob) as the pure core sees it, and its parser.
+
+Pod templates stay raw (decoded JSON): the controller copies them into pods and the job plugins edit those
+copies, so nothing here needs to understand a PodSpec. Everything else is typed. :func:`parse_job` raises
+:class:`InvalidObject` naming the field when an object cannot be read; admission reports field errors of its
+own before a job is stored, so the controller only meets unreadable jobs written around the webhooks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from extender.api import labels as L
+from extender.core.errors import InvalidObject
+
+Obj = Mapping[str, Any]
+
+DEFAULT_TASK_NAME: Final = "default"
+DEFAULT_MAX_RETRY: Final = 3
+
+
+class JobPhase(StrEnum):
+    PENDING = "Pending"
+    ABORTING = "Aborting"
+    ABORTED = "Aborted"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    TERMINATING = "Terminating"
+    TERMINATED = "Terminated"
+    FAILED = "Failed"
+
+
+FINISHED_PHASES: Final = frozenset({JobPhase.COMPLETED, JobPhase.TERMINATED, JobPhase.FAILED})
+
+
+class Action(StrEnum):
+    """Volcano's bus/v1alpha1 actions a job understands (policies and Commands)."""
+
+    ABORT_JOB = "AbortJob"
+    RESTART_JOB = "RestartJob"
+    RESTART_TASK = "RestartTask"
+    RESTART_POD = "RestartPod"
+    TERMINATE_JOB = "TerminateJob"
+    COMPLETE_JOB = "CompleteJob"
+    RESUME_JOB = "ResumeJob"
+    # Internal: reconcile towards the spec. Not valid in a policy or a Command.
+    SYNC_JOB = "SyncJob"
+
+
+POLICY_ACTIONS: Final = frozenset(a for a in Action if a is not Action.SYNC_JOB)
+COMMAND_ACTIONS: Final = frozenset(
+    {Action.ABORT_JOB, Action.RESUME_JOB, Action.RESTART_JOB, Action.TERMINATE_JOB, Action.COMPLETE_JOB}
+)
+
+
+class Event(StrEnum):
+    """Volcano's bus/v1alpha1 events a policy may name."""
+
+    ANY = "*"
+    POD_FAILED = "PodFailed"
+    POD_EVICTED = "PodEvicted"
+    POD_PENDING = "PodPending"
+    UNKNOWN = "Unknown"
+    TASK_COMPLETED = "TaskCompleted"
+    TASK_FAILED = "TaskFailed"
+
+
+class Iteration(StrEnum):
+    ANY = "any"
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """One lifecycle policy: when any of ``events`` happens (or a container exits with ``exit_code``),
+    take ``action``; with ``timeout_s``, only once the condition has lasted that long."""
+
+    events: tuple[str, ...] = ()
+    action: str
+    exit_code: int | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DependsOn:
+    names: tuple[str, ...]
+    iteration: Iteration = Iteration.ALL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    name: str
+    replicas: int
+    min_available: int | None = None
+    max_retry: int | None = None
+    template: Obj = field(default_factory=dict, compare=False)
+    policies: tuple[Policy, ...] = ()
+    depends_on: DependsOn | None = None
+    topology_policy: str = ""
+
+    @property
+    def min_needed(self) -> int:
+        """Pods of this task the gang needs: ``minAvailable``, else every replica."""
+        return self.replicas if self.min_available is None else self.min_available
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStatus:
+    phase: JobPhase = JobPhase.PENDING
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    version: int = 0
+    retry_count: int = 0
+    running_duration: str = ""
+    # Volcano's ``status.controlledResources``: plugins record what they created; pumice also records
+    # its in-flight action target and the last Command it executed (see extender.jobs.state).
+    controlled: Mapping[str, str] = field(default_factory=dict)
+    raw: Obj = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    namespace: str
+    name: str
+    uid: str
+    generation: int = 0
+    created: str = ""
+    deleting: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduler_name: str = L.DEFAULT_SCHEDULER_NAME
+    queue: str = L.DEFAULT_QUEUE
+    priority_class_name: str = ""
+    min_available: int = 0
+    min_success: int | None = None
+    max_retry: int = DEFAULT_MAX_RETRY
+    ttl_seconds_after_finished: int | None = None
+    plugins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    policies: tuple[Policy, ...] = ()
+    tasks: tuple[TaskSpec, ...] = ()
+    volumes: tuple[Obj, ...] = field(default=(), compare=False)
+    status: JobStatus = field(default_factory=JobStatus)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def replicas(self) -> int:
+        return sum(t.replicas for t in self.tasks)
+
+    def task(self, name: str) -> TaskSpec | None:
+        return next((t for t in self.tasks if t.name == name), None)
+
+
+# --- names -----------------------------------------------------------------------------------------------
+def pod_name(job: str, task: str, index: int) -> str:
+    return f"{job}-{task}-{index}"
+
+
+def podgroup_name(job: Job) -> str:
+    """Volcano's name for a job's PodGroup: job name and UID, so a re-created job of the same name never
+    inherits the old job's group."""
+    return f"{job.name}-{job.uid}"
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_S: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go ``time.Duration`` string (``90s``, ``5m``, ``1h30m``) as metav1.Duration writes it, in seconds."""
+    s = text.strip()
+    if not s:
+        raise ValueError("empty duration")
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_S[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        if s == "0":
+            return 0.0
+        raise ValueError(f"invalid duration {text!r} (want e.g. 30s, 5m, 1h30m)")
+    return total
+
+
+def _map(obj: Obj, key: str, where: str) -> Obj:
+    v = obj.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise InvalidObject(f"{where}.{key}: expected an object")
+    return v
+
+
+def _list(obj: Obj, key: str, where: str) -> list[Any]:
+    v = obj.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InvalidObject(f"{where}.{key}: expected a list")
+    return v
+
+
+def _int(obj: Obj, key: str, where: str, default: int | None) -> int | None:
+    v = obj.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InvalidObject(f"{where}.{key}: expected an integer")
+    return v
+
+
+def _policy(raw: object, where: str) -> Policy:
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(f"{where}: expected an object")
+    events: list[str] = []
+    if isinstance(raw.get("event"), str) and raw["event"]:
+        events.append(raw["event"])
+    events += [str(e) for e in _list(raw, "events", where)]
+    timeout = raw.get("timeout")
+    timeout_s: float | None = None
+    if timeout is not None:
+        try:
+            timeout_s = parse_duration(str(timeout))
+        except ValueError as e:
+            raise InvalidObject(f"{where}.timeout: {e}") from None
+    return Policy(
+        events=tuple(events),
+        action=str(raw.get("action") or ""),
+        exit_code=_int(raw, "exitCode", where, None),
+        timeout_s=timeout_s,
+    )
+
+
+def _task(raw: object, i: int) -> TaskSpec:
+    where = f"spec.tasks[{i}]"
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(f"{where}: expected an object")
+    dep = _map(raw, "dependsOn", where)
+    depends_on = None
+    if dep:
+        try:
+            iteration = Iteration(str(dep.get("iteration") or "all"))
+        except ValueError:
+            raise InvalidObject(f"{where}.dependsOn.iteration: must be any or all") from None
+        depends_on = DependsOn(
+            names=tuple(str(n) for n in _list(dep, "name", f"{where}.dependsOn")), iteration=iteration
+        )
+    return TaskSpec(
+        name=str(raw.get("name") or (DEFAULT_TASK_NAME if i == 0 else f"task{i}")),
+        replicas=_int(raw, "replicas", where, 0) or 0,
+        min_available=_int(raw, "minAvailable", where, None),
+        max_retry=_int(raw, "maxRetry", where, None),
+        template=_map(raw, "template", where),
+        policies=tuple(
+            _policy(p, f"{where}.policies[{j}]") for j, p in enumerate(_list(raw, "policies", where))
+        ),
+        depends_on=depends_on,
+        topology_policy=str(raw.get("topologyPolicy") or ""),
+    )
+
+
+def _status(raw: Obj) -> JobStatus:
+    state = _map(raw, "state", "status")
+    try:
+        phase = JobPhase(str(state.get("phase") or "Pending"))
+    except ValueError:
+        phase = JobPhase.PENDING
+    return JobStatus(
+        phase=phase,
+        reason=str(state.get("reason") or ""),
+        message=str(state.get("message") or ""),
+        last_transition_time=str(state.get("lastTransitionTime") or ""),
+        version=_int(raw, "version", "status", 0) or 0,
+        retry_count=_int(raw, "retryCount", "status", 0) or 0,
+        running_duration=str(raw.get("runningDuration") or ""),
+        controlled={str(k): str(v) for k, v in _map(raw, "controlledResources", "status").items()},
+        raw=raw,
+    )
+
+
+def parse_job(obj: Obj) -> Job:
+    if not isinstance(obj, Mapping):
+        raise InvalidObject("Job: expected an object")
+    meta = _map(obj, "metadata", "Job")
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise InvalidObject("Job.metadata.name: required")
+    spec = _map(obj, "spec", "Job")
+    tasks = tuple(_task(t, i) for i, t in enumerate(_list(spec, "tasks", "spec")))
+    plugins: dict[str, tuple[str, ...]] = {}
+    for k, v in _map(spec, "plugins", "spec").items():
+        if v is not None and not isinstance(v, list):
+            raise InvalidObject(f"spec.plugins[{k}]: expected a list of arguments")
+        plugins[str(k)] = tuple(str(a) for a in v or ())
+    min_available = _int(spec, "minAvailable", "spec", None)
+    if min_available is None:
+        min_available = sum(t.min_needed for t in tasks)
+    return Job(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        uid=str(meta.get("uid") or ""),
+        generation=_int(meta, "generation", "metadata", 0) or 0,
+        created=str(meta.get("creationTimestamp") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+        labels={str(k): str(v) for k, v in _map(meta, "labels", "metadata").items()},
+        annotations={str(k): str(v) for k, v in _map(meta, "annotations", "metadata").items()},
+        scheduler_name=str(spec.get("schedulerName") or L.DEFAULT_SCHEDULER_NAME),
+        queue=str(spec.get("queue") or L.DEFAULT_QUEUE),
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        min_available=min_available,
+        min_success=_int(spec, "minSuccess", "spec", None),
+        max_retry=_int(spec, "maxRetry", "spec", DEFAULT_MAX_RETRY) or 0,
+        ttl_seconds_after_finished=_int(spec, "ttlSecondsAfterFinished", "spec", None),
+        plugins=plugins,
+        policies=tuple(
+            _policy(p, f"spec.policies[{j}]") for j, p in enumerate(_list(spec, "policies", "spec"))
+        ),
+        tasks=tasks,
+        volumes=tuple(v for v in _list(spec, "volumes", "spec") if isinstance(v, Mapping)),
+        status=_status(_map(obj, "status", "Job")),
+    )

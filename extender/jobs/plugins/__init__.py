@@ -1,0 +1,4 @@
+"""Volcano's vcjob job plugins (``spec.plugins``: env, svc, ssh, pytorch, tensorflow, mpi), pure.
+
+Each module holds one plugin with its frozen ``Args``; :mod:`.registry` names them and builds a job's list.
+"""

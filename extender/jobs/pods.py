@@ -1,0 +1,181 @@
+"""A job's pods: what the reconciler reads of an existing pod, and how a new one is built from its task.
+
+New pods follow Volcano's job controller, so integrations that read its labels and annotations keep working:
+name ``<job>-<task>-<index>``, the job's PodGroup in ``scheduling.k8s.io/group-name``, task, index, queue,
+job version and retry count, the job's scheduler and priority class when the template names none, the job's
+volumes, and a controller owner reference so the pods go with the job.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from extender.api import labels as L
+from extender.core.model import PodPhase
+from extender.jobs.model import DEFAULT_TASK_NAME, Job, TaskSpec, pod_name, podgroup_name
+from extender.jobs.plugins.base import JobPlugin, owner_reference
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodView:
+    """What the job reconciler needs of one existing pod."""
+
+    name: str
+    uid: str = ""
+    task: str
+    index: int = -1
+    version: int = 0
+    phase: PodPhase = PodPhase.PENDING
+    deleting: bool = False
+    created: float = 0.0
+    exit_code: int | None = None
+    evicted: bool = False
+    restarts: int = 0
+    ready: bool = False
+    finished: float = 0.0
+
+    @property
+    def alive(self) -> bool:
+        """Holds or may hold a node: not finished, not on its way out."""
+        return not self.deleting and self.phase in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
+
+
+def timestamp(text: str) -> float:
+    """An RFC 3339 timestamp as the API server writes it, in epoch seconds (0 when absent or unreadable)."""
+    if not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _int(text: object, default: int) -> int:
+    try:
+        return int(str(text))
+    except ValueError:
+        return default
+
+
+def view_pod(obj: Mapping[str, Any]) -> PodView:
+    meta = obj.get("metadata") or {}
+    ann = meta.get("annotations") or {}
+    status = obj.get("status") or {}
+    try:
+        phase = PodPhase(status.get("phase") or "Pending")
+    except ValueError:
+        phase = PodPhase.UNKNOWN
+    containers = status.get("containerStatuses") or []
+    exit_code, finished = None, 0.0
+    # Volcano reads the first container only; the first one that terminated also covers sidecars.
+    for c in containers:
+        term = (c.get("state") or {}).get("terminated") or (c.get("lastState") or {}).get("terminated")
+        if term and term.get("exitCode") is not None:
+            exit_code = int(term["exitCode"])
+            finished = timestamp(str(term.get("finishedAt") or ""))
+            break
+    conditions = status.get("conditions") or []
+    evicted = status.get("reason") == "Evicted" or any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions
+    )
+    restarts = sum(
+        int(c.get("restartCount") or 0) for c in [*containers, *(status.get("initContainerStatuses") or [])]
+    )
+    return PodView(
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        task=str(
+            ann.get(L.TASK_SPEC_ANNOTATION) or (meta.get("labels") or {}).get(L.TASK_SPEC_ANNOTATION) or ""
+        ),
+        index=_int(ann.get(L.TASK_INDEX_KEY), -1),
+        version=_int(ann.get(L.JOB_VERSION_KEY), 0),
+        phase=phase,
+        deleting=bool(meta.get("deletionTimestamp")),
+        created=timestamp(str(meta.get("creationTimestamp") or "")),
+        exit_code=exit_code,
+        evicted=evicted,
+        restarts=restarts,
+        ready=bool(containers) and all(c.get("ready") for c in containers),
+        finished=finished,
+    )
+
+
+def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]) -> Obj:
+    """A new pod for replica ``index`` of ``task``, with every plugin's edits applied."""
+    template = copy.deepcopy(dict(task.template))
+    tmeta = template.get("metadata") or {}
+    spec: Obj = template.get("spec") or {}
+    name = pod_name(job.name, task.name, index)
+    task_name = task.name or DEFAULT_TASK_NAME
+    annotations = dict(tmeta.get("annotations") or {})
+    labels = dict(tmeta.get("labels") or {})
+    annotations.update(
+        {
+            L.TASK_INDEX_KEY: str(index),
+            L.TASK_SPEC_ANNOTATION: task_name,
+            L.GROUP_NAME_ANNOTATION: podgroup_name(job),
+            L.JOB_NAME_KEY: job.name,
+            L.VOLCANO_QUEUE_LABEL: job.queue,
+            L.JOB_VERSION_KEY: str(job.status.version),
+            L.JOB_RETRY_COUNT_KEY: str(job.status.retry_count),
+            L.POD_TEMPLATE_KEY: f"{job.name}-{task_name}",
+        }
+    )
+    if task.topology_policy:
+        annotations["volcano.sh/numa-topology-policy"] = task.topology_policy
+    for key in (L.PREEMPTABLE_ANNOTATION, "volcano.sh/cooldown-time", "volcano.sh/revocable-zone"):
+        if key in job.annotations:
+            annotations[key] = job.annotations[key]
+    labels.update(
+        {
+            L.TASK_INDEX_KEY: str(index),
+            L.JOB_NAME_KEY: job.name,
+            L.TASK_SPEC_ANNOTATION: task_name,
+            L.JOB_NAMESPACE_KEY: job.namespace,
+            L.VOLCANO_QUEUE_LABEL: job.queue,
+        }
+    )
+    if L.PREEMPTABLE_ANNOTATION in job.labels:
+        labels[L.PREEMPTABLE_ANNOTATION] = job.labels[L.PREEMPTABLE_ANNOTATION]
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = job.scheduler_name
+    if not spec.get("priorityClassName") and job.priority_class_name:
+        spec["priorityClassName"] = job.priority_class_name
+    _mount_job_volumes(job, spec)
+    pod: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": job.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": spec,
+    }
+    for plugin in plugins:
+        plugin.on_pod(pod, job, task, index)
+    return pod
+
+
+def _mount_job_volumes(job: Job, spec: Obj) -> None:
+    """``spec.volumes`` of the job: each claim mounted into every container at its ``mountPath``. The
+    volume name is derived from the claim (Volcano draws a random one; a stable name keeps pods alike)."""
+    for i, v in enumerate(job.volumes):
+        claim = str(v.get("volumeClaimName") or "")
+        mount = str(v.get("mountPath") or "")
+        if not claim or not mount:
+            continue  # a volumeClaim template needs a PVC created first; not supported yet
+        vol_name = f"{job.name}-volume-{i}"
+        spec.setdefault("volumes", []).append(
+            {"name": vol_name, "persistentVolumeClaim": {"claimName": claim}}
+        )
+        for c in spec.get("containers") or []:
+            c.setdefault("volumeMounts", []).append({"name": vol_name, "mountPath": mount})

@@ -1,0 +1,448 @@
+"""One reconcile of one vcjob, pure: the job, its pods, PodGroup and Commands in; a :class:`Plan` out.
+
+The controller performs a plan in this order: the status write first (it records the transition, the new
+retry count and version, the restart target and the Command executed), then the PodGroup, pod deletions and
+creations, plugin objects, and last the deletion of the executed Command. A crash anywhere in between leaves
+a state from which the next reconcile carries on: the phase says what is in flight, the restart target says
+what to kill, and a Command already recorded is only deleted, never executed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from extender.api import labels as L
+from extender.core.errors import ConfigError
+from extender.core.model import PodPhase
+from extender.core.parse import pod_requests
+from extender.core.resources import add, format_resource_list
+from extender.jobs import policies
+from extender.jobs.model import COMMAND_ACTIONS, Action, Iteration, Job, JobPhase, TaskSpec, podgroup_name
+from extender.jobs.plugins.base import JobPlugin, PluginContext, owner_reference
+from extender.jobs.plugins.registry import build_plugins
+from extender.jobs.pods import PodView, build_pod, timestamp
+from extender.jobs.state import Counts, Kill, Move, decide, is_finished, settle
+
+Obj = dict[str, Any]
+
+# Kept in ``status.controlledResources`` (a string map Volcano's schema has too, so they survive either
+# CRD): what a Restarting job must kill, and the last Command executed.
+RESTART_TARGET: Final = "pumice.dev/restart-target"
+LAST_COMMAND: Final = "pumice.dev/last-command"
+MAX_CONDITIONS: Final = 10
+
+_ADMITTED = frozenset({"Inqueue", "Running", "Unknown"})
+_DRAINS = frozenset({JobPhase.ABORTING, JobPhase.COMPLETING, JobPhase.TERMINATING})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandView:
+    name: str
+    uid: str
+    action: str
+    created: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class World:
+    job: Job
+    pods: Sequence[PodView]
+    podgroup: Mapping[str, Any] | None = None
+    commands: Sequence[CommandView] = ()
+    now: float
+    # Pods wait for the PodGroup to be admitted (Inqueue); off when another scheduler runs the job's pods.
+    gang_admission: bool = True
+    plugin_context: PluginContext = field(default_factory=PluginContext)
+
+
+@dataclass(slots=True)
+class Plan:
+    status: Obj | None = None
+    podgroup_create: Obj | None = None
+    podgroup_patch: Obj | None = None
+    delete_pods: list[str] = field(default_factory=list)
+    create_pods: list[Obj] = field(default_factory=list)
+    objects: list[Obj] = field(default_factory=list)
+    delete_commands: list[str] = field(default_factory=list)
+    delete_job: bool = False
+    requeue_after: float | None = None
+    events: list[str] = field(default_factory=list)
+
+    def wake(self, delay: float) -> None:
+        delay = max(delay, 0.0)
+        self.requeue_after = delay if self.requeue_after is None else min(self.requeue_after, delay)
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def go_duration(seconds: float) -> str:
+    """A Go ``time.Duration`` string, as metav1.Duration serialises (``1h2m3.5s``)."""
+    seconds = max(seconds, 0.0)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    s_text = f"{s:.3f}".rstrip("0").rstrip(".") + "s"
+    if h:
+        return f"{int(h)}h{int(m)}m{s_text}"
+    if m:
+        return f"{int(m)}m{s_text}"
+    return s_text
+
+
+# --- the reconcile ---------------------------------------------------------------------------------------
+def reconcile(w: World) -> Plan:
+    job = w.job
+    plan = Plan()
+    if job.deleting:
+        return plan
+    phase = job.status.phase
+    controlled = dict(job.status.controlled)
+    reason, message = job.status.reason, job.status.message
+
+    action, command, trigger = Action.SYNC_JOB, None, None
+    for cmd in sorted(w.commands, key=lambda c: (c.created, c.name)):
+        if controlled.get(LAST_COMMAND) == cmd.uid or cmd.action not in COMMAND_ACTIONS:
+            if cmd.action not in COMMAND_ACTIONS:
+                plan.events.append(f"Command {cmd.name}: {cmd.action!r} is not an action for a Job; dropped")
+            plan.delete_commands.append(cmd.name)
+            continue
+        action, command = Action(cmd.action), cmd
+        break
+    if command is None and phase in (JobPhase.PENDING, JobPhase.RUNNING):
+        trigger, due = policies.triggered(job, w.pods, w.now)
+        if due is not None:
+            plan.wake(due - w.now)
+        if trigger is not None:
+            action = trigger.action
+
+    move = decide(phase, action, retry_count=job.status.retry_count, max_retry=job.max_retry)
+    retry = job.status.retry_count + (1 if move.retry else 0)
+    version = job.status.version + (1 if move.bump_version else 0)
+    if move.to is JobPhase.RESTARTING:
+        controlled[RESTART_TARGET] = _target(action, trigger)
+    if command is not None:
+        controlled[LAST_COMMAND] = command.uid
+        plan.delete_commands.append(command.name)
+        reason, message = "Command", f"{action} by Command {command.name}"
+    elif trigger is not None and move.to is not None:
+        reason, message = trigger.event, f"{trigger.describe()} → {action}"
+    if move.to is JobPhase.FAILED and action in (Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD):
+        reason, message = "MaxRetryExceeded", f"{message}; maxRetry {job.max_retry} reached, not restarting"
+
+    job_now = _with_status(job, version=version, retry=retry)
+    killed = _kills(w.pods, move, controlled.get(RESTART_TARGET, "job"))
+    plan.delete_pods.extend(sorted(killed))
+    created: list[PodView] = []
+    pg_phase = str(((w.podgroup or {}).get("status") or {}).get("phase") or "Pending")
+    plugins: list[JobPlugin] = []
+    can_create = not w.gang_admission or (w.podgroup is not None and pg_phase in _ADMITTED)
+    try:
+        plugins = build_plugins(job)
+    except ConfigError as e:
+        # Written around the webhook: create nothing, say why in the status.
+        reason, message, can_create = "InvalidPlugins", str(e), False
+
+    if move.sync:
+        extra = _surplus(job_now, w.pods, killed)
+        plan.delete_pods.extend(sorted(extra))
+        killed |= extra
+        if can_create:
+            for task, index in _missing(job_now, w.pods):
+                plan.create_pods.append(build_pod(job_now, task, index, plugins))
+                created.append(PodView(name="", task=task.name, index=index, version=version))
+
+    counts = _count(w.pods, killed, created)
+    new_phase = move.to or settle(job_now, phase, counts)
+    if new_phase is JobPhase.PENDING and phase is JobPhase.RESTARTING:
+        controlled.pop(RESTART_TARGET, None)
+    # A drain finishing keeps the reason it started with (TaskCompleted, a Command, ...).
+    if new_phase != phase and move.to is None and phase not in _DRAINS:
+        reason, message = _settled_reason(new_phase, counts)
+
+    plan.status = _status(w, job_now, new_phase, (reason, message), counts, controlled, killed)
+
+    if not is_finished(new_phase):
+        _podgroup(plan, job_now, w.podgroup)
+        if plugins and w.podgroup is not None:
+            plan.objects = [o for p in plugins for o in p.objects(job_now, w.plugin_context)]
+    else:
+        _ttl(plan, job, new_phase, plan.status, w.now)
+    return plan
+
+
+def _target(action: Action, trigger: policies.Trigger | None) -> str:
+    if trigger is not None and action is Action.RESTART_TASK:
+        return f"task/{trigger.task}"
+    if trigger is not None and action is Action.RESTART_POD and trigger.pod:
+        return f"pod/{trigger.pod}"
+    return "job"
+
+
+def _with_status(job: Job, *, version: int, retry: int) -> Job:
+    return replace(job, status=replace(job.status, version=version, retry_count=retry))
+
+
+def _kills(pods: Sequence[PodView], move: Move, target: str) -> set[str]:
+    if move.kill is Kill.NONE:
+        return set()
+    kind, _, name = target.partition("/")
+    out = set()
+    for p in pods:
+        if p.deleting:
+            continue
+        if move.kill is Kill.SOFT and p.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+            continue
+        if move.kill is Kill.TARGET and (
+            (kind == "task" and p.task != name) or (kind == "pod" and p.name != name)
+        ):
+            continue
+        out.add(p.name)
+    return out
+
+
+def _surplus(job: Job, pods: Sequence[PodView], killed: set[str]) -> set[str]:
+    """Pods the spec no longer has (a removed task, an index beyond replicas: elastic extras go first),
+    and leftovers of an older job version."""
+    replicas = {t.name: t.replicas for t in job.tasks}
+    return {
+        p.name
+        for p in pods
+        if not p.deleting
+        and p.name not in killed
+        and (
+            p.task not in replicas
+            or p.index >= replicas[p.task]
+            or p.index < 0
+            or p.version < job.status.version
+        )
+    }
+
+
+def _ready(job: Job, task_name: str, pods: Sequence[PodView]) -> bool:
+    task = job.task(task_name)
+    if task is None:
+        return (
+            True  # a dependency on a task that is not there cannot hold anything back (admission denies it)
+        )
+    ok = sum(
+        1
+        for p in policies.current(job, pods)
+        if p.task == task_name
+        and (p.phase is PodPhase.SUCCEEDED or (p.phase is PodPhase.RUNNING and p.ready))
+    )
+    return ok >= task.min_needed
+
+
+def _deps_met(job: Job, task: TaskSpec, pods: Sequence[PodView]) -> bool:
+    dep = task.depends_on
+    if dep is None or not dep.names:
+        return True
+    if dep.iteration is Iteration.ANY and len(dep.names) > 1:
+        return any(_ready(job, n, pods) for n in dep.names)
+    return all(_ready(job, n, pods) for n in dep.names)
+
+
+def _missing(job: Job, pods: Sequence[PodView]) -> list[tuple[TaskSpec, int]]:
+    present = {p.name for p in pods}
+    out = []
+    for t in job.tasks:
+        if not _deps_met(job, t, pods):
+            continue
+        for i in range(t.replicas):
+            if f"{job.name}-{t.name}-{i}" not in present:
+                out.append((t, i))
+    return out
+
+
+def _count(pods: Sequence[PodView], killed: set[str], created: Sequence[PodView]) -> Counts:
+    n = {ph: 0 for ph in PodPhase}
+    terminating = 0
+    task_succeeded: dict[str, int] = {}
+    for p in pods:
+        if p.deleting or p.name in killed:
+            terminating += 1
+            continue
+        n[p.phase] += 1
+        if p.phase is PodPhase.SUCCEEDED:
+            task_succeeded[p.task] = task_succeeded.get(p.task, 0) + 1
+    n[PodPhase.PENDING] += len(created)
+    return Counts(
+        pending=n[PodPhase.PENDING],
+        running=n[PodPhase.RUNNING],
+        succeeded=n[PodPhase.SUCCEEDED],
+        failed=n[PodPhase.FAILED],
+        unknown=n[PodPhase.UNKNOWN],
+        terminating=terminating,
+        task_succeeded=tuple(sorted(task_succeeded.items())),
+    )
+
+
+def _settled_reason(phase: JobPhase, c: Counts) -> tuple[str, str]:
+    if phase is JobPhase.COMPLETED:
+        return "Completed", f"{c.succeeded} pods succeeded"
+    if phase is JobPhase.FAILED:
+        return "Failed", f"{c.failed} pods failed, {c.succeeded} succeeded"
+    if phase is JobPhase.RUNNING:
+        return "Running", f"{c.running} pods running"
+    if phase is JobPhase.PENDING:
+        return "Pending", f"{c.pending} pods pending"
+    return "", ""
+
+
+def _task_counts(pods: Sequence[PodView], killed: set[str]) -> dict[str, Obj]:
+    out: dict[str, dict[str, int]] = {}
+    for p in pods:
+        if p.deleting or p.name in killed:
+            continue
+        phases = out.setdefault(p.task, {})
+        phases[p.phase.value] = phases.get(p.phase.value, 0) + 1
+    return {t: {"phase": dict(sorted(ph.items()))} for t, ph in sorted(out.items())}
+
+
+def _status(
+    w: World,
+    job: Job,
+    phase: JobPhase,
+    text: tuple[str, str],
+    c: Counts,
+    controlled: Mapping[str, str],
+    killed: set[str],
+) -> Obj | None:
+    old = job.status
+    changed = phase != old.phase
+    conditions = list(old.raw.get("conditions") or [])
+    if changed:
+        conditions = [*conditions, {"status": phase.value, "lastTransitionTime": rfc3339(w.now)}][
+            -MAX_CONDITIONS:
+        ]
+    state: Obj = {
+        "phase": phase.value,
+        "reason": text[0],
+        "message": text[1],
+        "lastTransitionTime": rfc3339(w.now)
+        if changed or not old.last_transition_time
+        else old.last_transition_time,
+    }
+    status: Obj = {
+        "state": {k: v for k, v in state.items() if v},
+        "minAvailable": job.min_available,
+        "pending": c.pending,
+        "running": c.running,
+        "succeeded": c.succeeded,
+        "failed": c.failed,
+        "terminating": c.terminating,
+        "unknown": c.unknown,
+        "version": job.status.version,
+        "retryCount": job.status.retry_count,
+        "taskStatusCount": _task_counts(w.pods, killed),
+        "controlledResources": dict(sorted(controlled.items())),
+        "conditions": conditions,
+    }
+    if not status["controlledResources"]:
+        del status["controlledResources"]
+    if _comparable(status) == _comparable(old.raw):
+        return None
+    start = timestamp(job.created)
+    if start:
+        status["runningDuration"] = go_duration(w.now - start)
+    return status
+
+
+def _comparable(status: Mapping[str, Any]) -> Obj:
+    keys = (
+        "state",
+        "minAvailable",
+        "pending",
+        "running",
+        "succeeded",
+        "failed",
+        "terminating",
+        "unknown",
+        "version",
+        "retryCount",
+        "taskStatusCount",
+        "controlledResources",
+        "conditions",
+    )
+    out = {k: status.get(k) for k in keys}
+    for k in ("pending", "running", "succeeded", "failed", "terminating", "unknown", "version", "retryCount"):
+        out[k] = out[k] or 0
+    out["taskStatusCount"] = out["taskStatusCount"] or {}
+    out["controlledResources"] = out["controlledResources"] or {}
+    out["conditions"] = out["conditions"] or []
+    return out
+
+
+# --- PodGroup and TTL ------------------------------------------------------------------------------------
+def podgroup_spec(job: Job) -> Obj:
+    """The PodGroup Volcano's controller would write: ``minMember`` from ``minAvailable``, ``minTaskMember``
+    per task, ``minResources`` of the first ``minAvailable`` pods in task order.
+
+    Two choices of ours: when ``minAvailable`` is below the tasks' minimums (an elastic job), the
+    per-task minimums are left out, since they would demand more than the job asked for; and a gang never
+    counts pods of ``dependsOn`` tasks, which cannot exist until their dependencies run."""
+    independent = [t for t in job.tasks if t.depends_on is None or not t.depends_on.names]
+    min_member = job.min_available
+    if len(independent) < len(job.tasks):
+        min_member = min(min_member, sum(t.min_needed for t in independent))
+    spec: Obj = {"minMember": min_member, "queue": job.queue}
+    if sum(t.min_needed for t in independent) <= min_member:
+        spec["minTaskMember"] = {t.name: t.min_needed for t in independent}
+    if job.priority_class_name:
+        spec["priorityClassName"] = job.priority_class_name
+    total: dict[str, int] = {}
+    left = min_member
+    for t in independent:
+        take = min(left, t.replicas)
+        if take <= 0:
+            break
+        one = {k: v for k, v in pod_requests((t.template or {}).get("spec") or {}).items() if k != "pods"}
+        total = add(total, {k: v * take for k, v in one.items()})
+        left -= take
+    if total:
+        spec["minResources"] = format_resource_list(total)
+    return spec
+
+
+def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
+    spec = podgroup_spec(job)
+    if existing is None:
+        plan.podgroup_create = {
+            "apiVersion": f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": podgroup_name(job),
+                "namespace": job.namespace,
+                "labels": {L.JOB_NAME_KEY: job.name, L.JOB_NAMESPACE_KEY: job.namespace},
+                "annotations": dict(job.annotations),
+                "ownerReferences": [owner_reference(job)],
+            },
+            "spec": spec,
+        }
+        return
+    have = existing.get("spec") or {}
+    diff = {k: v for k, v in spec.items() if have.get(k) != v}
+    for k in ("minTaskMember", "minResources", "priorityClassName"):
+        if k not in spec and have.get(k):
+            diff[k] = None
+    if diff:
+        plan.podgroup_patch = {"spec": diff}
+
+
+def _ttl(plan: Plan, job: Job, phase: JobPhase, status: Obj | None, now: float) -> None:
+    if job.ttl_seconds_after_finished is None:
+        return
+    since = (
+        now
+        if status is not None and phase != job.status.phase
+        else timestamp(job.status.last_transition_time)
+    )
+    due = (since or now) + job.ttl_seconds_after_finished
+    if now >= due:
+        plan.delete_job = True
+    else:
+        plan.wake(due - now)
