@@ -5,13 +5,13 @@ resource and operations, whether it mutates or validates, how a failure of pumic
 function answers. The server mounts exactly the served rows; :func:`webhook_configurations` registers exactly
 the same rows, so what is served and what is registered cannot drift apart.
 
-Failure policy: queue and PodGroup webhooks ``Fail`` (a write that skipped validation could corrupt the
-hierarchy); pod webhooks ``Ignore`` with the narrowest rule (pods, CREATE) and a short timeout, so an outage
-of pumice never blocks pod creation cluster-wide. Namespaced rules skip ``kube-system`` and pumice's own
-namespace, as Volcano's chart does.
+Failure policy: job, Command, queue and PodGroup webhooks ``Fail`` (a write that skipped validation could
+corrupt the hierarchy or leave a job the controller cannot run); pod webhooks ``Ignore`` with the narrowest
+rule (pods, CREATE) and a short timeout, so an outage of pumice never blocks pod creation cluster-wide.
+Namespaced rules skip ``kube-system`` and pumice's own namespace, as Volcano's chart does.
 
-The ``/jobs/*`` rows (``batch.volcano.sh`` Jobs) are reserved: listed with no function, they are neither
-served nor registered until the Job webhooks land; they then only need their function set here.
+A row listed with no function is reserved: neither served nor registered until its function is set here.
+``/commands/validate`` is ours: Volcano has no Command webhook (see :mod:`admission.commands`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from admission import podgroups, pods, queues
+from admission import commands, jobs, podgroups, pods, queues
 from admission.base import FieldError, Mutator, Validator
 from admission.lookup import Lookup
 from admission.review import AdmissionRequest, AdmissionReview, allow, deny, patch
@@ -67,6 +67,7 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         mutating=True,
         failure_policy="Fail",
         timeout_seconds=10,
+        mutate=jobs.mutate,
     ),
     Webhook(
         name="validate-job.pumice.dev",
@@ -79,6 +80,20 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         mutating=False,
         failure_policy="Fail",
         timeout_seconds=10,
+        validate=jobs.validate,
+    ),
+    Webhook(
+        name="validate-command.pumice.dev",
+        path="/commands/validate",
+        group=L.BUS_GROUP,
+        version=L.BUS_VERSION,
+        resource="commands",
+        namespaced=True,
+        operations=("CREATE",),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=commands.validate,
     ),
     Webhook(
         name="mutate-pod.pumice.dev",

@@ -75,6 +75,8 @@ class ClusterCache:
         self._nodes_version = 0
         self._node_table: tuple[int, NodeTable] | None = None
         self.listeners: list[Callable[[str], None]] = []
+        # Told when the scheduler admits a group in memory (before its status write reaches the API).
+        self.phase_listeners: list[Callable[[GroupKey, GroupPhase], None]] = []
 
     # --- change notification -------------------------------------------------------------------------
     def _changed(self, kind: str) -> None:
@@ -263,6 +265,8 @@ class ClusterCache:
         if pg is not None and pg.phase != phase:
             self.podgroups[key] = dataclasses.replace(pg, phase=phase)
             self._changed("podgroup")
+            for fn in self.phase_listeners:
+                fn(key, phase)
 
     # --- queues and priority classes -------------------------------------------------------------------
     def upsert_queue(self, obj: Obj) -> None:

@@ -63,6 +63,21 @@ def _job_of(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _newer(obj: Mapping[str, Any], cached: Mapping[str, Any] | None) -> bool:
+    """Whether a watch event should replace what is cached. The controller caches the objects its own
+    writes return, so a watch event still on its way from before that write must not undo it. Compared
+    only for the same object (UID) and when both resourceVersions are numbers, as etcd's revisions are."""
+    if cached is None:
+        return True
+    new_meta, old_meta = _meta(obj), _meta(cached)
+    if new_meta.get("uid") != old_meta.get("uid"):
+        return True
+    try:
+        return int(new_meta.get("resourceVersion") or 0) >= int(old_meta.get("resourceVersion") or 0)
+    except ValueError:
+        return True
+
+
 def generate_ssh_key() -> PluginContext:
     """A fresh key pair for the ssh plugin (ed25519: instant to make, accepted by every current OpenSSH)."""
     key = ed25519.Ed25519PrivateKey.generate()
@@ -97,11 +112,15 @@ class JobController:
         scheduler_names: frozenset[str],
         workers: int = 16,
         clock: Callable[[], float] = time.time,
+        group_phase: Callable[[str, str], str | None] = lambda _ns, _name: None,
     ) -> None:
         self.client = client
         self.scheduler_names = scheduler_names
         self.workers = workers
         self.clock = clock
+        # The scheduler's in-memory phase of a PodGroup: pods can be created as soon as it admits the
+        # group, without waiting for the status write and its watch event to come round.
+        self.group_phase = group_phase
         self.jobs: dict[str, Obj] = {}
         self.pods: dict[str, dict[str, Obj]] = {}
         self.podgroups: dict[str, Obj] = {}
@@ -147,6 +166,8 @@ class JobController:
 
     def _upsert_job(self, obj: Obj) -> None:
         key = self._key(obj)
+        if not _newer(obj, self.jobs.get(key)):
+            return  # our own write already put a later version here
         self.jobs[key] = obj
         self.enqueue(key)
 
@@ -192,8 +213,11 @@ class JobController:
     def _upsert_pod(self, obj: Obj) -> None:
         job = _job_of(obj)
         if job is not None:
-            self.pods.setdefault(job, {})[str(_meta(obj).get("name"))] = obj
-            self.enqueue(job)
+            pods = self.pods.setdefault(job, {})
+            name = str(_meta(obj).get("name"))
+            if _newer(obj, pods.get(name)):
+                pods[name] = obj
+                self.enqueue(job)
 
     def _remove_pod(self, obj: Obj) -> None:
         job = _job_of(obj)
@@ -217,7 +241,7 @@ class JobController:
 
     def _upsert_podgroup(self, obj: Obj) -> None:
         job = _job_of(obj)
-        if job is not None:
+        if job is not None and _newer(obj, self.podgroups.get(self._key(obj))):
             self.podgroups[self._key(obj)] = obj
             self.enqueue(job)
 
@@ -232,6 +256,13 @@ class JobController:
         for o in objs:
             self._upsert_podgroup(o)
         self._mark("podgroups")
+
+    def group_admitted(self, key: str) -> None:
+        """A PodGroup (``namespace/name``) changed phase in the scheduler: its job may create pods now."""
+        pg = self.podgroups.get(key)
+        job = _job_of(pg) if pg is not None else None
+        if job is not None:
+            self.enqueue(job)
 
     def _mark(self, name: str) -> None:
         self.synced[name] = True
@@ -290,10 +321,14 @@ class JobController:
                     created=timestamp(str(meta.get("creationTimestamp") or "")),
                 )
             )
+        pg = self.podgroups.get(f"{job.namespace}/{podgroup_name(job)}")
+        phase = self.group_phase(job.namespace, podgroup_name(job)) if pg is not None else None
+        if pg is not None and phase and phase != (pg.get("status") or {}).get("phase"):
+            pg = {**pg, "status": {**(pg.get("status") or {}), "phase": phase}}
         return World(
             job=job,
             pods=pods,
-            podgroup=self.podgroups.get(f"{job.namespace}/{podgroup_name(job)}"),
+            podgroup=pg,
             commands=commands,
             now=self.clock(),
             gang_admission=job.scheduler_name in self.scheduler_names,
@@ -342,9 +377,7 @@ class JobController:
                 "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
                 "status": merge_patch(obj.get("status") or {}, plan.status),
             }
-            fresh = await self.client.merge_patch(f"{base}/status", body)
-            if self.jobs.get(key) is obj:
-                self.jobs[key] = fresh
+            self._upsert_job(await self.client.merge_patch(f"{base}/status", body))
             state = plan.status.get("state") or {}
             if state.get("phase") != job.status.phase:
                 log.info(
@@ -360,7 +393,9 @@ class JobController:
         ns_pods = f"/api/v1/namespaces/{job.namespace}/pods"
         pg_path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{job.namespace}/podgroups"
         if plan.podgroup_create is not None:
-            await self._create(pg_path, plan.podgroup_create)
+            created = await self._create(pg_path, plan.podgroup_create)
+            if created:
+                self._upsert_podgroup(created)
         if plan.podgroup_patch is not None:
             await self._ignore_404(
                 self.client.merge_patch(f"{pg_path}/{podgroup_name(job)}", plan.podgroup_patch)
@@ -372,7 +407,7 @@ class JobController:
                 self.applied[job.uid] = digest
         await self._gather([self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods])
         self.stats["pods_deleted"] += len(plan.delete_pods)
-        await self._gather([self._create(ns_pods, p) for p in plan.create_pods])
+        await self._gather([self._create(ns_pods, p, self._upsert_pod) for p in plan.create_pods])
         self.stats["pods_created"] += len(plan.create_pods)
         cmds = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{job.namespace}/commands"
         for name in plan.delete_commands:
@@ -400,12 +435,18 @@ class JobController:
                 await self._ignore_404(self.client.delete(path))
         self.commands.pop(key, None)
 
-    async def _create(self, path: str, body: Obj) -> None:
+    async def _create(self, path: str, body: Obj, record: Callable[[Obj], None] | None = None) -> Obj | None:
+        """POST, taking "already exists" as done. ``record`` caches the created object at once, so the
+        next reconcile does not try again before the watch shows it."""
         try:
-            await self.client.post(path, body)
+            created = await self.client.post(path, body)
         except ApiError as e:
             if e.status != 409:
                 raise
+            return None
+        if record is not None:
+            record(created)
+        return created
 
     async def _apply(self, obj: Obj) -> None:
         """Create a plugin object; if it exists, bring a ConfigMap's data up to date (host lists change

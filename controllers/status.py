@@ -67,14 +67,20 @@ class StatusWriter:
         return out
 
     async def sync_once(self) -> None:
-        for path, desired, subresource in self._pending_writes():
-            try:
-                await self.executor.patch_status(path, desired, subresource=subresource)
-                self._written[path] = desired
-                self.writes += 1
-            except ApiError as e:
-                self._seen = None  # retry on the next pass
-                log.warning("status write failed", extra={"path": path, "error": str(e)})
+        # Several writes in flight: one at a time, a burst of new PodGroups took seconds to show.
+        sem = asyncio.Semaphore(16)
+
+        async def write(path: str, desired: dict[str, Any], subresource: bool) -> None:
+            async with sem:
+                try:
+                    await self.executor.patch_status(path, desired, subresource=subresource)
+                    self._written[path] = desired
+                    self.writes += 1
+                except ApiError as e:
+                    self._seen = None  # retry on the next pass
+                    log.warning("status write failed", extra={"path": path, "error": str(e)})
+
+        await asyncio.gather(*(write(*w) for w in self._pending_writes()))
 
     async def run(self) -> None:
         while True:

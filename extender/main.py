@@ -69,7 +69,10 @@ class Process:
         self.executor = Executor(client)
         self.scheduler = Scheduler(self.cache, conf, self.executor)
         self.status = StatusWriter(self.cache, self.scheduler, self.executor)
-        self.jobs = JobController(client, scheduler_names=settings.scheduler_names)
+        self.jobs = JobController(
+            client, scheduler_names=settings.scheduler_names, group_phase=self._group_phase
+        )
+        self.cache.phase_listeners.append(lambda key, _phase: self.jobs.group_admitted(key))
         handlers = self.cache.handlers()
         for name, h in self.jobs.handlers().items():
             handlers[name] = tee(handlers[name], h) if name in handlers else h
@@ -80,6 +83,10 @@ class Process:
         self.latency = self.metrics.histogram(
             "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb"
         )
+
+    def _group_phase(self, namespace: str, name: str) -> str | None:
+        pg = self.cache.podgroup(namespace, name)
+        return pg.phase.value if pg is not None else None
 
     @property
     def ready(self) -> bool:

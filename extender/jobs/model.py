@@ -258,7 +258,7 @@ def _task(raw: object, i: int) -> TaskSpec:
             names=tuple(str(n) for n in _list(dep, "name", f"{where}.dependsOn")), iteration=iteration
         )
     return TaskSpec(
-        name=str(raw.get("name") or (DEFAULT_TASK_NAME if i == 0 else f"task{i}")),
+        name=str(raw.get("name") or f"{DEFAULT_TASK_NAME}{i}"),
         replicas=_int(raw, "replicas", where, 0) or 0,
         min_available=_int(raw, "minAvailable", where, None),
         max_retry=_int(raw, "maxRetry", where, None),

@@ -24,16 +24,47 @@ CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 def test_paths_are_volcanos() -> None:
     assert sorted(w.path for w in WEBHOOKS) == sorted(
-        f"/{kind}/{verb}"
-        for kind in ("jobs", "pods", "queues", "podgroups")
-        for verb in ("mutate", "validate")
+        [
+            *(
+                f"/{kind}/{verb}"
+                for kind in ("jobs", "pods", "queues", "podgroups")
+                for verb in ("mutate", "validate")
+            ),
+            "/commands/validate",
+        ]
     )
     assert len({w.name for w in WEBHOOKS}) == len(WEBHOOKS)
 
 
-def test_jobs_are_reserved_not_served() -> None:
-    assert {w.path for w in WEBHOOKS if not w.served} == {"/jobs/mutate", "/jobs/validate"}
+def test_every_row_is_served() -> None:
+    assert served_webhooks() == WEBHOOKS
     assert all(w.path.endswith("/mutate") == w.mutating for w in WEBHOOKS)
+
+
+def test_job_and_command_webhooks_fail_closed() -> None:
+    hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
+    assert hooks["validate-job.pumice.dev"]["rules"] == [
+        {
+            "apiGroups": ["batch.volcano.sh"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["jobs"],
+            "operations": ["CREATE", "UPDATE"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert hooks["mutate-job.pumice.dev"]["rules"][0]["operations"] == ["CREATE"]
+    assert hooks["validate-command.pumice.dev"]["rules"] == [
+        {
+            "apiGroups": ["bus.volcano.sh"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["commands"],
+            "operations": ["CREATE"],
+            "scope": "Namespaced",
+        }
+    ]
+    for name in ("mutate-job", "validate-job", "validate-command"):
+        assert hooks[f"{name}.pumice.dev"]["failurePolicy"] == "Fail"
+        assert "namespaceSelector" in hooks[f"{name}.pumice.dev"]
 
 
 def _hooks(configs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -62,6 +93,7 @@ def test_configurations_by_url() -> None:
         assert 5 <= h["timeoutSeconds"] <= 10
         assert ("reinvocationPolicy" in h) == w.mutating
     assert [h["name"] for h in configs[0]["webhooks"]] == [
+        "mutate-job.pumice.dev",
         "mutate-pod.pumice.dev",
         "mutate-queue.pumice.dev",
         "mutate-podgroup.pumice.dev",

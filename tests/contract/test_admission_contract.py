@@ -376,7 +376,7 @@ async def test_a_failing_rule_is_500_so_the_failure_policy_applies(
 
 
 async def test_only_served_paths_are_mounted(client: Client) -> None:
-    for path in ("/jobs/mutate", "/jobs/validate", "/validate"):
+    for path in ("/commands/mutate", "/validate"):
         assert (await client.post(path, data=b"{}")).status == 404
     assert (await client.get("/queues/validate")).status == 405
 
