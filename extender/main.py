@@ -30,6 +30,7 @@ from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cache import ClusterCache
+from controllers.cli.parser import add_cli_parsers
 from controllers.executor import Executor
 from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
@@ -404,12 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     add_manifests_parser(sub)
+    add_cli_parsers(sub)
     sub.add_parser("version", help="print the version")
     args = parser.parse_args(argv)
     if args.command == "version":
         print(metadata.version("pumice"))
         return 0
-    if args.command == "manifests":
+    if args.command in ("manifests", "job", "queue"):
         return int(args.func(args))
     settings = _settings(args, parser)
     handler = logging.StreamHandler()

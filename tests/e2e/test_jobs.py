@@ -195,8 +195,12 @@ async def test_pod_failed_restarts_the_job_exactly_max_retry_times_then_fails_wi
         assert {p["metadata"]["annotations"]["volcano.sh/job-retry-count"] for p in pods} == {str(attempt)}
         await fake_kubelet.fail(namespace, "flaky-worker-0", exit_code=3)
         if attempt < 2:
-            job = await wait_phase(kube_api, namespace, "flaky", "Running")
-            restarts_seen.append(job["status"]["retryCount"])
+
+            async def restarted(n: int = attempt + 1) -> int:
+                job = await get_job(kube_api, namespace, "flaky")
+                return int(job["status"].get("retryCount", 0)) if job["status"].get("retryCount") == n else 0
+
+            restarts_seen.append(await kube.wait_for(restarted, 30, message=f"restart {attempt + 1}"))
     job = await wait_phase(kube_api, namespace, "flaky", "Failed")
     assert restarts_seen == [1, 2]
     assert job["status"]["retryCount"] == 2

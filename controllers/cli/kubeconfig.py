@@ -1,0 +1,168 @@
+"""Where a CLI command finds its cluster and namespace, how it runs, lists, and reports errors.
+
+Lookup order is kubectl's, not ``pumice serve``'s: ``--kubeconfig``, else ``$KUBECONFIG`` (``:``-separated,
+merged by kubernetes-asyncio), else ``~/.kube/config``, else the in-cluster service account. The default
+namespace is ``-n``, else the current context's ``namespace`` (read here, as the kubernetes-asyncio loader
+does not expose it), else the service account's namespace in a cluster, else ``default``.
+
+Every command ends in an exit code: 0 done, 1 the cluster said no or could not be reached (one line
+``pumice: <why>`` on stderr, the API server's own message when it sent one), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import yaml
+
+from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
+
+Obj = dict[str, Any]
+
+DEFAULT_NAMESPACE: Final = "default"
+LIST_CHUNK: Final = "500"
+SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+Action = Callable[[KubeClient, str], Awaitable[None]]
+
+
+class CliError(Exception):
+    """A failure the user can act on; the message is printed after ``pumice:``."""
+
+
+class UsageError(Exception):
+    """Flags that parse but do not make sense together; exits 2 like an argparse error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    kubeconfig: str | None  # what load_config takes; None means the in-cluster service account
+    namespace: str
+
+
+def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str], home: Path) -> list[Path]:
+    """The kubeconfig files to read, in merge order."""
+    if explicit:
+        return [Path(explicit).expanduser()]
+    env = environ.get("KUBECONFIG", "")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [home / ".kube" / "config"]
+
+
+def context_namespace(docs: Sequence[Mapping[str, Any]]) -> str | None:
+    """The current context's namespace across merged kubeconfig files.
+
+    As kubectl merges them: the first file that sets ``current-context`` chooses the context, and the first
+    file that defines a context name owns it.
+    """
+    current = next((d.get("current-context") for d in docs if d.get("current-context")), None)
+    if not current:
+        return None
+    for doc in docs:
+        for entry in doc.get("contexts") or ():
+            if isinstance(entry, Mapping) and entry.get("name") == current:
+                ctx = entry.get("context")
+                namespace = ctx.get("namespace") if isinstance(ctx, Mapping) else None
+                return str(namespace) if namespace else None
+    return None
+
+
+def _read_kubeconfig(path: Path) -> Mapping[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise KubeConfigError(f"cannot read kubeconfig {path}: {e}") from None
+    return doc if isinstance(doc, Mapping) else {}
+
+
+def resolve_target(
+    kubeconfig: str | None,
+    namespace: str | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Target:
+    env = os.environ if environ is None else environ
+    paths = [p for p in kubeconfig_paths(kubeconfig, env, home or Path.home()) if p.is_file()]
+    if kubeconfig and not paths:
+        raise KubeConfigError(f"kubeconfig {kubeconfig} does not exist")
+    if paths:
+        docs = [_read_kubeconfig(p) for p in paths]
+        return Target(
+            kubeconfig=os.pathsep.join(str(p) for p in paths),
+            namespace=namespace or context_namespace(docs) or DEFAULT_NAMESPACE,
+        )
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        try:
+            in_cluster = SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+        except OSError:
+            in_cluster = ""
+        return Target(kubeconfig=None, namespace=namespace or in_cluster or DEFAULT_NAMESPACE)
+    raise KubeConfigError(
+        "no cluster credentials: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config"
+    )
+
+
+def api_error_message(err: ApiError) -> str:
+    """What the API server said, as kubectl shows it; a hint when the resource does not exist at all."""
+    body = err.body
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    if err.status == 404:
+        # A bare 404 (no Status body) means the path is unknown: usually the CRDs are not installed.
+        request = str(err).split(": HTTP ", 1)[0]
+        return f"the server could not find the requested resource ({request}); are the CRDs installed?"
+    return str(err)
+
+
+async def list_all(client: KubeClient, path: str, query: list[tuple[str, str]] | None = None) -> list[Obj]:
+    """Every item of a collection, fetched in chunks as kubectl does so a big list cannot time out."""
+    items: list[Obj] = []
+    token = ""
+    while True:
+        params = [*(query or []), ("limit", LIST_CHUNK)]
+        if token:
+            params.append(("continue", token))
+        page = await client.get(path, params)
+        items += [i for i in page.get("items") or [] if isinstance(i, dict)]
+        meta = page.get("metadata")
+        token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
+        if not token:
+            return items
+
+
+async def _with_client(target: Target, action: Action) -> None:
+    client = KubeClient(await load_config(target.kubeconfig), pool=4)
+    try:
+        await action(client, target.namespace)
+    finally:
+        await client.close()
+
+
+def run_action(args: argparse.Namespace, action: Action) -> int:
+    """Run one command against the cluster the flags name; the exit code for ``main``."""
+    try:
+        target = resolve_target(args.kubeconfig, getattr(args, "namespace", None))
+        asyncio.run(_with_client(target, action))
+    except UsageError as e:
+        print(f"pumice: error: {e}", file=sys.stderr)
+        return 2
+    except ApiError as e:
+        print(f"pumice: {api_error_message(e)}", file=sys.stderr)
+        return 1
+    except (KubeConfigError, CliError) as e:
+        print(f"pumice: {e}", file=sys.stderr)
+        return 1
+    except (aiohttp.ClientError, TimeoutError, OSError) as e:
+        print(f"pumice: cannot reach the API server: {e or type(e).__name__}", file=sys.stderr)
+        return 1
+    return 0

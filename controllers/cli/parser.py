@@ -1,0 +1,257 @@
+"""The ``job`` and ``queue`` sub-commands of ``pumice``: flags, help, and which function runs each.
+
+Flag names follow vcctl (``--name``/``-N``, ``--min``, ``--replicas``, ``--requests``, ``--weight`` ...);
+connection flags follow kubectl (``--kubeconfig``, ``-n/--namespace``, ``--all-namespaces``,
+``-o yaml|json|wide``). Values are parsed and checked here, so a malformed flag is an argparse usage error
+(exit 2) before anything talks to the cluster. Every leaf parser sets ``func(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from controllers.cli import jobs, queues
+from extender.api import labels as L
+from extender.core.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    # What add_subparsers() returns; only typeshed's version is generic, so only for the checker.
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def resource_list(value: str) -> dict[str, str]:
+    """``cpu=1000m,memory=100Mi`` -> ``{"cpu": "1000m", "memory": "100Mi"}``; ``""`` -> ``{}``.
+
+    Each quantity must parse as a Kubernetes quantity, so a typo fails here rather than at admission.
+    """
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        name, sep, quantity = (part.strip() for part in item.partition("="))
+        if not sep or not name or not quantity:
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not RESOURCE=QUANTITY (e.g. cpu=1000m,memory=100Mi)"
+            )
+        try:
+            parse_quantity(quantity)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{quantity!r} for {name} is not a quantity (e.g. 500m, 2, 4Gi)"
+            ) from None
+        out[name] = quantity
+    return out
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return number
+
+    parse.__name__ = "integer"  # argparse names the type in its error message
+    return parse
+
+
+def _common(namespaced: bool) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
+    )
+    if namespaced:
+        common.add_argument(
+            "-n",
+            "--namespace",
+            default=None,
+            help="namespace (default: the kubeconfig context's namespace, else 'default')",
+        )
+    return common
+
+
+def _output(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=choices,
+        default="table",
+        help=f"output format: {', '.join(choices)} (default: a table)",
+    )
+
+
+def _name(p: argparse.ArgumentParser, what: str, required: bool = True) -> None:
+    p.add_argument("-N", "--name", required=required, help=f"the name of the {what}")
+
+
+def _job_parsers(sub: Subparsers) -> None:
+    job = sub.add_parser(
+        "job",
+        help="run and manage Volcano Jobs (batch.volcano.sh), like vcctl job",
+        description="Run and manage Volcano Jobs (batch.volcano.sh/v1alpha1), like vcctl job.",
+    )
+    verbs = job.add_subparsers(dest="job_command", required=True, metavar="COMMAND")
+    ns = _common(namespaced=True)
+
+    run = verbs.add_parser(
+        "run",
+        parents=[ns],
+        help="create a Job from flags or a YAML file",
+        description="Create a one-task Job from flags, or any Job from a YAML file (-f).",
+    )
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("-N", "--name", help="the name of the job")
+    source.add_argument("-f", "--filename", help="create the Job in this YAML file ('-' for stdin)")
+    run.add_argument(
+        "-i", "--image", default=jobs.DEFAULT_IMAGE, help="container image (default: %(default)s)"
+    )
+    run.add_argument(
+        "-r", "--replicas", type=_int_at_least(1), default=1, help="number of pods (default: %(default)s)"
+    )
+    run.add_argument(
+        "-m",
+        "--min",
+        type=_int_at_least(0),
+        default=1,
+        help="minAvailable: pods that must be schedulable together (default: %(default)s)",
+    )
+    run.add_argument(
+        "-R",
+        "--requests",
+        type=resource_list,
+        default=resource_list(jobs.DEFAULT_RESOURCES),
+        help=f"container requests, RESOURCE=QUANTITY,... (default: {jobs.DEFAULT_RESOURCES})",
+    )
+    run.add_argument(
+        "-L",
+        "--limits",
+        type=resource_list,
+        default=resource_list(jobs.DEFAULT_RESOURCES),
+        help=f"container limits, RESOURCE=QUANTITY,... (default: {jobs.DEFAULT_RESOURCES})",
+    )
+    run.add_argument(
+        "-S", "--scheduler", default=L.DEFAULT_SCHEDULER_NAME, help="schedulerName (default: %(default)s)"
+    )
+    run.add_argument("-q", "--queue", default=None, help="queue (default: the cluster's default queue)")
+    run.set_defaults(func=jobs.cmd_run)
+
+    ls = verbs.add_parser(
+        "list", parents=[ns], help="list Jobs", description="List Jobs with their phase and pod counts."
+    )
+    ls.add_argument("-A", "--all-namespaces", action="store_true", help="list Jobs in every namespace")
+    ls.add_argument("-q", "--queue", default=None, help="only Jobs in this queue")
+    ls.add_argument("-S", "--scheduler", default=None, help="only Jobs with this schedulerName")
+    _output(ls, ("wide", "yaml", "json"))
+    ls.set_defaults(func=jobs.cmd_list)
+
+    view = verbs.add_parser(
+        "view",
+        parents=[ns],
+        help="describe one Job",
+        description="Show a Job's spec, status, per-task pod counts, conditions and events.",
+    )
+    _name(view, "job")
+    _output(view, ("yaml", "json"))
+    view.set_defaults(func=jobs.cmd_view)
+
+    for verb, func, action, summary in (
+        ("suspend", jobs.cmd_suspend, jobs.ABORT_JOB, "abort a Job: its pods are deleted, the Job stays"),
+        ("resume", jobs.cmd_resume, jobs.RESUME_JOB, "resume a suspended Job"),
+    ):
+        p = verbs.add_parser(
+            verb,
+            parents=[ns],
+            help=summary,
+            description=f"{summary[0].upper()}{summary[1:]}, by creating a bus.volcano.sh Command "
+            f"(action {action}) for the job controller.",
+        )
+        _name(p, "job")
+        p.set_defaults(func=func)
+
+    delete = verbs.add_parser("delete", parents=[ns], help="delete a Job", description="Delete a Job.")
+    _name(delete, "job")
+    delete.set_defaults(func=jobs.cmd_delete)
+
+
+def _queue_parsers(sub: Subparsers) -> None:
+    queue = sub.add_parser(
+        "queue",
+        help="create and manage Volcano Queues (scheduling.volcano.sh), like vcctl queue",
+        description="Create and manage Volcano Queues (scheduling.volcano.sh/v1beta1, cluster-scoped), "
+        "like vcctl queue.",
+    )
+    verbs = queue.add_subparsers(dest="queue_command", required=True, metavar="COMMAND")
+    common = _common(namespaced=False)
+
+    create = verbs.add_parser(
+        "create", parents=[common], help="create a Queue", description="Create a Queue."
+    )
+    _name(create, "queue")
+    create.add_argument(
+        "-w", "--weight", type=_int_at_least(1), default=1, help="share weight (default: %(default)s)"
+    )
+    create.add_argument(
+        "-S", "--state", choices=queues.STATES, default=None, help="initial state (default: Open)"
+    )
+    create.add_argument("-p", "--parent", default=None, help="parent queue (hierarchical queues)")
+    for flag, what in (
+        ("--capability", "upper bound of what the queue may use"),
+        ("--deserved", "share the queue deserves before it is reclaimable"),
+        ("--guarantee", "resources reserved for the queue"),
+    ):
+        create.add_argument(flag, type=resource_list, default=None, help=f"{what}, e.g. cpu=4,memory=8Gi")
+    create.set_defaults(func=queues.cmd_create)
+
+    ls = verbs.add_parser(
+        "list",
+        parents=[common],
+        help="list Queues",
+        description="List Queues with their state and PodGroup counts per phase.",
+    )
+    _output(ls, ("wide", "yaml", "json"))
+    ls.set_defaults(func=queues.cmd_list)
+
+    get = verbs.add_parser("get", parents=[common], help="show one Queue", description="Show one Queue.")
+    _name(get, "queue")
+    _output(get, ("wide", "yaml", "json"))
+    get.set_defaults(func=queues.cmd_get)
+
+    operate = verbs.add_parser(
+        "operate",
+        parents=[common],
+        help="open or close a Queue, or change its weight",
+        description="Open or close a Queue, or change its weight. vcctl opens and closes queues through a "
+        "bus.volcano.sh Command (OpenQueue/CloseQueue); pumice does not execute queue Commands yet, so "
+        "open/close patch the Queue's status.state (the /status subresource) directly. A Closed queue "
+        "accepts no new PodGroups.",
+    )
+    _name(operate, "queue")
+    operate.add_argument(
+        "-a",
+        "--action",
+        required=True,
+        choices=(*queues.ACTION_STATES, queues.ACTION_UPDATE),
+        help="open or close the queue, or update its weight",
+    )
+    operate.add_argument(
+        "-w", "--weight", type=_int_at_least(1), default=None, help="the new weight, with --action update"
+    )
+    operate.set_defaults(func=queues.cmd_operate)
+
+    delete = verbs.add_parser(
+        "delete", parents=[common], help="delete a Queue", description="Delete a Queue."
+    )
+    _name(delete, "queue")
+    delete.set_defaults(func=queues.cmd_delete)
+
+
+def add_cli_parsers(sub: Subparsers) -> None:
+    """Add ``job`` and ``queue`` to ``pumice``'s sub-commands."""
+    _job_parsers(sub)
+    _queue_parsers(sub)
