@@ -25,8 +25,8 @@ from admission import job_rules as R
 from admission.base import FieldError, Obj, mapping, name_of
 from admission.job_defaults import mutate
 from admission.lookup import Lookup
+from admission.podgroups import queue_errors
 from extender.api import labels as L
-from extender.core.model import QueueState
 
 __all__ = ["MUTABLE_FIELDS", "mutate", "validate"]
 
@@ -74,27 +74,13 @@ def _validate_create(job: Obj, spec: Obj, lookup: Lookup) -> list[FieldError]:
 
 
 def _queue_errors(spec: Obj, lookup: Lookup) -> list[FieldError]:
+    """The PodGroup rules (exists, Open), and Volcano's for jobs: not root, a leaf."""
     name = spec.get("queue") or lookup.default_queue
-    if not isinstance(name, str):
-        return [FieldError(field="spec.queue", message="must be a queue name")]
-    queue = lookup.queue(name)
-    if queue is None:
-        return [
-            FieldError(
-                field="spec.queue",
-                message=f"queue {name!r} does not exist; create it or choose another queue",
-            )
-        ]
+    errors = queue_errors(spec, lookup, what="jobs")
+    if errors or not isinstance(name, str):
+        return errors
     if name == L.ROOT_QUEUE:
         return [FieldError(field="spec.queue", message="the root queue cannot run jobs; choose a leaf queue")]
-    errors: list[FieldError] = []
-    if queue.state != QueueState.OPEN:
-        errors.append(
-            FieldError(
-                field="spec.queue",
-                message=f"queue {name!r} is {queue.state.value}; jobs can only be submitted to an Open queue",
-            )
-        )
     children = sorted(q.name for q in lookup.queue_children(name) if q.name != name)
     if children:
         errors.append(

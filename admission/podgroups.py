@@ -43,7 +43,7 @@ def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldErro
     errors = _shape_errors(spec)
     if old is None:
         errors += _topology_errors(spec)
-        errors += _queue_errors(spec, lookup)
+        errors += queue_errors(spec, lookup)
     return errors
 
 
@@ -67,7 +67,8 @@ def _shape_errors(spec: Obj) -> list[FieldError]:
     return errors + e
 
 
-def _queue_errors(spec: Obj, lookup: Lookup) -> list[FieldError]:
+def queue_errors(spec: Obj, lookup: Lookup, *, what: str = "PodGroups") -> list[FieldError]:
+    """``spec.queue`` (or the default queue) exists and is Open: where ``what`` may be submitted."""
     name = spec.get("queue") or lookup.default_queue
     if not isinstance(name, str):
         return [FieldError(field="spec.queue", message="must be a queue name")]
@@ -84,7 +85,7 @@ def _queue_errors(spec: Obj, lookup: Lookup) -> list[FieldError]:
             FieldError(
                 field="spec.queue",
                 message=f"queue {name!r} is {queue.state.value}; "
-                "PodGroups can only be submitted to an Open queue",
+                f"{what} can only be submitted to an Open queue",
             )
         ]
     return []

@@ -17,6 +17,9 @@ from typing import Any, Final
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 
+# The core parser's readers: same errors, naming the field, as for PodGroups and Queues.
+from extender.core.parse import _list, _map
+
 Obj = Mapping[str, Any]
 
 DEFAULT_TASK_NAME: Final = "default"
@@ -192,24 +195,6 @@ def parse_duration(text: str) -> float:
             return 0.0
         raise ValueError(f"invalid duration {text!r} (want e.g. 30s, 5m, 1h30m)")
     return total
-
-
-def _map(obj: Obj, key: str, where: str) -> Obj:
-    v = obj.get(key)
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise InvalidObject(f"{where}.{key}: expected an object")
-    return v
-
-
-def _list(obj: Obj, key: str, where: str) -> list[Any]:
-    v = obj.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise InvalidObject(f"{where}.{key}: expected a list")
-    return v
 
 
 def _int(obj: Obj, key: str, where: str, default: int | None) -> int | None:

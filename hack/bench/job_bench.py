@@ -148,7 +148,7 @@ def pumice_counters(plane: ControlPlane) -> dict[str, float]:
     out: dict[str, float] = {}
     if status == 200:
         for line in body.decode().splitlines():
-            if line.startswith("pumice_job_"):
+            if line.startswith(("pumice_job_", "pumice_scheduling_cycle", "pumice_status_writes")):
                 name, _, value = line.rpartition(" ")
                 out[name] = float(value)
     return out
