@@ -101,8 +101,14 @@ def triggered(job: Job, pods: Sequence[PodView], now: float) -> tuple[Trigger | 
         restarts = sum(p.restarts for p in mine if p.alive)
         if limit is not None and limit >= 0 and t.replicas > 0 and restarts >= limit:
             events.append(Event.TASK_FAILED)
+        since = max((p.finished or p.created for p in mine), default=now)
         for event in events:
             policy = _policy(job, t, event, None)
-            if policy is not None and policy.action in POLICY_ACTIONS:
-                return Trigger(event=event, action=Action(policy.action), task=t.name), wake
+            if policy is None or policy.action not in POLICY_ACTIONS:
+                continue
+            if policy.timeout_s is not None and now < since + policy.timeout_s:
+                due = since + policy.timeout_s
+                wake = due if wake is None else min(wake, due)
+                continue
+            return Trigger(event=event, action=Action(policy.action), task=t.name), wake
     return None, wake

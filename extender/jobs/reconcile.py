@@ -124,6 +124,8 @@ def reconcile(w: World) -> Plan:
     version = job.status.version + (1 if move.bump_version else 0)
     if move.to is JobPhase.RESTARTING:
         controlled[RESTART_TARGET] = _target(action, trigger)
+    elif move.to is not None:
+        controlled.pop(RESTART_TARGET, None)
     if command is not None:
         controlled[LAST_COMMAND] = command.uid
         plan.delete_commands.append(command.name)
@@ -313,7 +315,7 @@ def _status(
     killed: set[str],
 ) -> Obj | None:
     old = job.status
-    changed = phase != old.phase
+    changed = phase != old.phase or not old.raw.get("state")
     conditions = list(old.raw.get("conditions") or [])
     if changed:
         conditions = [*conditions, {"status": phase.value, "lastTransitionTime": rfc3339(w.now)}][
@@ -394,15 +396,22 @@ def podgroup_spec(job: Job) -> Obj:
         spec["minTaskMember"] = {t.name: t.min_needed for t in independent}
     if job.priority_class_name:
         spec["priorityClassName"] = job.priority_class_name
+    # Each task's own minimum first, then the rest of minMember in task order (as Volcano's
+    # CalcPGMinResources), so minResources covers what minTaskMember demands.
     total: dict[str, int] = {}
     left = min_member
+    takes = {t.name: 0 for t in independent}
     for t in independent:
-        take = min(left, t.replicas)
-        if take <= 0:
-            break
-        one = {k: v for k, v in pod_requests((t.template or {}).get("spec") or {}).items() if k != "pods"}
-        total = add(total, {k: v * take for k, v in one.items()})
-        left -= take
+        takes[t.name] = min(left, t.min_needed, t.replicas)
+        left -= takes[t.name]
+    for t in independent:
+        more = min(left, t.replicas - takes[t.name])
+        takes[t.name] += more
+        left -= more
+    for t in independent:
+        if takes[t.name] > 0:
+            one = {k: v for k, v in pod_requests((t.template or {}).get("spec") or {}).items() if k != "pods"}
+            total = add(total, {k: v * takes[t.name] for k, v in one.items()})
     if total:
         spec["minResources"] = format_resource_list(total)
     return spec

@@ -11,7 +11,8 @@ Where pumice differs from Volcano, on purpose:
   equals ``maxRetry`` fails the job instead, so ``maxRetry: 2`` restarts exactly twice. Volcano increments
   first and fails on reaching the limit, which restarts only ``maxRetry - 1`` times.
 - ResumeJob does not count as a retry: suspending a job is not a failure.
-- AbortJob, TerminateJob and CompleteJob also act on a Restarting job; Volcano would drop them there.
+- AbortJob, TerminateJob and CompleteJob also act on a Restarting job, and TerminateJob and CompleteJob
+  on an Aborting or Aborted one (to end a suspended job for good); Volcano would drop them there.
 - A finished job keeps killing pods that are still alive, so it never leaves running pods behind.
 """
 
@@ -89,6 +90,9 @@ def decide(phase: JobPhase, action: Action, *, retry_count: int, max_retry: int)
     if phase is JobPhase.RESTARTING:
         if action in _STOPS:
             return Move(kill=Kill.SOFT, to=_STOPS[action], bump_version=True)
+        if action is Action.RESTART_JOB:
+            # Widen a task or pod restart in progress to the whole job (not another retry).
+            return Move(kill=Kill.ALL, to=JobPhase.RESTARTING, bump_version=True)
         return Move(kill=Kill.TARGET)
     if phase in (JobPhase.ABORTING, JobPhase.ABORTED):
         if action is Action.RESUME_JOB:
