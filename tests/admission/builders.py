@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from admission.lookup import StaticLookup
@@ -80,3 +82,20 @@ def lookup(*objects: Queue | PodGroup, gates: bool = False, default_queue: str =
 
 
 CLOSED = QueueState.CLOSED
+
+
+def apply_patch(obj: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A minimal RFC 6902 ``add`` (the only op our webhooks emit) on a copy, to check a patch does what
+    it says."""
+    out: dict[str, Any] = copy.deepcopy(dict(obj))
+    for op in ops:
+        assert op["op"] == "add"
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        target: Any = out
+        for p in parents:
+            target = target[int(p)] if isinstance(target, list) else target[p]
+        if isinstance(target, list):
+            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
+        else:
+            target[last] = op["value"]
+    return out

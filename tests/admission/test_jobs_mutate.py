@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,24 +11,10 @@ from admission import jobs
 from admission.base import PatchOp
 from admission.lookup import StaticLookup
 from extender.core.model import Queue
-from tests.admission.builders import Raw, lookup
+from tests.admission.builders import Raw, apply_patch, lookup
 from tests.admission.test_jobs_validate import job_obj, task
 
 CLUSTER = lookup(Queue(name="q1"))
-
-
-def apply_patch(obj: Raw, ops: list[PatchOp]) -> Raw:
-    """RFC 6902 ``add`` to an object member (all the job defaults use), on a copy."""
-    out = copy.deepcopy(obj)
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        target: Any = out
-        for p in parents:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        assert isinstance(target, dict)
-        target[last] = op["value"]
-    return out
 
 
 # A job with everything Volcano defaults already set: mutate leaves it alone.

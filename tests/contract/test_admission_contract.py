@@ -8,7 +8,6 @@ kube-apiserver accepted: same keys, same nesting, ``request.uid`` echoed, base64
 from __future__ import annotations
 
 import base64
-import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import admission.server as server
 from admission.lookup import Lookup, LookupUnavailable, StaticLookup
 from admission.server import METRICS_KEY, make_admission_app
 from extender.core.model import PodGroup, Queue, QueueState
+from tests.admission.builders import apply_patch
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
 
@@ -65,22 +65,6 @@ def shape(doc: object) -> object:
     if isinstance(doc, dict):
         return {k: shape(v) for k, v in doc.items()}
     return type(doc).__name__
-
-
-def apply_patch(obj: Raw, ops: list[Raw]) -> Raw:
-    """A minimal RFC 6902 ``add`` (what our webhooks emit), to check a patch does what it says."""
-    out = copy.deepcopy(obj)
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        target: Any = out
-        for p in parents:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        if isinstance(target, list):
-            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
-        else:
-            target[last] = op["value"]
-    return out
 
 
 def envelope(

@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient
 from admission.lookup import StaticLookup
 from admission.server import METRICS_KEY, make_admission_app
 from extender.core.model import Queue, QueueState
+from tests.admission.builders import apply_patch
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
 UID = "7f3c2a9e-1b4d-4c8e-9f0a-2d6b8e4c1a57"
@@ -94,18 +95,6 @@ def vcjob(name: str = "mpi-demo", **spec: Any) -> Raw:
         },
         "spec": body,
     }
-
-
-def apply_patch(obj: Raw, ops: list[Raw]) -> Raw:
-    out = copy.deepcopy(obj)
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        target: Any = out
-        for p in parents:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        target[last] = op["value"]
-    return out
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from kubernetes_asyncio import client
 from tests.e2e import kube
 from tests.e2e.controlplane import ControlPlane, skip_reason
 from tests.e2e.fake_kubelet import FakeKubelet
+from tests.e2e.pumice import ensure_pumice
 
 E2E_DIR = Path(__file__).parent
 CONTROL_PLANE = pytest.StashKey[ControlPlane]()
@@ -115,3 +116,14 @@ async def fake_kubelet(kube_api: client.ApiClient) -> AsyncIterator[FakeKubelet]
     await kubelet.start()
     yield kubelet
     await kubelet.stop()
+
+
+@pytest.fixture
+def pumice(control_plane: ControlPlane) -> None:
+    """pumice (and kube-scheduler on its config) running on the shared control plane."""
+    ensure_pumice(control_plane)
+
+
+def node_labels(test_id: str) -> dict[str, str]:
+    """Labels of this test's fake nodes: pods select them, so tests sharing the plane never meet."""
+    return {"pumice.e2e/test": test_id}

@@ -17,7 +17,6 @@ from kubernetes_asyncio import client
 from controllers.cli.parser import add_cli_parsers
 from tests.e2e import kube
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.pumice import ensure_pumice
 
 pytestmark = pytest.mark.e2e
 
@@ -30,11 +29,6 @@ class Result:
 
 
 Cli = Callable[..., Awaitable[Result]]
-
-
-@pytest.fixture
-def pumice(control_plane: ControlPlane) -> None:
-    ensure_pumice(control_plane)
 
 
 @pytest.fixture

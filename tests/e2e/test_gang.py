@@ -14,7 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.e2e import kube
-from tests.e2e.conftest import FakeNodes
+from tests.e2e.conftest import FakeNodes, node_labels
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.pumice import ensure_pumice
@@ -22,11 +22,6 @@ from tests.e2e.pumice import ensure_pumice
 pytestmark = pytest.mark.e2e
 
 PG = "scheduling.volcano.sh/v1beta1"
-
-
-@pytest.fixture
-def pumice(control_plane: ControlPlane) -> None:
-    ensure_pumice(control_plane)
 
 
 async def create_gang(
@@ -101,10 +96,6 @@ async def wait_for_reason(
     return await kube.wait_for(check, within, message=lambda: f"the expected reason; last seen {seen[-1:]}")
 
 
-def _labels(test_id: str) -> dict[str, str]:
-    return {"pumice.e2e/test": test_id}
-
-
 async def test_a_gang_that_fits_is_bound_whole_and_runs(
     pumice: None,
     kube_api: client.ApiClient,
@@ -113,8 +104,8 @@ async def test_a_gang_that_fits_is_bound_whole_and_runs(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(3, cpu="4", labels=_labels(test_id))
-    pods = await create_gang(kube_api, namespace, "g", 4, cpu="2", selector=_labels(test_id))
+    await fake_nodes(3, cpu="4", labels=node_labels(test_id))
+    pods = await create_gang(kube_api, namespace, "g", 4, cpu="2", selector=node_labels(test_id))
     await kube.wait_for(lambda: _all_bound(kube_api, namespace, pods), 30, message="all 4 pods bound")
 
     async def running() -> bool:
@@ -138,9 +129,9 @@ async def test_gangs_bind_whole_when_binding_is_delegated_to_pumice(
 ) -> None:
     ensure_pumice(control_plane, bind_verb=True)
     try:
-        await fake_nodes(2, cpu="4", labels=_labels(test_id))
-        a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=_labels(test_id))
-        b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=_labels(test_id))
+        await fake_nodes(2, cpu="4", labels=node_labels(test_id))
+        a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=node_labels(test_id))
+        b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=node_labels(test_id))
 
         async def one_whole() -> bool:
             return {await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)} == {0, 3}
@@ -149,7 +140,7 @@ async def test_gangs_bind_whole_when_binding_is_delegated_to_pumice(
         await asyncio.sleep(2)
         assert sorted([await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)]) == [0, 3]
         # Room for the second gang appears: it binds whole too, through pumice's /bind.
-        await fake_nodes(2, cpu="4", labels=_labels(test_id))
+        await fake_nodes(2, cpu="4", labels=node_labels(test_id))
         await kube.wait_for(lambda: _all_bound(kube_api, namespace, a + b), 20, message="both gangs bound")
     finally:
         ensure_pumice(control_plane)  # back to the default configuration for the other tests
@@ -163,9 +154,9 @@ async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    await fake_nodes(2, cpu="4", labels=node_labels(test_id))
     # 3 pods of 3 cpu: two fit on two 4-cpu nodes, the third does not.
-    pods = await create_gang(kube_api, namespace, "big", 3, cpu="3", selector=_labels(test_id))
+    pods = await create_gang(kube_api, namespace, "big", 3, cpu="3", selector=node_labels(test_id))
 
     message = await wait_for_reason(
         kube_api, namespace, "big", lambda m: m.startswith("gang 2/3 placeable: needs cpu 3, best node ")
@@ -177,7 +168,7 @@ async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_is_
     assert pg["status"]["phase"] == "Inqueue"
 
     t0 = time.monotonic()
-    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    await fake_nodes(1, cpu="4", labels=node_labels(test_id))
     await kube.wait_for(
         lambda: _all_bound(kube_api, namespace, pods), 15, message="gang bound after node add"
     )
@@ -192,10 +183,10 @@ async def test_two_gangs_that_fit_alone_but_not_together_end_one_whole_one_not_a
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    await fake_nodes(2, cpu="4", labels=node_labels(test_id))
     # Each gang needs 3 x 2 cpu = 6 of the 8 cpu: either fits alone, both never.
-    a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=_labels(test_id))
-    b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=_labels(test_id))
+    a = await create_gang(kube_api, namespace, "a", 3, cpu="2", selector=node_labels(test_id))
+    b = await create_gang(kube_api, namespace, "b", 3, cpu="2", selector=node_labels(test_id))
 
     async def one_whole() -> bool:
         return {await bound(kube_api, namespace, a), await bound(kube_api, namespace, b)} == {0, 3}
@@ -214,9 +205,9 @@ async def test_default_scheduler_pods_are_unaffected(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    await fake_nodes(1, cpu="4", labels=node_labels(test_id))
     await kube.create_pod(
-        kube_api, namespace, kube.pod_manifest("plain", cpu="1", node_selector=_labels(test_id))
+        kube_api, namespace, kube.pod_manifest("plain", cpu="1", node_selector=node_labels(test_id))
     )
     await kube.wait_for(lambda: _all_bound(kube_api, namespace, ["plain"]), 20, message="default pod bound")
 
@@ -224,7 +215,7 @@ async def test_default_scheduler_pods_are_unaffected(
 async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
     pumice: None, kube_api: client.ApiClient, namespace: str, fake_nodes: FakeNodes, test_id: str
 ) -> None:
-    await fake_nodes(1, cpu="4", labels=_labels(test_id))
+    await fake_nodes(1, cpu="4", labels=node_labels(test_id))
     qname = f"q-{test_id}"[:60]
     queues = kube.collection_path(PG, "queues")
     pgs = kube.collection_path(PG, "podgroups", namespace)
@@ -259,7 +250,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
             cpu="1",
             scheduler_name="volcano",
             annotations={"scheduling.k8s.io/group-name": "early"},
-            node_selector=_labels(test_id),
+            node_selector=node_labels(test_id),
         )
         await kube.create_pod(kube_api, namespace, manifest)
 
@@ -284,10 +275,10 @@ async def test_a_pumice_restart_loses_nothing(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(2, cpu="4", labels=_labels(test_id))
-    running = await create_gang(kube_api, namespace, "running", 2, cpu="2", selector=_labels(test_id))
+    await fake_nodes(2, cpu="4", labels=node_labels(test_id))
+    running = await create_gang(kube_api, namespace, "running", 2, cpu="2", selector=node_labels(test_id))
     await kube.wait_for(lambda: _all_bound(kube_api, namespace, running), 30, message="first gang bound")
-    waiting = await create_gang(kube_api, namespace, "waiting", 2, cpu="3", selector=_labels(test_id))
+    waiting = await create_gang(kube_api, namespace, "waiting", 2, cpu="3", selector=node_labels(test_id))
     await kube.wait_for(
         lambda: _phase_is(kube_api, namespace, "waiting", "Inqueue"), 20, message="second gang admitted"
     )
@@ -299,7 +290,7 @@ async def test_a_pumice_restart_loses_nothing(
     assert await _phase_is(kube_api, namespace, "waiting", "Inqueue")
     assert await bound(kube_api, namespace, running) == 2
     assert await bound(kube_api, namespace, waiting) == 0
-    await fake_nodes(2, cpu="4", labels=_labels(test_id))
+    await fake_nodes(2, cpu="4", labels=node_labels(test_id))
     await kube.wait_for(
         lambda: _all_bound(kube_api, namespace, waiting), 20, message="gang bound after restart"
     )
@@ -326,7 +317,7 @@ def test_sigterm_stops_pumice_cleanly(control_plane: ControlPlane, pumice: None)
 async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
     pumice: None, kube_api: client.ApiClient, namespace: str, fake_nodes: FakeNodes, test_id: str
 ) -> None:
-    await fake_nodes(2, cpu="8", labels=_labels(test_id))
+    await fake_nodes(2, cpu="8", labels=node_labels(test_id))
     qname = f"cap-{test_id}"[:60]
     queues = kube.collection_path(PG, "queues")
     pgs = kube.collection_path(PG, "podgroups", namespace)
@@ -355,10 +346,10 @@ async def test_elastic_pods_beyond_min_member_run_where_room_is_left(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    await fake_nodes(3, cpu="2", labels=_labels(test_id))
+    await fake_nodes(3, cpu="2", labels=node_labels(test_id))
     # minMember 2 of 4 pods, room for 3: the gang runs and one extra replica with it.
     pods = await create_gang(
-        kube_api, namespace, "elastic", 4, cpu="2", selector=_labels(test_id), min_member=2
+        kube_api, namespace, "elastic", 4, cpu="2", selector=node_labels(test_id), min_member=2
     )
     await kube.wait_for(lambda: _bound_count_is(kube_api, namespace, pods, 3), 30, message="3 of 4 bound")
     await asyncio.sleep(2)

@@ -14,7 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e import kube
-from tests.e2e.conftest import FakeNodes
+from tests.e2e.conftest import FakeNodes, node_labels
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.pumice import ensure_pumice
@@ -24,11 +24,6 @@ pytestmark = pytest.mark.e2e
 BATCH = "batch.volcano.sh/v1alpha1"
 BUS = "bus.volcano.sh/v1alpha1"
 PG = "scheduling.volcano.sh/v1beta1"
-
-
-@pytest.fixture
-def pumice(control_plane: ControlPlane) -> None:
-    ensure_pumice(control_plane)
 
 
 def task(
@@ -104,10 +99,6 @@ async def wait_running_pods(
     return await kube.wait_for(check, 30, message=f"{n} running pods of {job}")
 
 
-def _labels(test_id: str) -> dict[str, str]:
-    return {"pumice.e2e/test": test_id}
-
-
 def _env(pod: dict[str, Any]) -> dict[str, Any]:
     return {
         e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][0].get("env", [])
@@ -122,7 +113,7 @@ async def test_an_mpi_style_job_runs_with_hosts_env_service_and_ssh_keys(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(2, cpu="4", labels=sel)
     await create_job(
         kube_api,
@@ -176,7 +167,7 @@ async def test_pod_failed_restarts_the_job_exactly_max_retry_times_then_fails_wi
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(2, cpu="4", labels=sel)
     await create_job(
         kube_api,
@@ -220,7 +211,7 @@ async def test_task_completed_completes_the_job_and_removes_the_other_pods(
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(2, cpu="4", labels=sel)
     await create_job(
         kube_api,
@@ -255,7 +246,7 @@ async def test_depends_on_holds_back_the_dependent_task_until_its_dependency_run
     fake_nodes: FakeNodes,
     test_id: str,
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(2, cpu="4", labels=sel)
     async with FakeKubelet(kube_api, auto_run=False) as kubelet:
         await create_job(
@@ -294,7 +285,7 @@ async def test_an_abort_command_suspends_the_job_and_a_resume_command_runs_it_ag
     fake_kubelet: FakeKubelet,
     test_id: str,
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(1, cpu="4", labels=sel)
     job = await create_job(kube_api, namespace, "sus", {"tasks": [task("w", 2, selector=sel)]})
     await wait_phase(kube_api, namespace, "sus", "Running")
@@ -334,7 +325,7 @@ async def test_restarting_pumice_mid_lifecycle_loses_nothing_and_duplicates_no_p
     test_id: str,
 ) -> None:
     ensure_pumice(control_plane)
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     await fake_nodes(2, cpu="8", labels=sel)
     await create_job(
         kube_api,
@@ -367,7 +358,7 @@ async def test_restarting_pumice_mid_lifecycle_loses_nothing_and_duplicates_no_p
 async def test_a_job_written_wrong_is_denied_with_the_field_named(
     pumice: None, kube_api: client.ApiClient, namespace: str, test_id: str
 ) -> None:
-    sel = _labels(test_id)
+    sel = node_labels(test_id)
     with pytest.raises(ApiException) as err:
         await create_job(
             kube_api,
