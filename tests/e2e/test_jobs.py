@@ -368,3 +368,71 @@ async def test_a_job_written_wrong_is_denied_with_the_field_named(
         )
     assert err.value.status == 400
     assert "minAvailable" in str(err.value.body)
+
+
+async def test_an_elastic_job_runs_what_fits_and_scaling_down_removes_the_highest_indices(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    sel = node_labels(test_id)
+    await fake_nodes(1, cpu="3", labels=sel)  # room for 3 of the 4 one-cpu pods
+    await create_job(
+        kube_api, namespace, "el", {"minAvailable": 2, "tasks": [task("w", 4, selector=sel, minAvailable=2)]}
+    )
+    job = await wait_phase(kube_api, namespace, "el", "Running")
+    await wait_running_pods(kube_api, namespace, "el", 3)
+    pg = await kube.request(
+        kube_api, "GET", f"{kube.collection_path(PG, 'podgroups', namespace)}/el-{job['metadata']['uid']}"
+    )
+    assert pg["spec"]["minMember"] == 2
+
+    await kube.request(
+        kube_api,
+        "PATCH",
+        f"{kube.collection_path(BATCH, 'jobs', namespace)}/el",
+        body=[{"op": "replace", "path": "/spec/tasks/0/replicas", "value": 2}],
+        content_type="application/json-patch+json",
+    )
+
+    async def two_left() -> list[str]:
+        names = sorted(p["metadata"]["name"] for p in alive(await job_pods(kube_api, namespace, "el")))
+        return names if len(names) == 2 else []
+
+    assert await kube.wait_for(two_left, 30, message="scaled down to 2") == ["el-w-0", "el-w-1"]
+
+
+async def test_a_finished_job_is_deleted_after_its_ttl(
+    pumice: None,
+    kube_api: client.ApiClient,
+    namespace: str,
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    sel = node_labels(test_id)
+    await fake_nodes(1, cpu="4", labels=sel)
+    await create_job(
+        kube_api, namespace, "ttl", {"ttlSecondsAfterFinished": 2, "tasks": [task("w", 1, selector=sel)]}
+    )
+    await wait_running_pods(kube_api, namespace, "ttl", 1)
+    await fake_kubelet.succeed(namespace, "ttl-w-0")
+    await wait_phase(kube_api, namespace, "ttl", "Completed")
+    assert await get_job(kube_api, namespace, "ttl")  # still there within the TTL
+
+    async def gone() -> bool:
+        try:
+            await get_job(kube_api, namespace, "ttl")
+        except ApiException as e:
+            return e.status == 404
+        return False
+
+    await kube.wait_for(gone, 15, message="the job deleted after its TTL")
+    await kube.wait_for(lambda: _no_pods(kube_api, namespace, "ttl"), 15, message="its pods removed with it")
+
+
+async def _no_pods(api: client.ApiClient, ns: str, job: str) -> bool:
+    return not await job_pods(api, ns, job)
