@@ -66,10 +66,17 @@ class Executor:
             path, {"metadata": {"resourceVersion": rv}, "spec": {"schedulingGates": rest or None}}
         )
 
-    async def patch_status(self, path: str, status: dict[str, Any], *, subresource: bool) -> None:
+    async def patch_status(
+        self, path: str, status: dict[str, Any], *, subresource: bool, resource_version: str = ""
+    ) -> None:
         """Volcano's Queue has a status subresource; its PodGroup does not (status is written through
-        the object itself, and sent to /status it would be refused)."""
-        await self._patch(f"{path}/status" if subresource else path, {"status": status})
+        the object itself, and sent to /status it would be refused). With ``resource_version`` the write
+        only lands on the version it was computed from (409 otherwise): a status derived from a stale
+        copy must not undo a newer write, such as a user closing a queue."""
+        body: dict[str, Any] = {"status": status}
+        if resource_version:
+            body["metadata"] = {"resourceVersion": resource_version}
+        await self._patch(f"{path}/status" if subresource else path, body)
 
     async def _patch(self, path: str, body: dict[str, Any]) -> None:
         try:

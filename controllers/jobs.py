@@ -39,6 +39,7 @@ Obj = dict[str, Any]
 
 JOBS_PATH = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/jobs"
 COMMANDS_PATH = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/commands"
+QUEUE_COMMAND = "queue-command:"
 
 # Plural paths of what plugins create, by kind.
 _KIND_PATHS = {
@@ -125,6 +126,8 @@ class JobController:
         self.pods: dict[str, dict[str, Obj]] = {}
         self.podgroups: dict[str, Obj] = {}
         self.commands: dict[str, dict[str, Obj]] = {}
+        # OpenQueue/CloseQueue Commands (vcctl queue operate), keyed QUEUE_COMMAND + namespace/name.
+        self.queue_commands: dict[str, Obj] = {}
         # Plugin objects last applied per job (uid), so an unchanged set is not re-sent every reconcile.
         self.applied: dict[str, bytes] = {}
         self.ssh_keys: dict[str, PluginContext] = {}
@@ -194,18 +197,24 @@ class JobController:
         return f"{_meta(obj).get('namespace') or 'default'}/{target.get('name')}"
 
     def _upsert_command(self, obj: Obj) -> None:
+        if (obj.get("target") or {}).get("kind") == "Queue":
+            key = f"{QUEUE_COMMAND}{self._key(obj)}"
+            self.queue_commands[key] = obj
+            self.enqueue(key)
+            return
         job = self._command_job(obj)
         if job is not None:
             self.commands.setdefault(job, {})[str(_meta(obj).get("name"))] = obj
             self.enqueue(job)
 
     def _remove_command(self, obj: Obj) -> None:
+        self.queue_commands.pop(f"{QUEUE_COMMAND}{self._key(obj)}", None)
         job = self._command_job(obj)
         if job is not None:
             self.commands.get(job, {}).pop(str(_meta(obj).get("name")), None)
 
     def _replace_commands(self, objs: Sequence[Obj]) -> None:
-        self.commands = {}
+        self.commands, self.queue_commands = {}, {}
         for o in objs:
             self._upsert_command(o)
         self._mark("commands")
@@ -267,7 +276,7 @@ class JobController:
     def _mark(self, name: str) -> None:
         self.synced[name] = True
         if self.ready:
-            for key in self.jobs:
+            for key in [*self.jobs, *self.queue_commands]:
                 self.enqueue(key)
 
     # --- workers -------------------------------------------------------------------------------------------
@@ -336,6 +345,9 @@ class JobController:
         )
 
     async def sync(self, key: str) -> None:
+        if key.startswith(QUEUE_COMMAND):
+            await self._queue_command(key)
+            return
         obj = self.jobs.get(key)
         if obj is None:
             await self._cleanup(key)
@@ -350,6 +362,31 @@ class JobController:
         self.stats["reconciles"] += 1
         plan = reconcile(self.world(key, job))
         await self.perform(key, job, obj, plan)
+
+    async def _queue_command(self, key: str) -> None:
+        """OpenQueue/CloseQueue: set the queue's ``status.state``, then delete the Command. Setting a
+        state twice is harmless, so a crash in between only repeats the write."""
+        cmd = self.queue_commands.get(key)
+        if cmd is None:
+            return
+        meta = _meta(cmd)
+        state = {"OpenQueue": "Open", "CloseQueue": "Closed"}.get(str(cmd.get("action")))
+        queue = str((cmd.get("target") or {}).get("name") or "")
+        if state is not None and queue:
+            path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues/{queue}/status"
+            await self._ignore_404(self.client.merge_patch(path, {"status": {"state": state}}))
+            log.info("queue command", extra={"queue": queue, "state": state, "command": meta.get("name")})
+        else:
+            log.warning(
+                "dropping queue command", extra={"command": meta.get("name"), "action": cmd.get("action")}
+            )
+        ns = meta.get("namespace") or "default"
+        await self._ignore_404(
+            self.client.delete(
+                f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{ns}/commands/{meta.get('name')}"
+            )
+        )
+        self.queue_commands.pop(key, None)
 
     async def _ssh_key(self, job: Job) -> PluginContext:
         """The key pair already in the job's ssh Secret (so a restart keeps it), else a new one."""

@@ -27,6 +27,10 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _rv(raw: dict[str, Any]) -> str:
+    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
+
+
 class StatusWriter:
     def __init__(self, cache: ClusterCache, scheduler: Scheduler, executor: Executor, *, period: float = 0.5):
         self.cache = cache
@@ -37,7 +41,7 @@ class StatusWriter:
         self._seen: tuple[int, int, float] | None = None
         self.writes = 0
 
-    def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool]]:
+    def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
         if not self.scheduler.stats["cycles"]:
             return []  # no cycle yet: phases are not decided
         seen = (self.cache.version, self.scheduler.plans.version, self.scheduler.stats["cycles"])
@@ -46,7 +50,7 @@ class StatusWriter:
         self._seen = seen
         snap = self.cache.status_snapshot(self.scheduler.plans)
         now = _now()
-        out: list[tuple[str, dict[str, Any], bool]] = []
+        out: list[tuple[str, dict[str, Any], bool, str]] = []
         base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
         for key, raw in self.cache.raw_podgroups.items():
             g = snap.groups.get(key)
@@ -57,28 +61,31 @@ class StatusWriter:
             desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
             path = f"{base}/namespaces/{g.namespace}/podgroups/{g.name}"
             if differs(desired, current) and self._written.get(path) != desired:
-                out.append((path, desired, False))
+                out.append((path, desired, False, _rv(raw)))
         for name, raw in self.cache.raw_queues.items():
             current = raw.get("status") or {}
             desired = queue_status(snap, name, current)
             path = f"{base}/queues/{name}"
             if differs(desired, current) and self._written.get(path) != desired:
-                out.append((path, desired, True))
+                out.append((path, desired, True, _rv(raw)))
         return out
 
     async def sync_once(self) -> None:
         # Several writes in flight: one at a time, a burst of new PodGroups took seconds to show.
         sem = asyncio.Semaphore(16)
 
-        async def write(path: str, desired: dict[str, Any], subresource: bool) -> None:
+        async def write(path: str, desired: dict[str, Any], subresource: bool, rv: str) -> None:
             async with sem:
                 try:
-                    await self.executor.patch_status(path, desired, subresource=subresource)
+                    await self.executor.patch_status(
+                        path, desired, subresource=subresource, resource_version=rv
+                    )
                     self._written[path] = desired
                     self.writes += 1
                 except ApiError as e:
-                    self._seen = None  # retry on the next pass
-                    log.warning("status write failed", extra={"path": path, "error": str(e)})
+                    self._seen = None  # retry on the next pass, from the newer object
+                    if e.status != 409:
+                        log.warning("status write failed", extra={"path": path, "error": str(e)})
 
         await asyncio.gather(*(write(*w) for w in self._pending_writes()))
 

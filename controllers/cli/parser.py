@@ -227,9 +227,9 @@ def _queue_parsers(sub: Subparsers) -> None:
         parents=[common],
         help="open or close a Queue, or change its weight",
         description="Open or close a Queue, or change its weight. vcctl opens and closes queues through a "
-        "bus.volcano.sh Command (OpenQueue/CloseQueue); pumice does not execute queue Commands yet, so "
-        "open/close patch the Queue's status.state (the /status subresource) directly. A Closed queue "
-        "accepts no new PodGroups.",
+        "bus.volcano.sh Command (OpenQueue/CloseQueue), which pumice also executes; this command patches "
+        "the Queue's status.state (the /status subresource) directly, so it takes effect at once and "
+        "without pumice running. A Closed queue accepts no new PodGroups.",
     )
     _name(operate, "queue")
     operate.add_argument(

@@ -4,9 +4,11 @@ Mirrors vcctl's flags and columns (weight, state, parent, PodGroup counts per ph
 differences:
 
 - ``operate --action open|close``: vcctl creates a ``bus.volcano.sh`` Command (``OpenQueue`` /
-  ``CloseQueue``) for Volcano's queue controller. pumice does not execute queue Commands yet, so we
-  merge-patch the Queue's ``/status`` subresource with the new state instead; pumice's status writer
-  keeps a state it finds there, and the admission webhook refuses new PodGroups in a Closed queue.
+  ``CloseQueue``) for Volcano's queue controller. pumice executes such Commands too, but here we
+  merge-patch the Queue's ``/status`` subresource with the new state directly (effective at once, also
+  with pumice down); pumice's status writer keeps a state it finds there (its writes carry the
+  resourceVersion they were computed from, so a stale one cannot undo this), and the admission webhook
+  refuses new PodGroups in a Closed queue.
 - ``create --state``: ``status`` is a subresource, so a state in the create body is dropped by the API
   server; we set it with the same ``/status`` patch right after creating the Queue.
 

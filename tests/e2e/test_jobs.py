@@ -436,3 +436,35 @@ async def test_a_finished_job_is_deleted_after_its_ttl(
 
 async def _no_pods(api: client.ApiClient, ns: str, job: str) -> bool:
     return not await job_pods(api, ns, job)
+
+
+async def test_close_and_open_queue_commands_set_the_queue_state(
+    pumice: None, kube_api: client.ApiClient, namespace: str, test_id: str
+) -> None:
+    queues = kube.collection_path(PG, "queues")
+    name = f"q-{test_id}"[:60]
+    await kube.request(
+        kube_api,
+        "POST",
+        queues,
+        body={"apiVersion": PG, "kind": "Queue", "metadata": {"name": name}, "spec": {}},
+    )
+    try:
+
+        async def state(expected: str) -> bool:
+            q = await kube.request(kube_api, "GET", f"{queues}/{name}")
+            return bool(q.get("status", {}).get("state") == expected)
+
+        await kube.wait_for(lambda: state("Open"), 15, message="the new queue Open")
+        for action, expected in (("CloseQueue", "Closed"), ("OpenQueue", "Open")):
+            body = {
+                "apiVersion": BUS,
+                "kind": "Command",
+                "metadata": {"generateName": f"{action.lower()}-"},
+                "action": action,
+                "target": {"apiVersion": PG, "kind": "Queue", "name": name, "uid": "x"},
+            }
+            await kube.request(kube_api, "POST", kube.collection_path(BUS, "commands", namespace), body=body)
+            await kube.wait_for(lambda e=expected: state(e), 15, message=f"queue {expected} by {action}")
+    finally:
+        await kube.request(kube_api, "DELETE", f"{queues}/{name}")
