@@ -24,14 +24,16 @@ import orjson
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from controllers.fanout import bounded
 from controllers.kube.client import ApiError, KubeClient
 from controllers.kube.informer import Handler
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
+from extender.core.timestamps import epoch
 from extender.jobs.model import Job, parse_job, podgroup_name
 from extender.jobs.plugins.base import PluginContext
 from extender.jobs.plugins.ssh import secret_name as ssh_secret_name
-from extender.jobs.pods import timestamp, view_pod
+from extender.jobs.pods import view_pod
 from extender.jobs.reconcile import CommandView, Plan, World, reconcile
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,8 @@ Obj = dict[str, Any]
 JOBS_PATH = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/jobs"
 COMMANDS_PATH = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/commands"
 QUEUE_COMMAND = "queue-command:"
+# API calls in flight at once for one job (pods, plugin objects).
+FANOUT = 32
 
 # Plural paths of what plugins create, by kind.
 _KIND_PATHS = {
@@ -327,7 +331,7 @@ class JobController:
                     name=str(meta.get("name")),
                     uid=str(meta.get("uid") or ""),
                     action=str(obj.get("action") or ""),
-                    created=timestamp(str(meta.get("creationTimestamp") or "")),
+                    created=epoch(str(meta.get("creationTimestamp") or "")),
                 )
             )
         pg = self.podgroups.get(f"{job.namespace}/{podgroup_name(job)}")
@@ -440,11 +444,13 @@ class JobController:
         if plan.objects:  # before the pods, which mount and read them
             digest = orjson.dumps(plan.objects, option=orjson.OPT_SORT_KEYS)
             if self.applied.get(job.uid) != digest:
-                await self._gather([self._apply(o) for o in plan.objects])
+                await bounded([self._apply(o) for o in plan.objects], FANOUT)
                 self.applied[job.uid] = digest
-        await self._gather([self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods])
+        await bounded(
+            [self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods], FANOUT
+        )
         self.stats["pods_deleted"] += len(plan.delete_pods)
-        await self._gather([self._create(ns_pods, p, self._upsert_pod) for p in plan.create_pods])
+        await bounded([self._create(ns_pods, p, self._upsert_pod) for p in plan.create_pods], FANOUT)
         self.stats["pods_created"] += len(plan.create_pods)
         cmds = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{job.namespace}/commands"
         for name in plan.delete_commands:
@@ -462,8 +468,8 @@ class JobController:
         also frees the nodes at once)."""
         ns = key.split("/", 1)[0]
         pods = [n for n, p in self.pods.get(key, {}).items() if not _meta(p).get("deletionTimestamp")]
-        await self._gather(
-            [self._ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods]
+        await bounded(
+            [self._ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods], FANOUT
         )
         for pg in list(self.podgroups.values()):
             if _job_of(pg) == key:
@@ -505,17 +511,3 @@ class JobController:
         except ApiError as e:
             if e.status != 404:
                 raise
-
-    @staticmethod
-    async def _gather(coros: list[Any]) -> None:
-        # Bounded fan-out: a 1 000-replica job must not open 1 000 connections at once.
-        sem = asyncio.Semaphore(32)
-
-        async def one(c: Any) -> None:
-            async with sem:
-                await c
-
-        results = await asyncio.gather(*(one(c) for c in coros), return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r

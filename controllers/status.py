@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 from controllers.cache import ClusterCache
 from controllers.executor import Executor
+from controllers.fanout import bounded
 from controllers.kube.client import ApiError
 from controllers.scheduler import Scheduler
 from extender.api import labels as L
 from extender.core.status import differs, podgroup_status, queue_status
+from extender.core.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _rv(raw: dict[str, Any]) -> str:
@@ -49,7 +47,7 @@ class StatusWriter:
             return []  # nothing a status depends on changed since the last pass
         self._seen = seen
         snap = self.cache.status_snapshot(self.scheduler.plans)
-        now = _now()
+        now = rfc3339(time.time())
         out: list[tuple[str, dict[str, Any], bool, str]] = []
         base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
         for key, raw in self.cache.raw_podgroups.items():
@@ -71,23 +69,18 @@ class StatusWriter:
         return out
 
     async def sync_once(self) -> None:
-        # Several writes in flight: one at a time, a burst of new PodGroups took seconds to show.
-        sem = asyncio.Semaphore(16)
-
         async def write(path: str, desired: dict[str, Any], subresource: bool, rv: str) -> None:
-            async with sem:
-                try:
-                    await self.executor.patch_status(
-                        path, desired, subresource=subresource, resource_version=rv
-                    )
-                    self._written[path] = desired
-                    self.writes += 1
-                except ApiError as e:
-                    self._seen = None  # retry on the next pass, from the newer object
-                    if e.status != 409:
-                        log.warning("status write failed", extra={"path": path, "error": str(e)})
+            try:
+                await self.executor.patch_status(path, desired, subresource=subresource, resource_version=rv)
+                self._written[path] = desired
+                self.writes += 1
+            except ApiError as e:
+                self._seen = None  # retry on the next pass, from the newer object
+                if e.status != 409:
+                    log.warning("status write failed", extra={"path": path, "error": str(e)})
 
-        await asyncio.gather(*(write(*w) for w in self._pending_writes()))
+        # Several writes in flight: one at a time, a burst of new PodGroups took seconds to show.
+        await bounded((write(*w) for w in self._pending_writes()), 16)
 
     async def run(self) -> None:
         while True:

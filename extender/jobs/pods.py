@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from extender.api import labels as L
 from extender.core.model import PodPhase
+from extender.core.timestamps import epoch
 from extender.jobs.model import DEFAULT_TASK_NAME, Job, TaskSpec, pod_name, podgroup_name
 from extender.jobs.plugins.base import JobPlugin, owner_reference
+from extender.jobs.plugins.registry import apply_pod_plugins
 
 Obj = dict[str, Any]
 
@@ -46,16 +47,6 @@ class PodView:
         return not self.deleting and self.phase in (PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN)
 
 
-def timestamp(text: str) -> float:
-    """An RFC 3339 timestamp as the API server writes it, in epoch seconds (0 when absent or unreadable)."""
-    if not text:
-        return 0.0
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
 def _int(text: object, default: int) -> int:
     try:
         return int(str(text))
@@ -78,7 +69,7 @@ def view_pod(obj: Mapping[str, Any]) -> PodView:
         term = (c.get("state") or {}).get("terminated") or (c.get("lastState") or {}).get("terminated")
         if term and term.get("exitCode") is not None:
             exit_code = int(term["exitCode"])
-            finished = timestamp(str(term.get("finishedAt") or ""))
+            finished = epoch(str(term.get("finishedAt") or ""))
             break
     conditions = status.get("conditions") or []
     evicted = status.get("reason") == "Evicted" or any(
@@ -97,7 +88,7 @@ def view_pod(obj: Mapping[str, Any]) -> PodView:
         version=_int(ann.get(L.JOB_VERSION_KEY), 0),
         phase=phase,
         deleting=bool(meta.get("deletionTimestamp")),
-        created=timestamp(str(meta.get("creationTimestamp") or "")),
+        created=epoch(str(meta.get("creationTimestamp") or "")),
         exit_code=exit_code,
         evicted=evicted,
         restarts=restarts,
@@ -160,8 +151,7 @@ def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]
         },
         "spec": spec,
     }
-    for plugin in plugins:
-        plugin.on_pod(pod, job, task, index)
+    apply_pod_plugins(plugins, pod, job, task, index)
     return pod
 
 

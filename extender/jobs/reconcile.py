@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from extender.api import labels as L
@@ -19,11 +18,12 @@ from extender.core.errors import ConfigError
 from extender.core.model import PodPhase
 from extender.core.parse import pod_requests
 from extender.core.resources import add, format_resource_list
+from extender.core.timestamps import epoch, rfc3339
 from extender.jobs import policies
 from extender.jobs.model import COMMAND_ACTIONS, Action, Iteration, Job, JobPhase, TaskSpec, podgroup_name
 from extender.jobs.plugins.base import JobPlugin, PluginContext, owner_reference
-from extender.jobs.plugins.registry import build_plugins
-from extender.jobs.pods import PodView, build_pod, timestamp
+from extender.jobs.plugins.registry import build_plugins, plugin_objects
+from extender.jobs.pods import PodView, build_pod
 from extender.jobs.state import Counts, Kill, Move, decide, is_finished, settle
 
 Obj = dict[str, Any]
@@ -74,10 +74,6 @@ class Plan:
     def wake(self, delay: float) -> None:
         delay = max(delay, 0.0)
         self.requeue_after = delay if self.requeue_after is None else min(self.requeue_after, delay)
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def go_duration(seconds: float) -> str:
@@ -170,7 +166,7 @@ def reconcile(w: World) -> Plan:
     if not is_finished(new_phase):
         _podgroup(plan, job_now, w.podgroup)
         if plugins and w.podgroup is not None:
-            plan.objects = [o for p in plugins for o in p.objects(job_now, w.plugin_context)]
+            plan.objects = plugin_objects(plugins, job_now, w.plugin_context)
     else:
         _ttl(plan, job, new_phase, plan.status, w.now)
     return plan
@@ -348,41 +344,34 @@ def _status(
         del status["controlledResources"]
     if _comparable(status) == _comparable(old.raw):
         return None
-    start = timestamp(job.created)
+    start = epoch(job.created)
     if start:
         status["runningDuration"] = go_duration(w.now - start)
     return status
 
 
+# The status fields a reconcile compares to decide whether to write, with what an absent field reads as.
+# runningDuration is not among them: it moves with the clock and would make every reconcile a write.
+_COMPARED: Final[Mapping[str, object]] = {
+    "state": None,
+    "minAvailable": None,
+    **dict.fromkeys(
+        ("pending", "running", "succeeded", "failed", "terminating", "unknown", "version", "retryCount"), 0
+    ),
+    "taskStatusCount": {},
+    "controlledResources": {},
+    "conditions": [],
+}
+
+
 def _comparable(status: Mapping[str, Any]) -> Obj:
-    keys = (
-        "state",
-        "minAvailable",
-        "pending",
-        "running",
-        "succeeded",
-        "failed",
-        "terminating",
-        "unknown",
-        "version",
-        "retryCount",
-        "taskStatusCount",
-        "controlledResources",
-        "conditions",
-    )
-    out = {k: status.get(k) for k in keys}
-    for k in ("pending", "running", "succeeded", "failed", "terminating", "unknown", "version", "retryCount"):
-        out[k] = out[k] or 0
-    out["taskStatusCount"] = out["taskStatusCount"] or {}
-    out["controlledResources"] = out["controlledResources"] or {}
-    out["conditions"] = out["conditions"] or []
-    return out
+    return {k: status.get(k) or empty for k, empty in _COMPARED.items()}
 
 
 # --- PodGroup and TTL ------------------------------------------------------------------------------------
 def podgroup_spec(job: Job) -> Obj:
     """The PodGroup Volcano's controller would write: ``minMember`` from ``minAvailable``, ``minTaskMember``
-    per task, ``minResources`` of the first ``minAvailable`` pods in task order.
+    per task, ``minResources`` of each task's minimum and then the rest of ``minMember`` in task order.
 
     Two choices of ours: when ``minAvailable`` is below the tasks' minimums (an elastic job), the
     per-task minimums are left out, since they would demand more than the job asked for; and a gang never
@@ -446,9 +435,7 @@ def _ttl(plan: Plan, job: Job, phase: JobPhase, status: Obj | None, now: float) 
     if job.ttl_seconds_after_finished is None:
         return
     since = (
-        now
-        if status is not None and phase != job.status.phase
-        else timestamp(job.status.last_transition_time)
+        now if status is not None and phase != job.status.phase else epoch(job.status.last_transition_time)
     )
     due = (since or now) + job.ttl_seconds_after_finished
     if now >= due:

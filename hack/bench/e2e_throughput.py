@@ -272,19 +272,26 @@ def print_table(result: dict[str, Any], args: argparse.Namespace) -> None:
     print("json:", json.dumps({k: v for k, v in result.items() if k != "first_errors"}))
 
 
-def print_pumice_metrics(plane: ControlPlane) -> None:
-    """pumice's own view of the run: cycles, time in them, extender verb latency (from /metrics)."""
+def pumice_metrics(plane: ControlPlane) -> dict[str, float]:
+    """pumice's /metrics as ``{series: value}`` (empty when it does not answer)."""
     from tests.e2e.controlplane import _http
 
     url = getattr(plane, "_pumice").extender_url  # noqa: B009 (set by ensure_pumice)
     status, body = _http("GET", f"{url}/metrics")
-    if status != 200:
-        return
     values: dict[str, float] = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
+    if status == 200:
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+    return values
+
+
+def print_pumice_metrics(plane: ControlPlane) -> None:
+    """pumice's own view of the run: cycles, time in them, extender verb latency (from /metrics)."""
+    values = pumice_metrics(plane)
+    if not values:
+        return
     cycles = values.get("pumice_scheduling_cycles_total", 0)
     seconds = values.get("pumice_scheduling_cycle_seconds_total", 0)
     print(

@@ -25,9 +25,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hack.bench.e2e_throughput import percentile, process_cpu  # noqa: E402
+from hack.bench.e2e_throughput import percentile, process_cpu, pumice_metrics  # noqa: E402
 from tests.e2e import kube  # noqa: E402
-from tests.e2e.controlplane import ControlPlane, _http  # noqa: E402
+from tests.e2e.controlplane import ControlPlane  # noqa: E402
 from tests.e2e.fake_kubelet import FakeKubelet  # noqa: E402
 from tests.e2e.pumice import ensure_pumice  # noqa: E402
 
@@ -143,15 +143,8 @@ async def run(args: argparse.Namespace, plane: ControlPlane) -> dict[str, Any]:
 
 
 def pumice_counters(plane: ControlPlane) -> dict[str, float]:
-    url = getattr(plane, "_pumice").extender_url  # noqa: B009 (set by ensure_pumice)
-    status, body = _http("GET", f"{url}/metrics")
-    out: dict[str, float] = {}
-    if status == 200:
-        for line in body.decode().splitlines():
-            if line.startswith(("pumice_job_", "pumice_scheduling_cycle", "pumice_status_writes")):
-                name, _, value = line.rpartition(" ")
-                out[name] = float(value)
-    return out
+    wanted = ("pumice_job_", "pumice_scheduling_cycle", "pumice_status_writes")
+    return {k: v for k, v in pumice_metrics(plane).items() if k.startswith(wanted)}
 
 
 def main(argv: list[str] | None = None) -> int:
