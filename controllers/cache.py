@@ -45,6 +45,13 @@ def _add(acc: dict[str, int], more: Mapping[str, int]) -> None:
         acc[k] = acc.get(k, 0) + v
 
 
+def _ref(kind: str, obj: object) -> tuple[tuple[str, str], Mapping[str, Any]]:
+    """``(kind, namespace/name)`` of a raw object however odd it is, and its metadata (or {})."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    return (kind, f"{meta.get('namespace') or ''}/{meta.get('name')}".lstrip("/")), meta
+
+
 class ClusterCache:
     def __init__(self, *, scheduler_names: frozenset[str], default_queue: str = L.DEFAULT_QUEUE) -> None:
         self.scheduler_names = scheduler_names
@@ -58,6 +65,10 @@ class ClusterCache:
         self.raw_podgroups: dict[GroupKey, Obj] = {}
         self.raw_queues: dict[str, Obj] = {}
         self.assumed: dict[PodUID, str] = {}
+        # Objects that could not be read, (kind, namespace/name) -> why; pods also by UID (filter says why).
+        self.unreadable: dict[tuple[str, str], str] = {}
+        self.unreadable_pods: dict[PodUID, str] = {}
+        self.unreadable_total = 0
         # Incremental indexes over pods (see _index).
         self.node_usage = NodeUsage()
         self.members: dict[GroupKey, set[PodUID]] = {}
@@ -91,14 +102,30 @@ class ClusterCache:
 
     # --- pods ------------------------------------------------------------------------------------------
     def _parse(self, fn: Callable[[Obj], Any], obj: Obj, kind: str) -> Any:
+        """The model of ``obj``, or None if it cannot be read: that object's problem, remembered (reasons,
+        counters, status) and logged, never the process's."""
+        ref, meta = _ref(kind, obj)
         try:
-            return fn(obj)
-        except (InvalidObject, ValueError, TypeError) as e:
-            meta = obj.get("metadata") or {}
-            log.warning(
-                "skipping unreadable object", extra={"kind": kind, "name": meta.get("name"), "error": str(e)}
-            )
+            parsed = fn(obj)
+        except (InvalidObject, ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
+            problem = str(e) or type(e).__name__
+            if self.unreadable.get(ref) != problem:
+                self.unreadable_total += 1
+                log.warning(
+                    "skipping unreadable object", extra={"kind": kind, "object": ref[1], "error": problem}
+                )
+            self.unreadable[ref] = problem
+            if kind == "Pod" and isinstance(meta.get("uid"), str):
+                self.unreadable_pods[PodUID(meta["uid"])] = problem
             return None
+        self.unreadable.pop(ref, None)
+        if kind == "Pod":
+            self.unreadable_pods.pop(PodUID(str(meta.get("uid"))), None)
+        return parsed
+
+    def _forget_unreadable(self, kind: str) -> None:
+        """Before a re-list of ``kind``: what is still unreadable is found again, the deleted is not."""
+        self.unreadable = {k: v for k, v in self.unreadable.items() if k[0] != kind}
 
     def _index(self, pod: Pod, sign: int) -> None:
         """Add (sign=1) or remove (-1) a pod's share of the incremental indexes: node usage, and for our
@@ -164,6 +191,8 @@ class ClusterCache:
 
     def remove_pod(self, obj: Obj) -> None:
         uid = PodUID(str((obj.get("metadata") or {}).get("uid") or ""))
+        self.unreadable_pods.pop(uid, None)
+        self.unreadable.pop(_ref("Pod", obj)[0], None)
         self.assumed.pop(uid, None)
         old = self.pods.pop(uid, None)
         if old is not None:
@@ -177,6 +206,8 @@ class ClusterCache:
         # (their plans must leave the book), and room may have been freed anywhere.
         self.changed_pods.update(self.pods)
         self.broad_change = True
+        self.unreadable_pods = {}
+        self._forget_unreadable("Pod")
         self.pods, self.members, self.waiting = {}, {}, {}
         self.node_usage.clear()
         self.group_usage, self.implicit_queue, self.queue_held = {}, {}, {}
@@ -202,10 +233,12 @@ class ClusterCache:
             self._changed("node")
 
     def remove_node(self, obj: Obj) -> None:
+        self.unreadable.pop(_ref("Node", obj)[0], None)
         if self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
             self._changed("node")
 
     def replace_nodes(self, objs: Sequence[Obj]) -> None:
+        self._forget_unreadable("Node")
         self.nodes = {}
         for o in objs:
             n = self._parse(parse_node, o, "Node")
@@ -240,6 +273,7 @@ class ClusterCache:
             self._changed("podgroup")
 
     def remove_podgroup(self, obj: Obj) -> None:
+        self.unreadable.pop(_ref("PodGroup", obj)[0], None)
         meta = obj.get("metadata") or {}
         key = group_key(str(meta.get("namespace") or "default"), str(meta.get("name")))
         self.raw_podgroups.pop(key, None)
@@ -249,6 +283,7 @@ class ClusterCache:
             self._changed("podgroup")
 
     def replace_podgroups(self, objs: Sequence[Obj]) -> None:
+        self._forget_unreadable("PodGroup")
         self.changed_groups.update(self.podgroups)  # those deleted while we were not watching too
         self.podgroups, self.raw_podgroups = {}, {}
         for o in objs:
@@ -279,12 +314,14 @@ class ClusterCache:
             self._changed("queue")
 
     def remove_queue(self, obj: Obj) -> None:
+        self.unreadable.pop(_ref("Queue", obj)[0], None)
         name = str((obj.get("metadata") or {}).get("name"))
         self.raw_queues.pop(name, None)
         if self.queues.pop(name, None) is not None:
             self._changed("queue")
 
     def replace_queues(self, objs: Sequence[Obj]) -> None:
+        self._forget_unreadable("Queue")
         self.queues, self.raw_queues = {}, {}
         for o in objs:
             q = self._parse(parse_queue, o, "Queue")
@@ -300,10 +337,12 @@ class ClusterCache:
             self._changed("priorityclass")
 
     def remove_priority_class(self, obj: Obj) -> None:
+        self.unreadable.pop(_ref("PriorityClass", obj)[0], None)
         if self.priority_classes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
             self._changed("priorityclass")
 
     def replace_priority_classes(self, objs: Sequence[Obj]) -> None:
+        self._forget_unreadable("PriorityClass")
         self.priority_classes = {}
         for o in objs:
             pc = self._parse(parse_priority_class, o, "PriorityClass")

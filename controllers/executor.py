@@ -38,7 +38,13 @@ class Executor:
                 pod = await self.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
                 if (pod.get("spec") or {}).get("nodeName") == node:
                     return
-            raise BindError(str(e)) from None
+            # The API server's text stays in our log: it can carry what a caller must not learn (a UID).
+            log.warning(
+                "binding refused by the API server", extra={"pod": f"{namespace}/{name}", "error": str(e)}
+            )
+            raise BindError(
+                f"binding pod {namespace}/{name} to {node} failed: HTTP {e.status} {e.reason}".rstrip()
+            ) from None
 
     async def touch_planned(self, namespace: str, name: str, node: str) -> None:
         """Annotate a waiting pod with its planned node. The update moves the pod out of kube-scheduler's

@@ -9,6 +9,11 @@ Restart safety: the status write carries the job's resourceVersion, so a reconci
 fails with 409 and runs again on fresh data instead of applying an action twice; the object the API server
 returns replaces the cached one at once. Pod names are deterministic, so a pod created twice is refused
 (409) rather than duplicated.
+
+Containment: a job's pods are deleted only on the job's own deletion (its watch DELETED event, or a GET that
+answers 404) or by a decision of its state machine, never because a LIST did not show it. A job pumice cannot
+read, or whose sync fails, is that job's problem: its status and an Event say why, it is retried with
+per-job exponential backoff, and every other job carries on.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ import orjson
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
-from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.client import ApiError, KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
@@ -118,6 +124,9 @@ class JobController:
         workers: int = 16,
         clock: Callable[[], float] = time.time,
         group_phase: Callable[[str, str], str | None] = lambda _ns, _name: None,
+        validate: Callable[[Mapping[str, Any]], list[str]] = lambda _obj: [],
+        events: EventRecorder | None = None,
+        max_backoff: float = 300.0,
     ) -> None:
         self.client = client
         self.scheduler_names = scheduler_names
@@ -126,6 +135,15 @@ class JobController:
         # The scheduler's in-memory phase of a PodGroup: pods can be created as soon as it admits the
         # group, without waiting for the status write and its watch event to come round.
         self.group_phase = group_phase
+        # Every problem of a job object as admission would word it (pure; see extender.jobs.rules).
+        self.validate = validate
+        self.events = events
+        self.max_backoff = max_backoff
+        # Jobs seen deleted in the watch: only these (or a GET answering 404) have their pods cleaned up.
+        self.deleted: set[str] = set()
+        # Jobs that exist but cannot be read (metadata only): left alone, reported.
+        self.unreadable: dict[str, Obj] = {}
+        self._failures: dict[str, int] = {}
         self.jobs: dict[str, Obj] = {}
         self.pods: dict[str, dict[str, Obj]] = {}
         self.podgroups: dict[str, Obj] = {}
@@ -140,7 +158,14 @@ class JobController:
         self._queued: set[str] = set()
         self._active: set[str] = set()
         self._again: set[str] = set()
-        self.stats = {"reconciles": 0, "conflicts": 0, "errors": 0, "pods_created": 0, "pods_deleted": 0}
+        self.stats = {
+            "reconciles": 0,
+            "conflicts": 0,
+            "errors": 0,
+            "invalid": 0,
+            "pods_created": 0,
+            "pods_deleted": 0,
+        }
 
     # --- queue ---------------------------------------------------------------------------------------------
     def enqueue(self, key: str) -> None:
@@ -160,7 +185,7 @@ class JobController:
     # --- informer handlers ------------------------------------------------------------------------------
     def handlers(self) -> dict[str, Handler]:
         return {
-            "jobs": Handler(self._replace_jobs, self._upsert_job, self._remove_job),
+            "jobs": Handler(self._replace_jobs, self._upsert_job, self._remove_job, self._unreadable_jobs),
             "commands": Handler(self._replace_commands, self._upsert_command, self._remove_command),
             "pods": Handler(self._replace_pods, self._upsert_pod, self._remove_pod),
             "podgroups": Handler(self._replace_podgroups, self._upsert_podgroup, self._remove_podgroup),
@@ -176,16 +201,21 @@ class JobController:
         if not _newer(obj, self.jobs.get(key)):
             return  # our own write already put a later version here
         self.jobs[key] = obj
+        self.deleted.discard(key)
+        self.unreadable.pop(key, None)
         self.enqueue(key)
 
     def _remove_job(self, obj: Obj) -> None:
         key = self._key(obj)
+        self.deleted.add(key)
+        self.unreadable.pop(key, None)
         self.jobs.pop(key, None)
         self.applied.pop(str(_meta(obj).get("uid")), None)
         self.ssh_keys.pop(str(_meta(obj).get("uid")), None)
         self.enqueue(key)  # cleans up what the garbage collector would, in clusters that run one
 
     def _replace_jobs(self, objs: Sequence[Obj]) -> None:
+        # Jobs missing from the list are looked at again; sync deletes nothing before a GET confirms it.
         gone = set(self.jobs)
         self.jobs = {}
         for o in objs:
@@ -193,6 +223,20 @@ class JobController:
         for key in gone - set(self.jobs):
             self.enqueue(key)
         self._mark("jobs")
+
+    def _unreadable_jobs(self, metas: Sequence[Obj]) -> None:
+        for m in metas:
+            key = self._key(m)
+            self.unreadable[key] = m
+            self.jobs.pop(key, None)
+            self.stats["invalid"] += 1
+            self._event(
+                m,
+                "Warning",
+                "Unreadable",
+                "pumice cannot decode this job (nesting too deep?); fix or delete it",
+            )
+            log.error("unreadable job", extra={"job": key})
 
     def _command_job(self, obj: Mapping[str, Any]) -> str | None:
         target = obj.get("target") or {}
@@ -298,20 +342,41 @@ class JobController:
             self._active.add(key)
             try:
                 await self.sync(key)
+                self._failures.pop(key, None)
+            except asyncio.CancelledError:
+                raise
             except ApiError as e:
-                self.stats["conflicts" if e.status == 409 else "errors"] += 1
-                if e.status != 409:
-                    log.warning("job sync failed", extra={"job": key, "error": str(e)})
-                self._enqueue_later(key, 0.05 if e.status == 409 else 1.0)
+                if e.status == 409:  # a stale read: run again at once on fresh data
+                    self.stats["conflicts"] += 1
+                    self._enqueue_later(key, 0.05)
+                else:
+                    self._failed(key, e, str(e))
             except (OSError, TimeoutError) as e:
-                self.stats["errors"] += 1
-                log.warning("job sync failed", extra={"job": key, "error": repr(e)})
-                self._enqueue_later(key, 1.0)
+                self._failed(key, e, repr(e))
+            except Exception as e:  # a bug or an object we did not foresee: this job's problem only
+                log.exception("job sync raised", extra={"job": key})
+                self._failed(key, e, f"internal error: {type(e).__name__}: {e}")
             finally:
                 self._active.discard(key)
                 if key in self._again:
                     self._again.discard(key)
                     self.enqueue(key)
+
+    def _failed(self, key: str, error: BaseException, why: str) -> None:
+        """Count, log, tell the job's owner (an Event), and retry with per-job exponential backoff."""
+        self.stats["errors"] += 1
+        n = self._failures[key] = self._failures.get(key, 0) + 1
+        delay = min(0.5 * 2 ** min(n - 1, 20), self.max_backoff)
+        log.warning("job sync failed", extra={"job": key, "error": why, "attempt": n, "retry_s": delay})
+        obj = self.jobs.get(key)
+        if obj is not None and not isinstance(error, ApiError | OSError | TimeoutError):
+            self._event(obj, "Warning", "SyncFailed", f"{why[:400]} (attempt {n}; retrying in {delay:g}s)")
+        self._enqueue_later(key, delay)
+
+    def _event(self, obj: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
+        if self.events is not None:
+            ref = Ref.of(obj, api_version=f"{L.BATCH_GROUP}/{L.BATCH_VERSION}", kind=L.JOB_KIND)
+            self.events.record(ref, type_=type_, reason=reason, note=note, action="Sync")
 
     def world(self, key: str, job: Job) -> World:
         pods = []
@@ -354,18 +419,74 @@ class JobController:
             return
         obj = self.jobs.get(key)
         if obj is None:
-            await self._cleanup(key)
+            if key in self.unreadable:
+                return  # it exists; what we cannot read we do not act on
+            if key in self.deleted or await self._confirmed_gone(key):
+                await self._cleanup(key)
+                self.deleted.discard(key)
             return
+        problems = self.validate(obj)
         try:
             job = parse_job(obj)
         except InvalidObject as e:
-            log.warning("skipping unreadable job", extra={"job": key, "error": str(e)})
+            problems = problems or [str(e)]
+        if problems:
+            await self._report_invalid(key, obj, problems)
             return
-        if "ssh" in job.plugins and job.uid not in self.ssh_keys:
-            self.ssh_keys[job.uid] = await self._ssh_key(job)
+        try:
+            if "ssh" in job.plugins and job.uid not in self.ssh_keys:
+                self.ssh_keys[job.uid] = await self._ssh_key(job)
+        except InvalidObject as e:
+            await self._report_invalid(key, obj, [str(e)])
+            return
         self.stats["reconciles"] += 1
         plan = reconcile(self.world(key, job))
         await self.perform(key, job, obj, plan)
+
+    async def _confirmed_gone(self, key: str) -> bool:
+        """Whether the API server says job ``key`` does not exist (404). A job a LIST did not show may
+        still exist: the LIST may have been cut short or unreadable."""
+        ns, name = key.split("/", 1)
+        try:
+            obj = await self.client.get(
+                f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{ns}/jobs/{name}"
+            )
+        except UnreadableResponse:
+            self.unreadable[key] = {"metadata": {"namespace": ns, "name": name}}
+            return False
+        except ApiError as e:
+            if e.status == 404:
+                return True
+            raise
+        self._upsert_job(obj)
+        return False
+
+    async def _report_invalid(self, key: str, obj: Obj, problems: list[str]) -> None:
+        """A job pumice cannot run as written: say so in its status (phase kept) and in an Event, and
+        touch nothing else. Written once per distinct message."""
+        self.stats["invalid"] += 1
+        message = "; ".join(problems)[:1024]
+        status = obj.get("status")
+        status = status if isinstance(status, dict) else {}
+        state = status.get("state")
+        state = state if isinstance(state, dict) else {}
+        if state.get("reason") == "InvalidSpec" and state.get("message") == message:
+            return
+        self._event(obj, "Warning", "InvalidSpec", message)
+        log.warning("invalid job", extra={"job": key, "problems": message})
+        ns, name = key.split("/", 1)
+        body = {
+            "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
+            "status": {
+                "state": {
+                    "phase": state.get("phase") or "Pending",
+                    "reason": "InvalidSpec",
+                    "message": message,
+                }
+            },
+        }
+        path = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{ns}/jobs/{name}/status"
+        self._upsert_job(await self.client.merge_patch(path, body))
 
     async def _queue_command(self, key: str) -> None:
         """OpenQueue/CloseQueue: set the queue's ``status.state``, then delete the Command. Setting a
@@ -406,7 +527,14 @@ class JobController:
         def read(k: str) -> str:
             return base64.b64decode(data.get(k) or "").decode()
 
-        ctx = PluginContext(ssh_private_key=read("id_rsa"), ssh_public_key=read("id_rsa.pub"))
+        try:
+            ctx = PluginContext(ssh_private_key=read("id_rsa"), ssh_public_key=read("id_rsa.pub"))
+        except (ValueError, TypeError, AttributeError):  # not base64, not UTF-8, not strings
+            # A new key would not match the one in the Secret that running pods mount: do not guess.
+            raise InvalidObject(
+                f"Secret {job.namespace}/{ssh_secret_name(job)} does not hold an ssh key pair pumice can "
+                "read (data.id_rsa, data.id_rsa.pub: base64 of UTF-8 text); delete it to have a new one made"
+            ) from None
         return ctx if ctx.ssh_private_key and ctx.ssh_public_key else generate_ssh_key()
 
     async def perform(self, key: str, job: Job, obj: Obj, plan: Plan) -> None:
@@ -446,6 +574,11 @@ class JobController:
             if self.applied.get(job.uid) != digest:
                 await bounded([self._apply(o) for o in plan.objects], FANOUT)
                 self.applied[job.uid] = digest
+        if plan.delete_pods:
+            log.info(
+                "deleting pods",
+                extra={"job": key, "pods": len(plan.delete_pods), "phase": job.status.phase.value},
+            )
         await bounded(
             [self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods], FANOUT
         )
@@ -468,9 +601,12 @@ class JobController:
         also frees the nodes at once)."""
         ns = key.split("/", 1)[0]
         pods = [n for n, p in self.pods.get(key, {}).items() if not _meta(p).get("deletionTimestamp")]
+        if pods:
+            log.info("deleting pods of a deleted job", extra={"job": key, "pods": len(pods)})
         await bounded(
             [self._ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods], FANOUT
         )
+        self.stats["pods_deleted"] += len(pods)
         for pg in list(self.podgroups.values()):
             if _job_of(pg) == key:
                 name = _meta(pg).get("name")

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from controllers.cache import ClusterCache
@@ -26,7 +26,6 @@ from controllers.plans import PlanBook
 from extender.api import wire
 from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
-from extender.core.parse import parse_pod
 from extender.core.snapshot import pod_group_key
 from extender.framework.session import Session, Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
@@ -36,8 +35,23 @@ log = logging.getLogger(__name__)
 _PENDING_REASON = "waiting for the gang to be planned"
 
 
+_UNSEEN_REASON = "pumice's watch has not shown this pod yet; it reserves nothing until it does"
+_MAX_UNSEEN = 4096
+
+
 def _pinned(node: str) -> wire.ExtenderFilterResult:
     return {"NodeNames": [node], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+
+
+def _refused(node_names: list[str], reason: str) -> wire.ExtenderFilterResult:
+    """No node, with the reason on each. Unresolvable: kube-scheduler's own preemption cannot help a pod
+    that waits for pumice (its gang, its queue, its turn), and trying it costs a dry run per node."""
+    return {
+        "NodeNames": [],
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": dict.fromkeys(node_names, reason),
+        "Error": "",
+    }
 
 
 class Scheduler:
@@ -50,6 +64,8 @@ class Scheduler:
         gates: bool = False,
         resync: float = 1.0,
         debounce: float = 0.02,
+        seen_timeout: float = 1.0,
+        heartbeat: Callable[[], None] = lambda: None,
     ) -> None:
         self.cache = cache
         self.conf = conf
@@ -57,6 +73,10 @@ class Scheduler:
         self.gates = gates
         self.resync = resync
         self.debounce = debounce
+        self.seen_timeout = seen_timeout
+        self.heartbeat = heartbeat
+        # Pods refused at filter before the watch showed them (bounded, oldest dropped first).
+        self.unseen: dict[PodUID, None] = {}
         self.plans = PlanBook()
         self.reasons: dict[GroupKey, Unschedulable] = {}
         self.rejected: set[PodUID] = set()
@@ -67,7 +87,14 @@ class Scheduler:
         self._cycled_at: tuple[int, int] = (-1, -1)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self.stats = {"cycles": 0, "cycle_seconds": 0.0, "binds": 0, "bind_errors": 0, "touches": 0}
+        self.stats = {
+            "cycles": 0,
+            "cycle_seconds": 0.0,
+            "binds": 0,
+            "bind_errors": 0,
+            "binds_refused": 0,
+            "touches": 0,
+        }
         cache.listeners.append(lambda _kind: self._wake.set())
         # Readiness comes from the informers (set by the composition root); verbs wait for it.
         self.ready_fn: Callable[[], bool] = lambda: True
@@ -132,6 +159,9 @@ class Scheduler:
                 self.touched.pop(uid, None)
             if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
                 self.backlog.add(pod_group_key(pod))
+                if uid in self.unseen and pod.waiting:
+                    del self.unseen[uid]
+                    self.rejected.add(uid)
         work = {k for k in self.backlog if self.cache.has_unplanned(k, self.plans)}
         return work | self.cache.unfinished_groups()
 
@@ -140,12 +170,24 @@ class Scheduler:
             self.cycle()
 
     async def run(self) -> None:
+        """Cycle on every change (debounced) and every ``resync`` seconds. A cycle that raises is logged
+        and counted and the loop goes on; it beats only after a cycle that completes, so a cycle that
+        always fails turns /healthz unhealthy instead of leaving a process that schedules nothing."""
         while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that arrives as
+            # the wait completes, which left a zombie process serving a healthy /healthz.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.resync)
+                async with asyncio.timeout(self.resync):
+                    await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(self.debounce)
-            self.ensure_fresh()
+            try:
+                self.ensure_fresh()
+            except Exception:
+                self.stats["cycle_errors"] += 1
+                log.exception("scheduling cycle failed")
+                continue
+            self.heartbeat()
 
     # --- background writes -----------------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -169,14 +211,36 @@ class Scheduler:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # --- extender verbs (no I/O but bind) --------------------------------------------------------------
-    def filter(self, raw_pod: dict[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
+    async def wait_seen(self, uid: PodUID) -> None:
+        """Wait, briefly, for the watch to show a pod kube-scheduler already has: its copy can be a few
+        milliseconds ahead of ours. Polled rather than signalled so an unknown UID (a made-up body) costs
+        one short bounded wait and leaves nothing behind."""
+        if not uid or uid in self.plans or self._known(uid):
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.seen_timeout
+        while loop.time() < deadline:
+            await asyncio.sleep(0.005)
+            if self._known(uid):
+                return
+
+    def _known(self, uid: PodUID) -> bool:
+        return uid in self.cache.pods or uid in self.cache.unreadable_pods
+
+    def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
         uid = PodUID(str((raw_pod.get("metadata") or {}).get("uid") or ""))
         node = self.plans.get(uid)
         if node is not None and node in node_names:  # the hot path: an O(1) answer from the plan
             return _pinned(node)
-        pod = parse_pod(raw_pod)
-        if pod.uid not in self.cache.pods:
-            self.cache.upsert_pod(raw_pod)  # kube-scheduler's copy can be ahead of our watch
+        # Everything below reads the pod as pumice's watch shows it, never the request body: a body is
+        # not cluster state, and a pod only posted to /filter must not reserve anything.
+        pod = self.cache.pods.get(uid)
+        if pod is None:
+            problem = self.cache.unreadable_pods.get(uid)
+            if problem is not None:
+                return _refused(node_names, f"pumice cannot read this pod: {problem}")
+            self._remember_unseen(uid)
+            return _refused(node_names, _UNSEEN_REASON)
         if node is None:
             self.ensure_fresh()
             node = self.plans.get(pod.uid)
@@ -191,12 +255,16 @@ class Scheduler:
             reason = f"planned node {node} was rejected by kube-scheduler's filters; re-planning"
         else:
             reason = self.reason_for(pod)
-        return {
-            "NodeNames": [],
-            "FailedNodes": {},
-            "FailedAndUnresolvableNodes": dict.fromkeys(node_names, reason),
-            "Error": "",
-        }
+        return _refused(node_names, reason)
+
+    def _remember_unseen(self, uid: PodUID) -> None:
+        """A pod refused before the watch showed it is touched once it is planned (see _work), like any
+        rejected pod. Bounded: made-up UIDs must not grow memory."""
+        if uid:
+            self.unseen.pop(uid, None)
+            self.unseen[uid] = None
+            while len(self.unseen) > _MAX_UNSEEN:
+                del self.unseen[next(iter(self.unseen))]
 
     def reason_for(self, pod: Pod) -> str:
         key = pod_group_key(pod)
@@ -242,19 +310,49 @@ class Scheduler:
                 out[node] = mv
         return out
 
+    def bind_refusal(self, args: wire.ExtenderBindingArgs) -> str | None:
+        """Why pumice will not bind this pod to this node, or None. A bind is carried out only for a pod
+        pumice watches, of one of its scheduler names, to the node it holds a reservation on: whoever can
+        reach the extender port must not be able to place arbitrary pods."""
+        uid, node = PodUID(args["PodUID"]), args["Node"]
+        who = f"pod {args['PodNamespace']}/{args['PodName']}"
+        pod = self.cache.pods.get(uid)
+        if pod is None or (pod.namespace, pod.name) != (args["PodNamespace"], args["PodName"]):
+            return f"{who}: no such pod in pumice's view of the cluster"
+        if pod.scheduler_name not in self.cache.scheduler_names:
+            return f"{who}: not scheduled by pumice (schedulerName {pod.scheduler_name!r})"
+        planned = self.plans.get(uid)
+        if planned != node:
+            return f"{who}: pumice holds no reservation for it on node {node}" + (
+                f" (it is planned on {planned})" if planned else ""
+            )
+        return None
+
     async def bind(self, args: wire.ExtenderBindingArgs) -> str:
         uid, node = PodUID(args["PodUID"]), args["Node"]
+        who = f"{args['PodNamespace']}/{args['PodName']}"
         pod = self.cache.pods.get(uid)
-        if pod is not None and pod.node_name == node and uid not in self.cache.assumed:
-            return ""  # already bound there: a retried bind
+        if (
+            pod is not None
+            and pod.node_name == node
+            and (pod.namespace, pod.name)
+            == (
+                args["PodNamespace"],
+                args["PodName"],
+            )
+        ):
+            return ""  # already bound there (by us, or seen in the watch): a retried bind
+        refusal = self.bind_refusal(args)
+        if refusal is not None:
+            self.stats["binds_refused"] += 1
+            log.warning("bind refused", extra={"pod": who, "node": node, "reason": refusal})
+            return refusal
         try:
             await self.executor.bind(args["PodNamespace"], args["PodName"], uid, node)
         except BindError as e:
             self.stats["bind_errors"] += 1
             self._release(uid)
-            log.warning(
-                "bind failed", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "error": str(e)}
-            )
+            log.warning("bind failed", extra={"pod": who, "error": str(e)})
             return str(e)
         self.stats["binds"] += 1
         self.plans.discard(uid)
@@ -262,7 +360,7 @@ class Scheduler:
         self.touched.pop(uid, None)
         self.cache.assume_bound(uid, node)
         # The decision was logged at INFO by the cycle that planned it; the bind itself is detail.
-        log.debug("bound", extra={"pod": f"{args['PodNamespace']}/{args['PodName']}", "node": node})
+        log.debug("bound", extra={"pod": who, "node": node})
         return ""
 
     def _release(self, uid: PodUID) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from controllers.cache import ClusterCache
@@ -30,14 +31,24 @@ def _rv(raw: dict[str, Any]) -> str:
 
 
 class StatusWriter:
-    def __init__(self, cache: ClusterCache, scheduler: Scheduler, executor: Executor, *, period: float = 0.5):
+    def __init__(
+        self,
+        cache: ClusterCache,
+        scheduler: Scheduler,
+        executor: Executor,
+        *,
+        period: float = 0.5,
+        heartbeat: Callable[[], None] = lambda: None,
+    ):
         self.cache = cache
         self.scheduler = scheduler
         self.executor = executor
         self.period = period
+        self.heartbeat = heartbeat
         self._written: dict[str, dict[str, Any]] = {}
         self._seen: tuple[int, int, float] | None = None
         self.writes = 0
+        self.errors = 0
 
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
         if not self.scheduler.stats["cycles"]:
@@ -83,6 +94,17 @@ class StatusWriter:
         await bounded((write(*w) for w in self._pending_writes()), 16)
 
     async def run(self) -> None:
+        failures = 0
         while True:
-            await asyncio.sleep(self.period)
-            await self.sync_once()
+            self.heartbeat()
+            await asyncio.sleep(self.period * 2 ** min(failures, 6))
+            try:
+                await self.sync_once()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one pass's problem (a network error, an odd object): retry, slower
+                failures += 1
+                self.errors += 1
+                self._seen = None
+                log.exception("status pass failed", extra={"attempt": failures})

@@ -13,10 +13,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import ssl
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -31,10 +33,12 @@ from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cache import ClusterCache
 from controllers.cli.parser import add_cli_parsers
+from controllers.events import EventRecorder
 from controllers.executor import Executor
 from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer, tee
+from controllers.liveness import Liveness
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
 from extender.api import labels as L
@@ -68,10 +72,20 @@ class Process:
             scheduler_names=settings.scheduler_names, default_queue=settings.default_queue
         )
         self.executor = Executor(client)
-        self.scheduler = Scheduler(self.cache, conf, self.executor)
-        self.status = StatusWriter(self.cache, self.scheduler, self.executor)
+        self.liveness = Liveness()
+        self.events = EventRecorder(client)
+        # A loop that has not completed a pass for this long is reported unhealthy (see /healthz).
+        self.scheduler = Scheduler(
+            self.cache, conf, self.executor, heartbeat=self.liveness.expect("scheduling loop", 60.0)
+        )
+        self.status = StatusWriter(
+            self.cache, self.scheduler, self.executor, heartbeat=self.liveness.expect("status writer", 120.0)
+        )
         self.jobs = JobController(
-            client, scheduler_names=settings.scheduler_names, group_phase=self._group_phase
+            client,
+            scheduler_names=settings.scheduler_names,
+            group_phase=self._group_phase,
+            events=self.events,
         )
         self.cache.phase_listeners.append(lambda key, _phase: self.jobs.group_admitted(key))
         handlers = self.cache.handlers()
@@ -193,6 +207,9 @@ def _count_by(items: Any) -> dict[str, float]:
 
 def _health_routes(app: web.Application, proc: Process) -> None:
     async def healthz(_: web.Request) -> web.Response:
+        problems = proc.liveness.problems()
+        if problems:
+            return web.Response(status=503, text="unhealthy: " + "; ".join(problems))
         return web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
@@ -261,8 +278,23 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():  # a second signal: the user means it
+            os._exit(130)
+        proc.liveness.stopping()
+        _exit_after(SHUTDOWN_GRACE, 0)
+        stop.set()
+
+    def on_death(name: str) -> None:
+        # The TaskGroup cancels the rest and serve() returns 1; should any task not honour its
+        # cancellation, the process still ends (a zombie serving /healthz 200 is what this prevents).
+        log.error("root task ended; exiting", extra={"task": name})
+        _exit_after(SHUTDOWN_GRACE, 1)
+
+    proc.liveness.on_death = on_death
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     code = 0
     try:
         async with asyncio.TaskGroup() as tg:
@@ -281,15 +313,18 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
                         )
                         await ensure_queues(client, proc.cache)
                         return
-                    except ApiError as e:
+                    except (ApiError, OSError, TimeoutError) as e:
                         log.warning("bootstrap failed; retrying", extra={"error": str(e), "in_s": delay})
                         await asyncio.sleep(delay)
                         delay = min(delay * 2, 30.0)
 
-            tasks.append(tg.create_task(after_sync(), name="bootstrap"))
             tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
             tasks.append(tg.create_task(proc.status.run(), name="status"))
             tasks.append(tg.create_task(proc.jobs.run(), name="jobs"))
+            tasks.append(tg.create_task(proc.events.run(), name="events"))
+            for t in tasks:  # each runs forever: ending at all is a death
+                proc.liveness.watch(t)
+            tg.create_task(after_sync(), name="bootstrap")
 
             async def until_stop() -> None:
                 await stop.wait()
@@ -303,6 +338,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             log.error("root task died", exc_info=exc)
         code = 1
     finally:
+        proc.liveness.stopping()
         await proc.scheduler.close()
         for r in runners:
             await r.cleanup()
@@ -312,6 +348,16 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
 
 class _Stop(Exception):
     pass
+
+
+# Seconds a shutdown (SIGTERM, or a root task's death) may take before the process ends regardless.
+SHUTDOWN_GRACE = 10.0
+
+
+def _exit_after(seconds: float, code: int) -> None:
+    timer = threading.Timer(seconds, os._exit, (code,))
+    timer.daemon = True
+    timer.start()
 
 
 def _ssl_context(cert: str, key: str) -> ssl.SSLContext:

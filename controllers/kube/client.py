@@ -35,6 +35,18 @@ class ApiError(Exception):
         return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
 
 
+class UnreadableResponse(ApiError):
+    """A successful status with a body we cannot decode (or not the JSON object the call returns). Never
+    read as an empty answer: an empty LIST would look like every object was deleted."""
+
+    def __init__(self, status: int, why: str, method: str, path: str) -> None:
+        super().__init__(status, f"unreadable response body: {why}", method, path)
+
+
+# Object metadata only: readable whatever the objects' specs hold (see Informer's fallback list).
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+
+
 class KubeConfigError(Exception):
     """No usable cluster credentials: the message says where we looked."""
 
@@ -71,13 +83,14 @@ class KubeClient:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         request_timeout: float | aiohttp.ClientTimeout | None = 30.0,
     ) -> aiohttp.ClientResponse:
         """One request on kubernetes-asyncio's connection pool (its TLS, proxy and token refresh), with
         the body encoded by orjson: its generic serialiser walks every body and dominated bind latency."""
         rest = self._api.rest_client
         cfg = self._api.configuration
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        headers = {"Content-Type": content_type, "Accept": accept}
         token = await cfg.get_api_key_with_prefix("BearerToken")
         if token:
             headers["Authorization"] = token
@@ -109,20 +122,29 @@ class KubeClient:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Obj:
-        resp = await self._send(method, path, query=query, body=body, content_type=content_type)
+        resp = await self._send(
+            method, path, query=query, body=body, content_type=content_type, accept=accept
+        )
         async with resp:
             data = await resp.read()
             try:
                 decoded: Any = orjson.loads(data) if data else {}
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError as e:
+                if resp.status < 300:
+                    raise UnreadableResponse(resp.status, str(e), method, path) from None
                 decoded = data.decode(errors="replace")
             if resp.status >= 300:
                 raise ApiError(resp.status, decoded, method, path)
-            return decoded if isinstance(decoded, dict) else {}
+            if not isinstance(decoded, dict):
+                raise UnreadableResponse(resp.status, f"a JSON {type(decoded).__name__}", method, path)
+            return decoded
 
-    async def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Obj:
-        return await self.request("GET", path, query=query)
+    async def get(
+        self, path: str, query: list[tuple[str, str]] | None = None, *, accept: str = "application/json"
+    ) -> Obj:
+        return await self.request("GET", path, query=query, accept=accept)
 
     async def post(self, path: str, body: Obj) -> Obj:
         return await self.request("POST", path, body=body)
@@ -151,4 +173,14 @@ class KubeClient:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        yield orjson.loads(line)
+                        try:
+                            event = orjson.loads(line)
+                        except orjson.JSONDecodeError as e:
+                            raise UnreadableResponse(
+                                resp.status, f"watch event: {e}", "WATCH", path
+                            ) from None
+                        if not isinstance(event, dict):
+                            raise UnreadableResponse(
+                                resp.status, "watch event is not an object", "WATCH", path
+                            )
+                        yield event

@@ -3,6 +3,12 @@
 Each informer keeps nothing itself; it hands every object to a handler (the cache, the single writer)
 as ``upsert(obj)`` / ``remove(obj)``, and calls ``replace(objs)`` after every LIST so objects deleted while
 we were not watching disappear. ``synced`` is set after the first LIST: readiness waits for it.
+
+A response it cannot read is never taken for an empty one (that once made the job controller delete the
+pods of healthy jobs): a LIST page that does not decode is listed again as metadata only, each object is
+then fetched alone, and the ones that still cannot be read are handed over as ``unreadable`` (name and
+metadata only), so consumers know they exist. A watch event that does not decode starts that over. A
+handler that raises on one object is that object's problem: logged, counted, and the stream goes on.
 """
 
 from __future__ import annotations
@@ -12,9 +18,13 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from controllers.kube.client import ApiError, KubeClient, Obj
+from controllers.kube.client import METADATA_LIST_ACCEPT, ApiError, KubeClient, Obj, UnreadableResponse
 
 log = logging.getLogger(__name__)
+
+
+def _ignore(_: Sequence[Obj]) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +32,8 @@ class Handler:
     replace: Callable[[Sequence[Obj]], None]
     upsert: Callable[[Obj], object]
     remove: Callable[[Obj], None]
+    # Objects that exist but cannot be read (metadata only), after each replace().
+    unreadable: Callable[[Sequence[Obj]], None] = _ignore
 
 
 def tee(*handlers: Handler) -> Handler:
@@ -40,7 +52,11 @@ def tee(*handlers: Handler) -> Handler:
         for h in handlers:
             h.remove(obj)
 
-    return Handler(replace, upsert, remove)
+    def unreadable(metas: Sequence[Obj]) -> None:
+        for h in handlers:
+            h.unreadable(metas)
+
+    return Handler(replace, upsert, remove, unreadable)
 
 
 class Informer:
@@ -64,28 +80,93 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.synced = asyncio.Event()
         self.events = 0
+        self.handler_errors = 0
+        self.list_errors = 0
+        self.unreadable = 0
 
     def _query(self) -> list[tuple[str, str]]:
         return [("fieldSelector", self.field_selector)] if self.field_selector else []
 
-    async def _list(self) -> str:
+    async def _pages(self, accept: str) -> tuple[list[Obj], str]:
         items: list[Obj] = []
         cont = ""
         while True:
             q = [*self._query(), ("limit", str(self.page_size))]
             if cont:
                 q.append(("continue", cont))
-            page = await self.client.get(self.path, q)
-            items.extend(page.get("items") or [])
+            page = await self.client.get(self.path, q, accept=accept)
+            got = page.get("items") or []
             meta = page.get("metadata") or {}
-            cont = meta.get("continue") or ""
+            if not isinstance(got, list) or not isinstance(meta, dict):
+                raise UnreadableResponse(200, "a LIST without an items list", "LIST", self.path)
+            if not all(isinstance(o, dict) for o in got):
+                raise UnreadableResponse(200, "a LIST item that is not an object", "LIST", self.path)
+            items.extend(got)
+            cont = str(meta.get("continue") or "")
             if not cont:
-                rv = str(meta.get("resourceVersion") or "")
-                break
+                return items, str(meta.get("resourceVersion") or "")
+
+    def _item_path(self, meta: Obj) -> str:
+        ns, name = meta.get("namespace"), meta.get("name")
+        if not ns:
+            return f"{self.path}/{name}"
+        prefix, plural = self.path.rsplit("/", 1)
+        return f"{prefix}/namespaces/{ns}/{plural}/{name}"
+
+    async def _list_one_by_one(self) -> tuple[list[Obj], list[Obj], str]:
+        """The fallback when a LIST cannot be decoded: names first (metadata only), then each object
+        alone. Returns the readable objects, the metadata of the unreadable ones, and the version."""
+        metas, rv = await self._pages(METADATA_LIST_ACCEPT)
+        good: list[Obj] = []
+        bad: list[Obj] = []
+        for m in metas:
+            meta = m.get("metadata") or {}
+            try:
+                good.append(await self.client.get(self._item_path(meta)))
+            except UnreadableResponse:
+                bad.append(m)
+            except ApiError as e:
+                if e.status != 404:  # gone since the metadata LIST: it is simply not there
+                    raise
+        return good, bad, rv
+
+    async def _list(self) -> str:
+        bad: list[Obj] = []
+        try:
+            items, rv = await self._pages("application/json")
+        except UnreadableResponse as e:
+            log.warning("list unreadable; listing one by one", extra={"informer": self.name, "error": str(e)})
+            items, bad, rv = await self._list_one_by_one()
         self.handler.replace(items)
+        self.handler.unreadable(bad)
+        self.unreadable = len(bad)
+        if bad:
+            names = [str((m.get("metadata") or {}).get("name")) for m in bad[:20]]
+            log.error(
+                "unreadable objects", extra={"informer": self.name, "count": len(bad), "objects": names}
+            )
         self.synced.set()
         log.info("listed", extra={"informer": self.name, "count": len(items), "resourceVersion": rv})
         return rv
+
+    def _deliver(self, kind: object, obj: Obj) -> None:
+        try:
+            if kind == "DELETED":
+                self.handler.remove(obj)
+            else:
+                self.handler.upsert(obj)
+        except Exception as e:  # one object's problem, never the stream's (see the module docstring)
+            self.handler_errors += 1
+            meta = obj.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            log.exception(
+                "handler failed on an object",
+                extra={
+                    "informer": self.name,
+                    "object": f"{meta.get('namespace')}/{meta.get('name')}",
+                    "error": repr(e),
+                },
+            )
 
     async def run(self) -> None:
         """Run until cancelled. Transient errors back off and retry; the cache stays as it was."""
@@ -103,7 +184,9 @@ class Informer:
                 ]
                 async for ev in self.client.watch(self.path, q):
                     kind = ev.get("type")
-                    obj = ev.get("object") or {}
+                    obj = ev.get("object")
+                    if not isinstance(obj, dict):
+                        raise UnreadableResponse(200, "watch event without an object", "WATCH", self.path)
                     if kind == "ERROR":
                         if obj.get("code") == 410:
                             rv = ""  # too old: re-list
@@ -115,13 +198,17 @@ class Informer:
                     if kind == "BOOKMARK":
                         continue
                     self.events += 1
-                    if kind == "DELETED":
-                        self.handler.remove(obj)
-                    else:
-                        self.handler.upsert(obj)
+                    self._deliver(kind, obj)
                 backoff = 0.5
             except asyncio.CancelledError:
                 raise
+            except UnreadableResponse as e:
+                # Re-list: the fallback list finds which object it was and hands it over as unreadable.
+                log.warning("unreadable response; re-listing", extra={"informer": self.name, "error": str(e)})
+                self.list_errors += 1
+                rv = ""
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
             except ApiError as e:
                 if e.status == 410:
                     rv = ""

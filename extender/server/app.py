@@ -1,16 +1,23 @@
 """The extender's HTTP surface: ``POST /filter``, ``/prioritize``, ``/preempt``, ``/bind``.
 
-Handlers are thin: decode once with orjson, take the fast path for pods of other schedulers, ask the
-backend (answers from the precomputed plan; only bind does I/O), encode. Always HTTP 200 to
-kube-scheduler for a well-formed request (it treats any other status as a failed call); a non-empty
-``Error`` only for "cannot decide" (cache not synced). A malformed body is a 400 with the reason.
+Handlers are thin: decode once with orjson (off the event loop when the body is large), check the shape,
+take the fast path for pods of other schedulers, ask the backend, encode. Always HTTP 200 to kube-scheduler
+for a well-formed request (it treats any other status as a failed call); a non-empty ``Error`` only for
+"cannot decide" (cache not synced) and for a refused bind. A malformed or wrongly typed body is a 400 with
+the reason; a body over the size cap is a 413.
+
+Nothing a request body says is trusted as cluster state: the pod in a filter request is used for its UID
+and its schedulerName (the fast path) only. What pumice reads about the pod comes from its own watch; a pod
+the watch has not shown yet is waited for briefly and otherwise refused (it reserves nothing), and ``bind``
+binds only what the backend itself reserved (see :class:`Backend`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import orjson
@@ -18,7 +25,7 @@ from aiohttp import web
 
 from extender.api import wire
 from extender.core.errors import InvalidObject
-from extender.core.model import Pod
+from extender.core.model import Pod, PodUID
 from extender.core.parse import parse_pod
 from extender.server.metrics import Histogram
 
@@ -32,8 +39,12 @@ class Backend(Protocol):
     @property
     def scheduler_names(self) -> frozenset[str]: ...
 
-    def filter(self, raw_pod: dict[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
-        """May raise InvalidObject for a pod it has to read (one with a plan is answered by UID)."""
+    async def wait_seen(self, uid: PodUID) -> None:
+        """Return once pumice's own watch has shown pod ``uid`` or a short bound has passed."""
+        ...
+
+    def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
+        """Answer from pumice's own state; ``raw_pod`` is read for its UID only."""
         ...
 
     def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]: ...
@@ -42,54 +53,119 @@ class Backend(Protocol):
         self, pod: Pod, ours: bool, victims: dict[str, wire.MetaVictims]
     ) -> dict[str, wire.MetaVictims]: ...
 
-    async def bind(self, args: wire.ExtenderBindingArgs) -> str: ...
+    async def bind(self, args: wire.ExtenderBindingArgs) -> str:
+        """Bind only a pod the backend holds a reservation for, to that node; else a reason."""
+        ...
 
 
 BACKEND_KEY: Final = web.AppKey("pumice_extender_backend", Backend)
 LATENCY_KEY: Final = web.AppKey("pumice_extender_latency", Histogram)
 
 _NOT_SYNCED: Final = "pumice: cluster cache not synced yet"
+# A nodeCacheCapable filter for 50 000 nodes is ~1 MiB; 8 MiB leaves room for clusters configured without
+# nodeCacheCapable (whole Node objects) of a few hundred nodes, and bounds what one request can cost.
+DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
+# Bodies larger than this are decoded in a worker thread, so one big request does not stall the loop.
+_OFF_LOOP_BYTES: Final = 256 * 1024
 
 
 def _json(body: object) -> web.Response:
     return web.Response(body=orjson.dumps(body), content_type="application/json")
 
 
+def _bad(text: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(text=text)
+
+
 async def _decode(request: web.Request) -> dict[str, Any]:
-    raw = await request.read()
+    raw = await request.read()  # aiohttp answers 413 past the app's client_max_size
     try:
-        body = orjson.loads(raw)
+        body = await asyncio.to_thread(orjson.loads, raw) if len(raw) > _OFF_LOOP_BYTES else orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise web.HTTPBadRequest(text=f"request body is not JSON: {e}") from None
+        raise _bad(f"request body is not JSON: {e}") from None
     if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text="request body must be a JSON object")
+        raise _bad("request body must be a JSON object")
     return body
 
 
-def _pod_and_nodes(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    pod = body.get("Pod")
-    if not isinstance(pod, dict):
-        raise web.HTTPBadRequest(text="ExtenderArgs.Pod is required")
+def _object(value: object, where: str, *, required: bool = False) -> dict[str, Any]:
+    if value is None:
+        if required:
+            raise _bad(f"{where} is required")
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(f"{where} must be a JSON object")
+    return value
+
+
+def _pod(body: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The embedded Pod, with the parts every handler reads checked for type."""
+    pod = _object(body.get("Pod"), f"{kind}.Pod", required=True)
+    meta = _object(pod.get("metadata"), f"{kind}.Pod.metadata")
+    spec = _object(pod.get("spec"), f"{kind}.Pod.spec")
+    for key, where in ((meta.get("uid"), "metadata.uid"), (spec.get("schedulerName"), "spec.schedulerName")):
+        if key is not None and not isinstance(key, str):
+            raise _bad(f"{kind}.Pod.{where} must be a string")
+    return pod
+
+
+def _node_names(body: Mapping[str, Any]) -> list[str]:
     names = body.get("NodeNames")
     if names is None:
-        nodes = body.get("Nodes") or {}
-        names = [((n.get("metadata") or {}).get("name")) for n in (nodes.get("items") or [])]
+        # Not nodeCacheCapable: whole Node objects were sent; only their names matter to us.
+        items = _object(body.get("Nodes"), "ExtenderArgs.Nodes").get("items") or []
+        if not isinstance(items, list):
+            raise _bad("ExtenderArgs.Nodes.items must be a list of Nodes")
+        names = [_object(n, "ExtenderArgs.Nodes.items[]").get("metadata") for n in items]
+        names = [_object(m, "ExtenderArgs.Nodes.items[].metadata").get("name") for m in names]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise web.HTTPBadRequest(
-            text="ExtenderArgs.NodeNames must be a list of node names (nodeCacheCapable)"
-        )
-    return pod, names
+        raise _bad("ExtenderArgs.NodeNames must be a list of node names (nodeCacheCapable)")
+    return names
 
 
-def _ours(backend: Backend, pod: dict[str, Any]) -> bool:
+def _uid(pod: Mapping[str, Any]) -> PodUID:
+    return PodUID(str((pod.get("metadata") or {}).get("uid") or ""))
+
+
+def _ours(backend: Backend, pod: Mapping[str, Any]) -> bool:
     return (pod.get("spec") or {}).get("schedulerName") in backend.scheduler_names
 
 
-def _parse(pod: dict[str, Any]) -> Pod:
+def _parse(pod: dict[str, Any], kind: str) -> Pod:
     try:
         return parse_pod(pod)
     except InvalidObject as e:
-        raise web.HTTPBadRequest(text=f"ExtenderArgs.Pod: {e}") from None
+        raise _bad(f"{kind}.Pod: {e}") from None
+
+
+def _victims(body: Mapping[str, Any]) -> dict[str, wire.MetaVictims]:
+    """``NodeNameToMetaVictims``, or the UIDs of ``NodeNameToVictims`` (not nodeCacheCapable)."""
+    meta = body.get("NodeNameToMetaVictims")
+    full = meta is None
+    raw = _object(body.get("NodeNameToVictims") if full else meta, "ExtenderPreemptionArgs victims")
+    out: dict[str, wire.MetaVictims] = {}
+    for node, v in raw.items():
+        where = f"ExtenderPreemptionArgs victims[{node}]"
+        victims = _object(v, where)
+        pods = victims.get("Pods") or []
+        pdb = victims.get("NumPDBViolations", 0)
+        if not isinstance(pods, list):
+            raise _bad(f"{where}.Pods must be a list")
+        if not isinstance(pdb, int) or isinstance(pdb, bool):
+            raise _bad(f"{where}.NumPDBViolations must be an integer")
+        uids: list[wire.MetaPod] = []
+        for p in pods:
+            entry = _object(p, f"{where}.Pods[]")
+            uid = (
+                _object(entry.get("metadata"), f"{where}.Pods[].metadata").get("uid")
+                if full
+                else entry.get("UID")
+            )
+            if not isinstance(uid, str):
+                raise _bad(f"{where}.Pods[]: a victim needs a string UID")
+            uids.append({"UID": uid})
+        out[node] = {"Pods": uids, "NumPDBViolations": pdb}
+    return out
 
 
 def _timed(
@@ -108,50 +184,35 @@ def _timed(
 async def handle_filter(request: web.Request) -> web.Response:
     backend = request.app[BACKEND_KEY]
     body = await _decode(request)
-    raw_pod, names = _pod_and_nodes(body)
+    raw_pod, names = _pod(body, "ExtenderArgs"), _node_names(body)
     if not _ours(backend, raw_pod):
         return _json({"NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""})
     if not backend.ready:
         return _json(
             {"NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": _NOT_SYNCED}
         )
-    try:
-        return _json(backend.filter(raw_pod, names))
-    except InvalidObject as e:
-        raise web.HTTPBadRequest(text=f"ExtenderArgs.Pod: {e}") from None
+    await backend.wait_seen(_uid(raw_pod))
+    return _json(backend.filter(raw_pod, names))
 
 
 async def handle_prioritize(request: web.Request) -> web.Response:
     backend = request.app[BACKEND_KEY]
     body = await _decode(request)
-    raw_pod, names = _pod_and_nodes(body)
+    raw_pod, names = _pod(body, "ExtenderArgs"), _node_names(body)
     if not _ours(backend, raw_pod) or not backend.ready:
         return _json([])  # no opinion: kube-scheduler's own scores decide
-    return _json(backend.prioritize(_parse(raw_pod), names))
+    return _json(backend.prioritize(_parse(raw_pod, "ExtenderArgs"), names))
 
 
 async def handle_preempt(request: web.Request) -> web.Response:
     backend = request.app[BACKEND_KEY]
     body = await _decode(request)
-    raw_pod = body.get("Pod")
-    if not isinstance(raw_pod, dict):
-        raise web.HTTPBadRequest(text="ExtenderPreemptionArgs.Pod is required")
-    victims = body.get("NodeNameToMetaVictims")
-    if victims is None and body.get("NodeNameToVictims"):
-        # Not nodeCacheCapable: full pods were sent; reduce them to UIDs.
-        victims = {
-            node: {
-                "Pods": [{"UID": (p.get("metadata") or {}).get("uid", "")} for p in v.get("Pods") or []],
-                "NumPDBViolations": v.get("NumPDBViolations", 0),
-            }
-            for node, v in body["NodeNameToVictims"].items()
-        }
-    if not isinstance(victims, dict):
-        victims = {}
+    raw_pod = _pod(body, "ExtenderPreemptionArgs")
+    victims = _victims(body)
     if not backend.ready:
         return _json({"NodeNameToMetaVictims": {}})
-    result = backend.preempt(_parse(raw_pod), _ours(backend, raw_pod), victims)
-    return _json({"NodeNameToMetaVictims": result})
+    pod = _parse(raw_pod, "ExtenderPreemptionArgs")
+    return _json({"NodeNameToMetaVictims": backend.preempt(pod, _ours(backend, raw_pod), victims)})
 
 
 async def handle_bind(request: web.Request) -> web.Response:
@@ -159,18 +220,22 @@ async def handle_bind(request: web.Request) -> web.Response:
     body = await _decode(request)
     for key in ("PodName", "PodNamespace", "PodUID", "Node"):
         if not isinstance(body.get(key), str) or not body[key]:
-            raise web.HTTPBadRequest(text=f"ExtenderBindingArgs.{key} is required")
+            raise _bad(f"ExtenderBindingArgs.{key} is required")
     args: wire.ExtenderBindingArgs = {
         "PodName": body["PodName"],
         "PodNamespace": body["PodNamespace"],
         "PodUID": body["PodUID"],
         "Node": body["Node"],
     }
+    if not backend.ready:
+        return _json({"Error": _NOT_SYNCED})
     return _json({"Error": await backend.bind(args)})
 
 
-def make_extender_app(backend: Backend, latency: Histogram) -> web.Application:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+def make_extender_app(
+    backend: Backend, latency: Histogram, *, max_body: int = DEFAULT_MAX_BODY
+) -> web.Application:
+    app = web.Application(client_max_size=max_body)
     app[BACKEND_KEY] = backend
     app[LATENCY_KEY] = latency
     for verb, fn in (

@@ -50,11 +50,18 @@ class FakeExecutor:
         pass
 
 
-def make_scheduler(nodes: list[dict[str, Any]], executor: FakeExecutor | None = None) -> Scheduler:
+def make_scheduler(
+    nodes: list[dict[str, Any]], executor: FakeExecutor | None = None, *, watched: bool = True
+) -> Scheduler:
+    """A scheduler over ``nodes``; with ``watched`` its watch has already shown the sample request's pod
+    (pumice reads pods from its watch, never from a request body)."""
     cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
     cache.replace_nodes(nodes)
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
-    return Scheduler(cache, load_conf(), executor or FakeExecutor())  # type: ignore[arg-type]
+    if watched:
+        cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
+    sched = Scheduler(cache, load_conf(), executor or FakeExecutor(), seen_timeout=0.05)  # type: ignore[arg-type]
+    return sched
 
 
 @pytest.fixture
@@ -124,23 +131,25 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     ex = FakeExecutor()
     sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], ex)
     client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
-    await post(client, "/filter", sample("extender-filter-request.json"))
-    req = sample("extender-bind-request.json")
+    planned = await _planned(client)
+    req = _bind_args(Node=planned)
     status, body = await post(client, "/bind", req)
     assert status == 200 and body == {"Error": ""}
-    assert ex.binds == [("vtest", "vpod-2", req["PodUID"], "node-c")]
-    # The pod is assumed on node-c: its plan is gone and node-c's capacity is taken.
+    assert ex.binds == [("vtest", "vpod-2", req["PodUID"], planned)]
+    # The pod is assumed on its node: its plan is gone and the node's capacity is taken.
     assert req["PodUID"] not in sched.plans
-    assert sched.cache.pods[req["PodUID"]].node_name == "node-c"
+    assert sched.cache.pods[req["PodUID"]].node_name == planned
+    status, body = await post(client, "/bind", req)  # a retried bind
+    assert body == {"Error": ""} and len(ex.binds) == 1
 
 
 async def test_bind_failure_is_reported_and_releases_the_plan(aiohttp_client: Any) -> None:
     sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], FakeExecutor(fail=True))
     client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
-    await post(client, "/filter", sample("extender-filter-request.json"))
+    planned = await _planned(client)
     uid = sample("extender-bind-request.json")["PodUID"]
     assert uid in sched.plans
-    status, body = await post(client, "/bind", sample("extender-bind-request.json"))
+    status, body = await post(client, "/bind", _bind_args(Node=planned))
     assert status == 200 and "boom" in body["Error"]
     assert uid not in sched.plans
 
@@ -165,10 +174,149 @@ async def test_malformed_bodies_get_400_with_a_reason(
 
 
 async def test_bad_pod_gets_400_naming_the_field(client: TestClient[Any, Any]) -> None:
-    req = copy.deepcopy(sample("extender-filter-request.json"))
+    req = copy.deepcopy(sample("extender-prioritize-request.json"))
     req["Pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
-    status, body = await post(client, "/filter", req)
+    status, body = await post(client, "/prioritize", req)
     assert status == 400 and "spec.containers[0].resources.requests" in body
+
+
+async def test_filter_reads_the_watched_pod_not_the_body(aiohttp_client: Any) -> None:
+    """An unreadable pod (as the watch shows it) is refused with the field named, whatever the body says."""
+    sched = make_scheduler([node("node-b")], watched=False)
+    bad = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    sched.cache.upsert_pod(bad)
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    status, body = await post(client, "/filter", sample("extender-filter-request.json"))
+    assert status == 200 and body["NodeNames"] == []
+    assert "spec.containers[0].resources.requests" in body["FailedAndUnresolvableNodes"]["node-b"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "needle"),
+    [
+        ("/filter", {"Pod": {"spec": "x"}, "NodeNames": []}, "Pod.spec must be a JSON object"),
+        ("/filter", {"Pod": {"metadata": []}, "NodeNames": []}, "Pod.metadata must be a JSON object"),
+        ("/filter", {"Pod": {"metadata": {"uid": 7}}, "NodeNames": []}, "metadata.uid must be a string"),
+        ("/filter", {"Pod": {"spec": {"schedulerName": []}}, "NodeNames": []}, "schedulerName"),
+        ("/filter", {"Pod": {}, "Nodes": {"items": "x"}}, "Nodes.items must be a list"),
+        ("/filter", {"Pod": {}, "Nodes": {"items": [{"metadata": 1}]}}, "metadata must be a JSON object"),
+        ("/filter", {"Pod": {}, "Nodes": []}, "Nodes must be a JSON object"),
+        ("/prioritize", {"Pod": [], "NodeNames": []}, "Pod must be a JSON object"),
+        ("/preempt", {"Pod": {}, "NodeNameToVictims": ["x"]}, "victims must be a JSON object"),
+        ("/preempt", {"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": "x"}}}, "Pods must be a list"),
+        ("/preempt", {"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 1}]}}}, "string UID"),
+        ("/preempt", {"Pod": {}, "NodeNameToMetaVictims": {"n": {"NumPDBViolations": "1"}}}, "integer"),
+        ("/preempt", {"Pod": {}, "NodeNameToVictims": {"n": {"Pods": [{"metadata": []}]}}}, "metadata"),
+        ("/bind", {"PodName": "x", "PodNamespace": "ns", "PodUID": ["u"], "Node": "n"}, "PodUID"),
+    ],
+)
+async def test_wrongly_typed_bodies_get_400_with_a_reason(
+    client: TestClient[Any, Any], path: str, body: object, needle: str
+) -> None:
+    status, text = await post(client, path, body)
+    assert status == 400, text
+    assert needle in text
+
+
+async def test_bodies_over_the_cap_get_413(aiohttp_client: Any, scheduler: Scheduler) -> None:
+    client = await aiohttp_client(make_extender_app(scheduler, Histogram("t", "t"), max_body=1024))
+    resp = await client.post("/filter", data=b'{"NodeNames": ["' + b"n" * 2048 + b'"]}')
+    assert resp.status == 413
+
+
+async def test_a_large_body_is_decoded_and_answered(client: TestClient[Any, Any]) -> None:
+    """Above the off-loop threshold the body is decoded in a worker thread; the answer is the same."""
+    req = copy.deepcopy(sample("extender-filter-request.json"))
+    req["NodeNames"] = ["node-b", "node-c"] + [f"absent-{i:06d}" for i in range(40_000)]
+    status, body = await post(client, "/filter", req)
+    assert status == 200 and len(body["NodeNames"]) == 1
+
+
+# --- /bind binds only what pumice reserved (the issue's reproduction: any caller could bind any pod) ----
+
+
+async def _planned(client: TestClient[Any, Any]) -> str:
+    _, filtered = await post(client, "/filter", sample("extender-filter-request.json"))
+    node: str = filtered["NodeNames"][0]
+    return node
+
+
+def _bind_args(**over: str) -> dict[str, str]:
+    req: dict[str, str] = sample("extender-bind-request.json")
+    return {**req, **over}
+
+
+async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> None:
+    ex = FakeExecutor()
+    sched = make_scheduler([node("node-b")], ex)
+    sched.cache.upsert_pod(running_pod("victim", "kube-system", "node-b") | {"spec": {"containers": []}})
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    for args in (
+        _bind_args(PodName="victim", PodNamespace="ns", PodUID="made-up", Node="node-b"),
+        _bind_args(PodName="victim", PodNamespace="kube-system", PodUID="victim", Node="node-b"),
+        _bind_args(PodName="victim", PodNamespace="kube-system", PodUID="victim", Node="no-such-node"),
+    ):
+        status, body = await post(client, "/bind", args)
+        assert status == 200 and body["Error"], args
+    assert ex.binds == []
+    assert sched.stats["binds_refused"] == 3
+
+
+async def test_bind_refuses_our_pod_without_a_reservation_or_on_another_node(aiohttp_client: Any) -> None:
+    ex = FakeExecutor()
+    sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], ex)
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    _, body = await post(client, "/bind", _bind_args())
+    assert "no reservation" in body["Error"] and ex.binds == []  # not planned yet
+    planned = await _planned(client)
+    other = next(n for n in ("node-a", "node-b", "node-c") if n != planned)
+    _, body = await post(client, "/bind", _bind_args(Node=other))
+    assert f"planned on {planned}" in body["Error"] and ex.binds == []
+    _, body = await post(client, "/bind", _bind_args(Node=planned))
+    assert body == {"Error": ""} and len(ex.binds) == 1
+
+
+async def test_bind_refusal_and_failure_echo_no_api_server_text(aiohttp_client: Any) -> None:
+    class LeakyExecutor(FakeExecutor):
+        async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+            raise BindError(f"binding pod {namespace}/{name} to {node} failed: HTTP 409 Conflict")
+
+    sched = make_scheduler([node("node-b")], LeakyExecutor())
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    planned = await _planned(client)
+    _, body = await post(client, "/bind", _bind_args(Node=planned))
+    assert "HTTP 409" in body["Error"] and sample("extender-bind-request.json")["PodUID"] not in body["Error"]
+
+
+async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: Any) -> None:
+    """Running pods that exist only in /filter bodies once blocked all gang scheduling until a restart."""
+    sched = make_scheduler([node("node-b")])
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    for i in range(3):
+        phantom = copy.deepcopy(sample("extender-filter-request.json"))
+        phantom["Pod"]["metadata"].update(name=f"phantom-{i}", uid=f"phantom-{i}")
+        phantom["Pod"]["spec"]["nodeName"] = "node-b"
+        phantom["Pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "4"
+        phantom["Pod"]["status"] = {"phase": "Running"}
+        status, body = await post(client, "/filter", phantom)
+        assert status == 200 and body["NodeNames"] == []
+        assert "has not shown this pod" in body["FailedAndUnresolvableNodes"]["node-b"]
+    assert not any(uid.startswith("phantom") for uid in sched.cache.pods)
+    assert not any(any(u.values()) for u in sched.cache.node_usage.by_node.values())
+    # The real pod still gets its node.
+    assert await _planned(client) == "node-b"
+
+
+async def test_a_pod_refused_before_the_watch_showed_it_is_touched_once_planned(aiohttp_client: Any) -> None:
+    sched = make_scheduler([node("node-b")], watched=False)
+    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    _, body = await post(client, "/filter", sample("extender-filter-request.json"))
+    assert body["NodeNames"] == []
+    pod = sample("extender-filter-request.json")["Pod"]
+    sched.cache.upsert_pod(pod)  # the watch catches up
+    sched.ensure_fresh()
+    assert pod["metadata"]["uid"] in sched.rejected and sched.plans.get(pod["metadata"]["uid"]) == "node-b"
 
 
 def _gang_pods(sched: Scheduler, n: int, node_name: str, group: str = "g") -> list[str]:
