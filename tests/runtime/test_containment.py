@@ -1,0 +1,316 @@
+"""The runtime contains bad objects and bad answers (the Hardening issue's reproductions, below e2e).
+
+Each test is the reproduction: before the fix it crashed the process, deleted work, or left a zombie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+
+from controllers.cache import ClusterCache
+from controllers.events import EventRecorder
+from controllers.jobs import JOBS_PATH, JobController
+from controllers.kube.client import KubeClient, UnreadableResponse
+from controllers.kube.informer import Handler, Informer
+from controllers.liveness import Liveness
+from controllers.scheduler import Scheduler
+from extender.plugins.registry import load_conf
+from tests.runtime.fakekube import FakeKube, deep_bytes, serve
+
+Obj = dict[str, Any]
+
+
+def job(name: str, ns: str = "ns") -> Obj:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "resourceVersion": "7"},
+        "spec": {
+            "minAvailable": 1,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "tasks": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}},
+                }
+            ],
+        },
+    }
+
+
+def job_pod(jobname: str, ns: str = "ns") -> Obj:
+    return {
+        "metadata": {
+            "name": f"{jobname}-w-0",
+            "namespace": ns,
+            "uid": f"pod-{jobname}",
+            "resourceVersion": "5",
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": jobname,
+                    "uid": f"uid-{jobname}",
+                    "controller": True,
+                }
+            ],
+            "annotations": {"volcano.sh/task-spec": "w", "volcano.sh/job-name": jobname},
+            "labels": {"volcano.sh/job-name": jobname, "volcano.sh/task-spec": "w"},
+        },
+        "spec": {"schedulerName": "volcano", "nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Running"},
+    }
+
+
+@contextlib.asynccontextmanager
+async def kube(fake: FakeKube) -> AsyncIterator[KubeClient]:
+    gen = serve(fake)
+    client = await gen.__anext__()
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(StopAsyncIteration):
+            await gen.__anext__()
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.replaced: list[list[Obj]] = []
+        self.unreadable: list[list[Obj]] = []
+        self.upserts: list[Obj] = []
+
+    def handler(self, *, explode_on: str = "") -> Handler:
+        def upsert(obj: Obj) -> None:
+            if obj["metadata"]["name"] == explode_on:
+                raise RuntimeError("boom")
+            self.upserts.append(obj)
+
+        return Handler(lambda objs: self.replaced.append(list(objs)), upsert, lambda _o: None,
+                       lambda metas: self.unreadable.append(list(metas)))  # fmt: skip
+
+
+async def _until(cond: Any, limit: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit
+    while not cond():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_an_undecodable_list_is_never_an_empty_one() -> None:
+    """A job nested > 1024 levels made the jobs LIST undecodable; the client turned it into {} and the
+    job controller then deleted the pods of healthy jobs. Now: the fallback lists one by one."""
+    fake = FakeKube(JOBS_PATH)
+    fake.put(job("good-1"))
+    fake.put(job("good-2"))
+    fake.put(job("deep"), deep_bytes(job("deep"), 1500))
+    async with kube(fake) as client:
+        with pytest.raises(UnreadableResponse):
+            await client.get(JOBS_PATH)
+        got = Collect()
+        inf = Informer(client, JOBS_PATH, got.handler(), name="jobs")
+        task = asyncio.create_task(inf.run())
+        await _until(inf.synced.is_set)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert sorted(o["metadata"]["name"] for o in got.replaced[0]) == ["good-1", "good-2"]
+    assert [m["metadata"]["name"] for m in got.unreadable[0]] == ["deep"]
+    assert inf.unreadable == 1
+
+
+async def test_a_handler_that_raises_on_one_object_does_not_stop_the_stream() -> None:
+    fake = FakeKube(JOBS_PATH)
+    fake.watch_lines = [
+        orjson.dumps({"type": "ADDED", "object": job("poison")}),
+        orjson.dumps({"type": "ADDED", "object": job("fine")}),
+    ]
+    async with kube(fake) as client:
+        got = Collect()
+        inf = Informer(client, JOBS_PATH, got.handler(explode_on="poison"), name="jobs")
+        task = asyncio.create_task(inf.run())
+        await _until(lambda: bool(got.upserts))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert [o["metadata"]["name"] for o in got.upserts] == ["fine"]
+    assert inf.handler_errors == 1
+
+
+async def test_an_undecodable_watch_event_relists() -> None:
+    fake = FakeKube(JOBS_PATH)
+    fake.put(job("a"))
+    fake.watch_lines = [b'{"type": "ADDED", "object": ' + b"[" * 1500]
+    async with kube(fake) as client:
+        got = Collect()
+        inf = Informer(client, JOBS_PATH, got.handler(), name="jobs")
+        task = asyncio.create_task(inf.run())
+        await _until(lambda: len(got.replaced) >= 2, limit=10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert inf.list_errors >= 1 and [o["metadata"]["name"] for o in got.replaced[1]] == ["a"]
+
+
+def _controller(client: KubeClient, **kw: Any) -> JobController:
+    jc = JobController(client, scheduler_names=frozenset({"volcano"}), workers=2, **kw)
+    for h in ("commands", "podgroups"):
+        jc.handlers()[h].replace([])
+    return jc
+
+
+async def _drain(jc: JobController) -> None:
+    task = asyncio.create_task(jc.run())
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _pod_deletes(fake: FakeKube) -> list[str]:
+    return [p for m, p in fake.requests if m == "DELETE" and "/pods/" in p]
+
+
+async def test_a_job_missing_from_a_list_keeps_its_pods_unless_the_api_says_it_is_gone() -> None:
+    fake = FakeKube(JOBS_PATH)
+    fake.put(job("alive"))  # exists, though the LIST below does not show it
+    async with kube(fake) as client:
+        jc = _controller(client)
+        jc.handlers()["jobs"].replace([job("alive")])
+        jc.handlers()["pods"].replace([job_pod("gone")])
+        jc.handlers()["jobs"].replace([])  # a re-list that lost "alive" (cut short, or unreadable)
+        await _drain(jc)
+    # "alive" was confirmed by a GET and kept; "gone" answered 404 and only then were its pods cleaned up.
+    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/alive") in fake.requests
+    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/gone") in fake.requests
+    assert _pod_deletes(fake) == ["/api/v1/namespaces/ns/pods/gone-w-0"]
+    assert "ns/alive" in jc.jobs and jc.stats["pods_deleted"] == 1
+
+
+async def test_an_unreadable_job_is_left_alone_and_reported() -> None:
+    fake = FakeKube(JOBS_PATH)
+    fake.put(job("deep"), deep_bytes(job("deep"), 1500))
+    async with kube(fake) as client:
+        events = EventRecorder(client)
+        jc = _controller(client, events=events)
+        jc.handlers()["pods"].replace([job_pod("deep")])
+        jc.handlers()["jobs"].replace([])  # as if the list lost it: the GET cannot be read either
+        await _drain(jc)
+        ev = asyncio.create_task(events.run())
+        jc.handlers()["jobs"].unreadable([{"metadata": {"name": "deep", "namespace": "ns"}}])
+        await _until(lambda: events.written >= 1)
+        ev.cancel()
+    assert _pod_deletes(fake) == [] and "ns/deep" in jc.unreadable
+    assert any(b["reason"] == "Unreadable" for _, b in fake.posted)
+
+
+async def test_a_job_whose_sync_raises_is_retried_and_the_others_carry_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import controllers.jobs as jobs_module
+
+    real = jobs_module.reconcile
+
+    def reconcile(world: Any) -> Any:
+        if world.job.name == "poison":
+            raise RuntimeError("unexpected")
+        return real(world)
+
+    monkeypatch.setattr(jobs_module, "reconcile", reconcile)
+    fake = FakeKube(JOBS_PATH)
+    for name in ("poison", "fine"):
+        fake.put(job(name))
+    async with kube(fake) as client:
+        events = EventRecorder(client)
+        jc = _controller(client, events=events)
+        jc.handlers()["pods"].replace([])
+        jc.handlers()["jobs"].replace([orjson.loads(raw) for raw in fake.items.values()])
+        ev = asyncio.create_task(events.run())
+        await _drain(jc)
+        await _until(lambda: events.written >= 1)
+        ev.cancel()
+    assert jc.stats["errors"] >= 1 and jc._failures.get("ns/poison", 0) >= 1
+    assert "ns/fine" not in jc._failures
+    assert any(p.endswith("/podgroups") for p, _ in fake.posted), "the healthy job got its PodGroup"
+    notes = [b["note"] for _, b in fake.posted if b.get("reason") == "SyncFailed"]
+    assert notes and "RuntimeError: unexpected" in notes[0]
+
+
+async def test_an_invalid_job_gets_a_reason_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeKube(JOBS_PATH)
+    bad = job("bad")
+    bad["spec"]["tasks"][0]["replicas"] = "many"
+    fake.put(bad)
+    async with kube(fake) as client:
+        jc = _controller(client, validate=lambda obj: ["spec.tasks[0].replicas: must be an integer"])
+        jc.handlers()["pods"].replace([])
+        jc.handlers()["jobs"].replace([bad])
+        await _drain(jc)
+    stored = orjson.loads(fake.items[("ns", "bad")])
+    assert stored["status"]["state"] == {
+        "phase": "Pending",
+        "reason": "InvalidSpec",
+        "message": "spec.tasks[0].replicas: must be an integer",
+    }
+    assert not any(p.endswith(("/pods", "/podgroups")) for p, _ in fake.posted)
+
+
+def test_a_podgroup_with_an_absurd_quantity_is_skipped_and_reported() -> None:
+    """minResources.cpu: 1e400 once crash-looped pumice: the skip path's log call itself raised."""
+    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+    cache.upsert_podgroup(
+        {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minResources": {"cpu": "1e400"}}}
+    )
+    cache.upsert_podgroup({"metadata": {"name": "pg2", "namespace": "ns"}, "spec": {"minMember": "x"}})
+    assert set(cache.unreadable) == {("PodGroup", "ns/pg"), ("PodGroup", "ns/pg2")}
+    assert cache.podgroups == {}
+
+
+async def test_the_scheduling_loop_honours_cancellation_and_beats() -> None:
+    liveness = Liveness()
+    beat = liveness.expect("scheduling loop", 60)
+    sched = Scheduler(
+        ClusterCache(scheduler_names=frozenset({"volcano"})), load_conf(), None, resync=0.01, heartbeat=beat
+    )  # type: ignore[arg-type]
+    for _ in range(20):  # cancel at many points of the loop, waits and wake-ups included
+        task = asyncio.create_task(sched.run())
+        await asyncio.sleep(0.005)
+        sched._wake.set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert liveness.problems() == []
+
+
+async def test_a_dead_root_task_makes_healthz_unhealthy_and_fires_once() -> None:
+    liveness = Liveness()
+    deaths: list[str] = []
+    liveness.on_death = deaths.append
+
+    async def crashes() -> None:
+        raise RuntimeError("x")
+
+    task = asyncio.create_task(crashes(), name="scheduler")
+    liveness.watch(task)
+    with contextlib.suppress(RuntimeError):
+        await task
+    await asyncio.sleep(0)
+    assert deaths == ["scheduler"] and liveness.problems() == ["root task scheduler has ended"]
+
+
+def test_a_stalled_loop_is_reported() -> None:
+    now = [0.0]
+    liveness = Liveness(clock=lambda: now[0])
+    beat = liveness.expect("status writer", 120)
+    now[0] = 100
+    beat()
+    now[0] = 221
+    assert liveness.problems() == ["status writer has not made progress for 121s (limit 120s)"]
