@@ -350,12 +350,37 @@ class ClusterCache:
                 self.priority_classes[pc.name] = pc
         self._changed("priorityclass")
 
+    def _unreadable_listed(self, kind: str) -> Callable[[Sequence[Obj]], None]:
+        """Objects a LIST showed by name only (they could not be decoded): remembered as unreadable, so a
+        filter for such a pod says why instead of waiting for a watch that will never show it."""
+
+        def mark(metas: Sequence[Obj]) -> None:
+            for m in metas:
+                ref, meta = _ref(kind, m)
+                self.unreadable[ref] = "the API server's copy cannot be decoded (nested too deep?)"
+                self.unreadable_total += 1
+                if kind == "Pod" and isinstance(meta.get("uid"), str):
+                    self.unreadable_pods[PodUID(meta["uid"])] = self.unreadable[ref]
+
+        return mark
+
     def handlers(self) -> dict[str, Handler]:
         return {
-            "nodes": Handler(self.replace_nodes, self.upsert_node, self.remove_node),
-            "pods": Handler(self.replace_pods, self.upsert_pod, self.remove_pod),
-            "podgroups": Handler(self.replace_podgroups, self.upsert_podgroup, self.remove_podgroup),
-            "queues": Handler(self.replace_queues, self.upsert_queue, self.remove_queue),
+            "nodes": Handler(
+                self.replace_nodes, self.upsert_node, self.remove_node, self._unreadable_listed("Node")
+            ),
+            "pods": Handler(
+                self.replace_pods, self.upsert_pod, self.remove_pod, self._unreadable_listed("Pod")
+            ),
+            "podgroups": Handler(
+                self.replace_podgroups,
+                self.upsert_podgroup,
+                self.remove_podgroup,
+                self._unreadable_listed("PodGroup"),
+            ),
+            "queues": Handler(
+                self.replace_queues, self.upsert_queue, self.remove_queue, self._unreadable_listed("Queue")
+            ),
             "priorityclasses": Handler(
                 self.replace_priority_classes, self.upsert_priority_class, self.remove_priority_class
             ),

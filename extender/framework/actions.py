@@ -17,6 +17,7 @@ import numpy as np
 
 from extender.core import fit
 from extender.core.errors import ConfigError
+from extender.core.hierarchy import parent_loop
 from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
 from extender.framework.session import Session, Statement, Unschedulable
 
@@ -33,6 +34,12 @@ def _queue_problem(ssn: Session, g: PodGroup) -> str | None:
         return f"queue {g.queue} does not exist"
     if q.state != QueueState.OPEN:
         return f"queue {g.queue} is {q.state.value}"
+    loop = parent_loop(ssn.snapshot.queues, g.queue)
+    if loop is not None:
+        return (
+            f"queue {g.queue}: spec.parent forms a loop ({' -> '.join(loop)}); "
+            "set spec.parent of one of them to a queue outside the loop"
+        )
     return None
 
 

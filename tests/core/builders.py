@@ -157,8 +157,11 @@ def queue(
     state: str = "Open",
     deserved: Mapping[str, str] | None = None,
     created: str = T0,
+    parent: str | None = None,
 ) -> Raw:
     spec: Raw = {"weight": weight, "reclaimable": True}
+    if parent is not None:
+        spec["parent"] = parent
     if capability is not None:
         spec["capability"] = dict(capability)
     if deserved is not None:
