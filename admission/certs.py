@@ -1,10 +1,16 @@
-"""Self-signed TLS material for the webhook server: a private CA and a serving certificate it signs.
+"""Self-signed TLS material: a private CA and the certificates it signs, for the webhook and extender servers.
 
 kube-apiserver calls webhooks only over TLS and checks the serving certificate against the ``caBundle`` of
 the webhook configuration, by subject alternative name (the common name is ignored). So the serving
 certificate lists every name kube-apiserver may dial (``<svc>.<ns>.svc`` for a Service reference, the host of
 a URL), and the CA's PEM is what goes into ``caBundle``. Keys are ECDSA P-256; the key file is written 0600.
 Every call makes a new CA: each process start re-patches ``caBundle`` (replicas must share one set of files).
+
+The extender is authenticated both ways (mutual TLS): :func:`generate_mtls_bundle` makes one CA that signs
+pumice's serving certificate (``serverAuth``) and kube-scheduler's client certificate (``clientAuth``), and
+:func:`mtls_server_context` builds the server side that refuses any client without a certificate from that
+CA. OpenSSL checks the extended key usage of the peer's certificate, so neither certificate can stand in for
+the other.
 """
 
 from __future__ import annotations
@@ -21,12 +27,16 @@ from typing import Final
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
 CA_FILE: Final = "ca.crt"
 CERT_FILE: Final = "tls.crt"
 KEY_FILE: Final = "tls.key"
+# The identity kube-scheduler presents to the extender.
+EXTENDER_CLIENT_COMMON_NAME: Final = "pumice-kube-scheduler"
 _SKEW: Final = dt.timedelta(minutes=5)
+
+StrPath = str | os.PathLike[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +67,101 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
+def _validity(days: int, now: dt.datetime | None) -> tuple[dt.datetime, dt.datetime]:
+    start = (now or dt.datetime.now(dt.UTC)) - _SKEW
+    return start, start + dt.timedelta(days=days) + _SKEW
+
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _new_ca(
+    common_name: str, start: dt.datetime, end: dt.datetime
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A CA that may sign leaf certificates only (path length 0)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name(common_name)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def _new_leaf(
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    *,
+    common_name: str,
+    usage: ObjectIdentifier,
+    sans: Sequence[x509.GeneralName],
+    start: dt.datetime,
+    end: dt.datetime,
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A certificate ``ca_cert`` signs for one extended key usage (server or client authentication)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.add_extension(
+        x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
+    ).sign(ca_key, hashes.SHA256())
+    return key, cert
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _server_sans(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> list[x509.GeneralName]:
+    if not dns_names and not ip_addresses:
+        raise ValueError("a serving certificate needs at least one DNS name or IP address")
+    ips = [ipaddress.ip_address(a) for a in ip_addresses]  # ValueError names a bad address
+    return [*(x509.DNSName(n) for n in dns_names), *(x509.IPAddress(ip) for ip in ips)]
+
+
+def _leaf_name(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> str:
+    return dns_names[0] if dns_names else str(ipaddress.ip_address(ip_addresses[0]))
+
+
 def generate_serving_certs(
     directory: Path,
     *,
@@ -66,87 +171,26 @@ def generate_serving_certs(
     now: dt.datetime | None = None,
 ) -> ServingCerts:
     """Write ``ca.crt``, ``tls.crt`` and ``tls.key`` into ``directory`` (created if needed)."""
-    if not dns_names and not ip_addresses:
-        raise ValueError("a serving certificate needs at least one DNS name or IP address")
-    ips = [ipaddress.ip_address(a) for a in ip_addresses]  # ValueError names a bad address
-    start = (now or dt.datetime.now(dt.UTC)) - _SKEW
-    end = start + dt.timedelta(days=days) + _SKEW
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("pumice-admission-ca")
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(ca_ski, critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    sans += [x509.IPAddress(ip) for ip in ips]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns_names[0] if dns_names else str(ips[0])))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    sans = _server_sans(dns_names, ip_addresses)
+    start, end = _validity(days, now)
+    ca_key, ca_cert = _new_ca("pumice-admission-ca", start, end)
+    key, cert = _new_leaf(
+        ca_key,
+        ca_cert,
+        common_name=_leaf_name(dns_names, ip_addresses),
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=sans,
+        start=start,
+        end=end,
     )
 
     directory.mkdir(parents=True, exist_ok=True)
-    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+    ca_pem = _cert_pem(ca_cert)
     files = ServingCerts(
         ca_cert=directory / CA_FILE, cert=directory / CERT_FILE, key=directory / KEY_FILE, ca_pem=ca_pem
     )
-    _write(
-        files.key,
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-        0o600,
-    )
-    _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    _write(files.key, _key_pem(key), 0o600)
+    _write(files.cert, _cert_pem(cert), 0o644)
     _write(files.ca_cert, ca_pem, 0o644)
     return files
 
@@ -156,4 +200,87 @@ def server_ssl_context(certs: ServingCerts) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(certfile=certs.cert, keyfile=certs.key)
+    return ctx
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MutualTLSBundle:
+    """PEM bytes of one CA and the two certificates it signed: the extender's serving certificate and key,
+    and the client certificate and key kube-scheduler presents. Kept in memory: the caller decides where
+    they go (files, a Secret)."""
+
+    ca_cert: bytes
+    server_cert: bytes
+    server_key: bytes
+    client_cert: bytes
+    client_key: bytes
+
+
+def generate_mtls_bundle(
+    *,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str] = (),
+    client_common_name: str = EXTENDER_CLIENT_COMMON_NAME,
+    days: int = 365,
+    now: dt.datetime | None = None,
+) -> MutualTLSBundle:
+    """A fresh CA, a server certificate for ``dns_names``/``ip_addresses`` (``serverAuth``) and a client
+    certificate named ``client_common_name`` (``clientAuth``, no alternative names), all signed by that CA.
+
+    Every call makes a new CA, so certificates from two calls never trust each other. ``now`` fixes the
+    validity window (for tests); the keys are random regardless.
+    """
+    sans = _server_sans(dns_names, ip_addresses)
+    if not client_common_name:
+        raise ValueError("client_common_name must not be empty")
+    start, end = _validity(days, now)
+    ca_key, ca_cert = _new_ca("pumice-extender-ca", start, end)
+    server_key, server_cert = _new_leaf(
+        ca_key,
+        ca_cert,
+        common_name=_leaf_name(dns_names, ip_addresses),
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=sans,
+        start=start,
+        end=end,
+    )
+    client_key, client_cert = _new_leaf(
+        ca_key,
+        ca_cert,
+        common_name=client_common_name,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        sans=(),
+        start=start,
+        end=end,
+    )
+    return MutualTLSBundle(
+        ca_cert=_cert_pem(ca_cert),
+        server_cert=_cert_pem(server_cert),
+        server_key=_key_pem(server_key),
+        client_cert=_cert_pem(client_cert),
+        client_key=_key_pem(client_key),
+    )
+
+
+def mtls_server_context(cert_file: StrPath, key_file: StrPath, client_ca_file: StrPath) -> ssl.SSLContext:
+    """A TLS server context (TLS 1.2 at least) that serves ``cert_file``/``key_file`` and completes a
+    handshake only with a client whose certificate ``client_ca_file`` signed for ``clientAuth``.
+
+    For aiohttp: ``web.TCPSite(runner, host, port, ssl_context=mtls_server_context(...))``. The files are
+    read here, once: new certificates take a new context (pumice reads them at start-up).
+    """
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile=cert_file, keyfile=key_file)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cafile=client_ca_file)
+    return ctx
+
+
+def mtls_client_context(cert_file: StrPath, key_file: StrPath, ca_file: StrPath) -> ssl.SSLContext:
+    """The client side of :func:`mtls_server_context`: trusts only ``ca_file`` for the server and presents
+    ``cert_file``/``key_file`` (what kube-scheduler does with the extender's ``tlsConfig``)."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile=cert_file, keyfile=key_file)
     return ctx

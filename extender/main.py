@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from admission.certs import generate_serving_certs, server_ssl_context
+from admission.certs import generate_serving_certs, mtls_server_context, server_ssl_context
 from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
@@ -156,6 +156,46 @@ class Process:
         )
         m.add("pumice_binds_total", "counter", "Successful binds.", lambda: {"": s["binds"]})
         m.add("pumice_bind_errors_total", "counter", "Failed binds.", lambda: {"": s["bind_errors"]})
+        m.add(
+            "pumice_binds_refused_total",
+            "counter",
+            "Bind requests refused: no reservation of pumice's for that pod on that node.",
+            lambda: {"": s["binds_refused"]},
+        )
+        m.add(
+            "pumice_cycle_errors_total",
+            "counter",
+            "Scheduling cycles that raised.",
+            lambda: {"": s["cycle_errors"]},
+        )
+        m.add(
+            "pumice_unreadable_objects_total",
+            "counter",
+            "Objects pumice could not read (skipped and reported).",
+            lambda: {"": self.cache.unreadable_total},
+        )
+        m.add(
+            "pumice_informer_errors_total",
+            "counter",
+            "Informer errors by informer and kind (handler: one object's; list: an unreadable response).",
+            lambda: {
+                f'informer="{i.name}",kind="{k}"': v
+                for i in self.informers
+                for k, v in (("handler", i.handler_errors), ("list", i.list_errors))
+            },
+        )
+        m.add(
+            "pumice_status_errors_total",
+            "counter",
+            "Status passes that failed.",
+            lambda: {"": self.status.errors},
+        )
+        m.add(
+            "pumice_events_total",
+            "counter",
+            "Kubernetes Events written, and dropped by the rate limit.",
+            lambda: {'result="written"': self.events.written, 'result="dropped"': self.events.dropped},
+        )
         m.add("pumice_planned_pods", "gauge", "Pods holding a plan.", lambda: {"": len(self.scheduler.plans)})
         m.add(
             "pumice_unschedulable_podgroups",
@@ -175,6 +215,7 @@ class Process:
             ("reconciles", "Job reconciles."),
             ("conflicts", "Job reconciles retried on a stale read (HTTP 409)."),
             ("errors", "Job reconciles that failed and were retried."),
+            ("invalid", "Job syncs that found the job invalid (reported on the job)."),
             ("pods_created", "Pods created for jobs."),
             ("pods_deleted", "Pods deleted for jobs."),
         ):
@@ -251,18 +292,14 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     proc.scheduler.gates = proc.gates
 
     proc.scheduler.ready_fn = lambda: proc.ready
-    ext_app = make_extender_app(proc.scheduler, proc.latency)
+    ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender_max_body)
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup)
     _health_routes(adm_app, proc)
     proc.register_metrics(adm_app)
 
     wh_ssl, ca_pem = _webhook_tls(settings)
-    ext_ssl = (
-        _ssl_context(settings.extender_tls_cert, settings.extender_tls_key)
-        if settings.extender_tls_cert and settings.extender_tls_key
-        else None
-    )
+    ext_ssl = _extender_tls(settings)
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
     for r in runners:
         await r.setup()
@@ -360,6 +397,17 @@ def _exit_after(seconds: float, code: int) -> None:
     timer.start()
 
 
+def _extender_tls(settings: ServeSettings) -> ssl.SSLContext | None:
+    """Plain HTTP (loopback), TLS, or mutual TLS when a client CA is given: then only a caller holding a
+    certificate signed by it (the kube-scheduler that ``manifests deploy`` sets up) can reach the verbs."""
+    cert, key = settings.extender_tls_cert, settings.extender_tls_key
+    if not (cert and key):
+        return None
+    if settings.extender_client_ca:
+        return mtls_server_context(cert, key, settings.extender_client_ca)
+    return _ssl_context(cert, key)
+
+
 def _ssl_context(cert: str, key: str) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
@@ -370,8 +418,27 @@ def _serve_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the extender, the webhooks and the controllers")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
     p.add_argument("--extender-bind", default="0.0.0.0:8888", help="HOST:PORT for the extender (plain HTTP)")
-    p.add_argument("--extender-tls-cert-file", default=None)
+    p.add_argument(
+        "--extender-tls-cert-file", default=None, help="serve the extender over TLS with this cert"
+    )
     p.add_argument("--extender-tls-key-file", default=None)
+    p.add_argument(
+        "--extender-client-ca-file",
+        default=None,
+        help="mTLS: accept only extender callers with a client certificate signed by this CA",
+    )
+    p.add_argument(
+        "--extender-max-body-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="largest extender request accepted (413 beyond; default %(default)s)",
+    )
+    p.add_argument(
+        "--max-job-replicas",
+        type=int,
+        default=10_000,
+        help="admission refuses a vcjob with more replicas in a task or in all (default %(default)s)",
+    )
     p.add_argument(
         "--webhook-bind", default="0.0.0.0:8443", help="HOST:PORT for the admission webhooks (TLS)"
     )
@@ -407,6 +474,12 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Serv
         parser.error(str(e))
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         parser.error("--tls-cert-file and --tls-key-file go together")
+    if bool(args.extender_tls_cert_file) != bool(args.extender_tls_key_file):
+        parser.error("--extender-tls-cert-file and --extender-tls-key-file go together")
+    if args.extender_client_ca_file and not args.extender_tls_cert_file:
+        parser.error("--extender-client-ca-file needs --extender-tls-cert-file and --extender-tls-key-file")
+    if args.max_job_replicas < 1 or args.extender_max_body_bytes < 64 * 1024:
+        parser.error("--max-job-replicas must be >= 1 and --extender-max-body-bytes >= 65536")
     service = None
     if args.webhook_service:
         ns, _, name = args.webhook_service.partition("/")
@@ -419,6 +492,9 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Serv
         extender_port=ep,
         extender_tls_cert=args.extender_tls_cert_file,
         extender_tls_key=args.extender_tls_key_file,
+        extender_client_ca=args.extender_client_ca_file,
+        extender_max_body=args.extender_max_body_bytes,
+        max_job_replicas=args.max_job_replicas,
         webhook_host=wh,
         webhook_port=wp,
         tls_cert=args.tls_cert_file,

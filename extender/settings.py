@@ -12,6 +12,9 @@ class ServeSettings:
     extender_port: int
     extender_tls_cert: str | None
     extender_tls_key: str | None
+    # mTLS: only callers with a client certificate signed by this CA may call the extender.
+    extender_client_ca: str | None = None
+    extender_max_body: int = 8 * 1024 * 1024
     webhook_host: str
     webhook_port: int
     tls_cert: str | None
@@ -23,6 +26,7 @@ class ServeSettings:
     scheduler_names: frozenset[str]
     default_queue: str
     log_level: str
+    max_job_replicas: int = 10_000
 
 
 def split_host_port(value: str) -> tuple[str, int]:

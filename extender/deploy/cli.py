@@ -4,10 +4,14 @@ Sub-commands: ``crds`` (Volcano-compatible CRDs), ``scheduler-config`` (a KubeSc
 scheduler you run yourself), ``webhooks`` (admission webhook configurations), ``deploy`` (everything: RBAC,
 pumice, a second kube-scheduler, webhooks). Output is multi-document YAML on stdout and nothing else; bad
 arguments end in an argparse usage error (exit 2), a missing optional module in a one-line error (exit 1).
+
+``deploy`` generates fresh extender certificates (and so private keys) on every run, unless
+``--extender-plain-http``: its output is secret material, and applying it again replaces the certificates.
 """
 
 import argparse
 import importlib
+import posixpath
 import sys
 from importlib import metadata
 from typing import Protocol, cast
@@ -18,8 +22,10 @@ from extender.deploy import yamltext
 from extender.deploy.manifests import (
     DEFAULT_NAMESPACE,
     DEFAULT_SCHEDULER_IMAGE,
+    EXTENDER_CLIENT_TLS_SECRET,
     WEBHOOK_SERVICE_PORT,
     deploy_manifests,
+    generate_extender_tls,
     webhook_manifests,
 )
 from extender.deploy.scheduler_config import (
@@ -27,6 +33,7 @@ from extender.deploy.scheduler_config import (
     DEFAULT_EXTENDER_WEIGHT,
     DEFAULT_HTTP_TIMEOUT_SECONDS,
     SUPPORTED_API_VERSIONS,
+    ExtenderTLS,
     scheduler_config,
     scheduler_config_yaml,
 )
@@ -96,9 +103,15 @@ def add_manifests_parser(
         "scheduler-config",
         help="a KubeSchedulerConfiguration whose extender is pumice",
         description="A KubeSchedulerConfiguration for a kube-scheduler that delegates to pumice. With leader "
-        "election on, its lease is pumice-kube-scheduler: the scheduler's RBAC must allow it (see `deploy`).",
+        "election on, its lease is pumice-kube-scheduler: the scheduler's RBAC must allow it (see `deploy`). "
+        "An http:// extender URL is plain HTTP (fine on loopback); an https:// one needs --tls-ca-file, and "
+        "a pumice deployed by `deploy` also needs the client certificate: its files are in the Secret "
+        f"{EXTENDER_CLIENT_TLS_SECRET} in pumice's namespace. The TLS paths are where kube-scheduler finds "
+        "the files (absolute paths on its host); they are not read here.",
     )
-    config.add_argument("--extender-url", required=True, type=_http_url, help="pumice's extender URL")
+    config.add_argument(
+        "--extender-url", required=True, type=_http_url, help="pumice's extender URL (http:// or https://)"
+    )
     config.add_argument(
         "--api-version",
         type=_api_version,
@@ -130,6 +143,17 @@ def add_manifests_parser(
         default=DEFAULT_HTTP_TIMEOUT_SECONDS,
         help="default %(default)s",
     )
+    tls = config.add_argument_group("extender TLS (https:// URLs)")
+    tls.add_argument("--tls-ca-file", metavar="PATH", help="PEM CA that signed pumice's serving certificate")
+    tls.add_argument(
+        "--tls-client-cert-file", metavar="PATH", help="PEM client certificate kube-scheduler presents"
+    )
+    tls.add_argument("--tls-client-key-file", metavar="PATH", help="its PEM private key")
+    tls.add_argument(
+        "--tls-server-name",
+        metavar="NAME",
+        help="name to check pumice's certificate against, when the URL's host is not one of its names",
+    )
 
     webhooks = commands.add_parser(
         "webhooks",
@@ -152,7 +176,11 @@ def add_manifests_parser(
         "deploy",
         help="everything: RBAC, pumice, a second kube-scheduler, webhooks",
         description="Namespace, RBAC, pumice's Deployment and Service, a stock kube-scheduler configured to "
-        "call it, and the webhook configurations. Install the CRDs first (`pumice manifests crds`).",
+        "call it, and the webhook configurations. Install the CRDs first (`pumice manifests crds`). "
+        "kube-scheduler and pumice's extender talk mutual TLS: every run generates a new CA, a serving "
+        "certificate for pumice's Service and a client certificate for kube-scheduler, and prints them (with "
+        "their private keys) as two Secrets, so treat the output as secret. Applying a new output replaces "
+        "the certificates and restarts both Deployments; re-applying an old output restores its own pair.",
     )
     deploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="default %(default)s")
     deploy.add_argument("--image", default=_default_image(), help="pumice image; default %(default)s")
@@ -171,6 +199,12 @@ def add_manifests_parser(
         help="omit the NetworkPolicy that lets only our kube-scheduler reach the extender port",
     )
     deploy.add_argument("--no-webhooks", dest="webhooks", action="store_false")
+    deploy.add_argument(
+        "--extender-plain-http",
+        action="store_true",
+        help="no certificates: kube-scheduler calls the extender over plain HTTP (as before mutual TLS); "
+        "only the NetworkPolicy then keeps other pods from calling it",
+    )
 
     # Errors found after parsing are reported with the usage of the sub-command that caused them.
     for command in (crds, config, webhooks, deploy):
@@ -197,6 +231,7 @@ def run_manifests(args: argparse.Namespace) -> int:
                 http_timeout_seconds=args.http_timeout_seconds,
                 lease_namespace=args.lease_namespace,
                 bind_verb=args.bind_verb,
+                tls=_extender_tls(parser, args),
             )
             sys.stdout.write("---\n" + scheduler_config_yaml(config))
             return 0
@@ -206,6 +241,8 @@ def run_manifests(args: argparse.Namespace) -> int:
             docs = deploy_manifests(
                 namespace=args.namespace,
                 image=args.image,
+                # The one impure step of rendering: fresh keys for every run.
+                extender_tls=None if args.extender_plain_http else generate_extender_tls(args.namespace),
                 scheduler_image=args.scheduler_image,
                 scheduler_name=args.scheduler_name,
                 api_version=args.api_version,
@@ -217,6 +254,39 @@ def run_manifests(args: argparse.Namespace) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     parser.error(f"unknown manifests command {command!r}")
+
+
+def _extender_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ExtenderTLS | None:
+    """The ``tlsConfig`` the flags ask for, or None for plain HTTP; usage errors for what cannot work."""
+    files = {
+        "--tls-ca-file": args.tls_ca_file,
+        "--tls-client-cert-file": args.tls_client_cert_file,
+        "--tls-client-key-file": args.tls_client_key_file,
+    }
+    given = [flag for flag, value in (*files.items(), ("--tls-server-name", args.tls_server_name)) if value]
+    if urlsplit(args.extender_url).scheme != "https":
+        if given:
+            parser.error(f"{', '.join(given)}: TLS settings need an https:// --extender-url")
+        return None
+    if not args.tls_ca_file:
+        parser.error(
+            "--extender-url is https:// but --tls-ca-file is missing: without a CA kube-scheduler does not "
+            "verify pumice's certificate at all"
+        )
+    if bool(args.tls_client_cert_file) != bool(args.tls_client_key_file):
+        parser.error("--tls-client-cert-file and --tls-client-key-file go together")
+    for flag, path in files.items():
+        if path and not posixpath.isabs(path):
+            parser.error(
+                f"{flag} {path!r} must be an absolute path on kube-scheduler's host (a relative one would be "
+                "resolved against its working directory)"
+            )
+    return ExtenderTLS(
+        ca_file=args.tls_ca_file,
+        cert_file=args.tls_client_cert_file or None,
+        key_file=args.tls_client_key_file or None,
+        server_name=args.tls_server_name or None,
+    )
 
 
 def _print_crds() -> int:

@@ -1,27 +1,49 @@
 """Everything ``kubectl apply -f -`` needs to run pumice next to a cluster's own scheduler.
 
-Objects, in apply order: the Namespace; pumice's ServiceAccount, least-privilege ClusterRole and bindings, a
-namespaced Role for its leader-election lease; a second, stock kube-scheduler (ServiceAccount bound to the
-built-in ``system:kube-scheduler`` and ``system:volume-scheduler`` ClusterRoles and to the
+Objects, in apply order: the Namespace; pumice's ServiceAccount, its least-privilege ClusterRole (built from
+the table in :mod:`extender.deploy.rbac`) and binding; a second, stock kube-scheduler (ServiceAccount bound to
+the built-in ``system:kube-scheduler`` and ``system:volume-scheduler`` ClusterRoles and to the
 ``extension-apiserver-authentication-reader`` Role in kube-system, a Role for its own lease) whose ConfigMap
-points its extender at pumice's Service; pumice's Service and Deployment; the scheduler's Deployment; a
-NetworkPolicy; and, when ``admission.webhooks`` provides them, the admission webhook configurations, last,
-once their Service exists.
+points its extender at pumice's Service; with mutual TLS, the two Secrets holding the extender's serving
+certificate and kube-scheduler's client certificate; pumice's Service and Deployment; the scheduler's
+Deployment; a NetworkPolicy; and, when ``admission.webhooks`` provides them, the admission webhook
+configurations, last, once their Service exists.
+
+Extender transport: mutual TLS unless the caller asks for plain HTTP. pumice serves the extender port with
+a certificate for its Service names and accepts only clients whose certificate the same private CA signed;
+kube-scheduler verifies pumice against that CA and presents its client certificate (``tlsConfig`` with file
+paths into its mounted Secret). The NetworkPolicy stays as a second fence. The material comes from
+:func:`generate_extender_tls`, the one step here that is not pure (fresh keys each call): every render makes
+a new CA, so re-applying ``deploy`` output replaces both Secrets, and a hash of the CA in both pod templates
+rolls both Deployments onto the new pair together (each reads its files only at start-up).
 
 Invariants: no rule grants ``*``; every object carries apiVersion, kind and metadata.name; names are fixed so
 a re-apply updates in place; the scheduler's lease is ``pumice-kube-scheduler`` in our namespace, never the
-cluster scheduler's ``kube-scheduler`` lease. Pure: building the list reads no files and calls no API.
+cluster scheduler's ``kube-scheduler`` lease. Pure: :func:`deploy_manifests` reads no files, calls no API and
+draws no random numbers; the TLS material is an argument.
 """
 
+import base64
 import copy
+import datetime as dt
 import hashlib
 import importlib
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
-from extender.api.labels import BATCH_GROUP, BUS_GROUP, DEFAULT_SCHEDULER_NAME, FLOW_GROUP, SCHEDULING_GROUP
-from extender.deploy.scheduler_config import API_V1, LEASE_NAME, scheduler_config, scheduler_config_yaml
+from cryptography import x509
+
+from admission.certs import MutualTLSBundle, generate_mtls_bundle, service_dns_names
+from extender.api.labels import DEFAULT_SCHEDULER_NAME
+from extender.deploy.rbac import pumice_rules
+from extender.deploy.scheduler_config import (
+    API_V1,
+    LEASE_NAME,
+    ExtenderTLS,
+    scheduler_config,
+    scheduler_config_yaml,
+)
 from extender.deploy.yamltext import Json, Manifest
 
 DEFAULT_NAMESPACE: Final = "volcano-system"
@@ -33,6 +55,20 @@ SCHEDULER_CONFIG_MAP: Final = "pumice-scheduler-config"
 CONFIG_DIR: Final = "/etc/pumice"
 CONFIG_FILE: Final = "scheduler-config.yaml"
 CONFIG_HASH_ANNOTATION: Final = "pumice.dev/scheduler-config-sha256"
+# The CA of the extender's certificates, in both pod templates: a new pair rolls both Deployments.
+EXTENDER_CA_HASH_ANNOTATION: Final = "pumice.dev/extender-ca-sha256"
+
+# Extender mutual TLS: pumice's serving pair and the client CA it trusts; kube-scheduler's client pair and
+# the CA it trusts. Both Secrets use the kubernetes.io/tls keys (tls.crt, tls.key) plus ca.crt.
+EXTENDER_TLS_SECRET: Final = "pumice-extender-tls"
+EXTENDER_CLIENT_TLS_SECRET: Final = "pumice-kube-scheduler-extender-client"
+EXTENDER_TLS_DIR: Final = "/etc/pumice-extender-tls"
+EXTENDER_CLIENT_TLS_DIR: Final = "/etc/pumice-extender-client"
+TLS_CERT_KEY: Final = "tls.crt"
+TLS_KEY_KEY: Final = "tls.key"
+TLS_CA_KEY: Final = "ca.crt"
+# Owner and group may read (the pod's fsGroup owns the files); the rest of the world may not.
+SECRET_FILE_MODE: Final = 0o440
 
 EXTENDER_PORT: Final = 8888
 WEBHOOK_PORT: Final = 8443
@@ -40,13 +76,9 @@ WEBHOOK_SERVICE_PORT: Final = 443
 SCHEDULER_SECURE_PORT: Final = 10259  # kube-scheduler's default --secure-port (serves /healthz over HTTPS)
 NON_ROOT_UID: Final = 65532
 
-# The webhook configurations pumice owns; RBAC below lets it touch these and no others.
+# The webhook configurations pumice owns; its RBAC lets it read and replace these and no others.
 MUTATING_WEBHOOK_CONFIGURATION: Final = "pumice-mutating"
 VALIDATING_WEBHOOK_CONFIGURATION: Final = "pumice-validating"
-
-_READ: Final = ("get", "list", "watch")
-_MANAGE: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
-_STATUS: Final = ("get", "update", "patch")
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -79,47 +111,6 @@ def _rule(
     if names:
         rule["resourceNames"] = list(names)
     return rule
-
-
-def pumice_rules(webhook_configuration_names: Sequence[str]) -> list[Json]:
-    """The cluster-wide rules of pumice's ClusterRole (its lease lives in a namespaced Role)."""
-    return [
-        _rule([""], ["nodes"], _READ),
-        # create: the Job reconciler makes a vcjob's pods; delete: preemption and job restarts.
-        _rule([""], ["pods"], [*_READ, "create", "update", "patch", "delete"]),
-        _rule([""], ["pods/binding"], ["create"]),
-        _rule([""], ["pods/status"], ["patch", "update"]),
-        _rule([""], ["pods/eviction"], ["create"]),
-        _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
-        # What Volcano's job plugins (svc, ssh, env) create for a job.
-        _rule([""], ["configmaps", "services", "secrets"], _MANAGE),
-        _rule(["networking.k8s.io"], ["networkpolicies"], _MANAGE),
-        _rule([SCHEDULING_GROUP], ["podgroups", "queues"], _MANAGE),
-        _rule([SCHEDULING_GROUP], ["podgroups/status", "queues/status"], _STATUS),
-        _rule([BATCH_GROUP], ["jobs"], _MANAGE),
-        _rule([BATCH_GROUP], ["jobs/status"], _STATUS),
-        # Owner references with blockOwnerDeletion need update on the owner's finalizers.
-        _rule([BATCH_GROUP], ["jobs/finalizers"], ["update"]),
-        _rule([BUS_GROUP], ["commands"], _MANAGE),
-        _rule([FLOW_GROUP], ["jobflows", "jobtemplates"], _MANAGE),
-        _rule([FLOW_GROUP], ["jobflows/status", "jobtemplates/status"], _STATUS),
-        _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
-        # pumice patches its serving CA into its own webhook configurations at startup. create cannot be
-        # limited by name (the object does not exist yet), so it gets its own rule.
-        _rule(
-            ["admissionregistration.k8s.io"],
-            ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-            [*_READ, "patch", "update"],
-            webhook_configuration_names,
-        ),
-        _rule(
-            ["admissionregistration.k8s.io"],
-            ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-            ["create"],
-        ),
-        # Startup checks that Volcano's CRDs are installed.
-        _rule(["apiextensions.k8s.io"], ["customresourcedefinitions"], ["get", "list"]),
-    ]
 
 
 def _subject(name: str, namespace: str) -> Manifest:
@@ -156,6 +147,8 @@ def _pod_security() -> Manifest:
         "runAsNonRoot": True,
         "runAsUser": NON_ROOT_UID,
         "runAsGroup": NON_ROOT_UID,
+        # Group owner of mounted Secret files, so they can be 0440 rather than world-readable.
+        "fsGroup": NON_ROOT_UID,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -168,43 +161,66 @@ def _container_security() -> Manifest:
     }
 
 
-def _pumice_deployment(namespace: str, image: str, scheduler_name: str, labels: dict[str, Json]) -> Manifest:
+def _secret_volume(name: str, secret: str) -> Manifest:
+    return {"name": name, "secret": {"secretName": secret, "defaultMode": SECRET_FILE_MODE}}
+
+
+def _pumice_deployment(
+    namespace: str, image: str, scheduler_name: str, labels: dict[str, Json], ca_hash: str | None
+) -> Manifest:
+    """pumice itself. With ``ca_hash`` (mutual TLS) its extender port serves the mounted certificate and
+    requires a client certificate, so the kubelet's probes (which present none) use the webhook port."""
+    command: list[Json] = [
+        "pumice",
+        "serve",
+        "--extender-bind",
+        f"0.0.0.0:{EXTENDER_PORT}",
+        "--webhook-bind",
+        f"0.0.0.0:{WEBHOOK_PORT}",
+        "--scheduler-name",
+        scheduler_name,
+        # Re-register the webhook configurations at start-up for what this API server supports
+        # (scheduling gates, matchConditions) and with a fresh CA. The RBAC table relies on this flag:
+        # with it pumice creates or replaces its configurations and never patches them.
+        "--webhook-service",
+        f"{namespace}/{APP}",
+        "--cert-dir",
+        "/tmp/pumice-certs",
+    ]
+    mounts: list[Json] = [{"name": "tmp", "mountPath": "/tmp"}]
+    volumes: list[Json] = [{"name": "tmp", "emptyDir": {}}]
+    probe_port: Manifest = {"port": "extender"}
+    template_meta: Manifest = {"labels": labels}
+    if ca_hash is not None:
+        command += [
+            "--extender-tls-cert-file",
+            f"{EXTENDER_TLS_DIR}/{TLS_CERT_KEY}",
+            "--extender-tls-key-file",
+            f"{EXTENDER_TLS_DIR}/{TLS_KEY_KEY}",
+            "--extender-client-ca-file",
+            f"{EXTENDER_TLS_DIR}/{TLS_CA_KEY}",
+        ]
+        mounts.append({"name": "extender-tls", "mountPath": EXTENDER_TLS_DIR, "readOnly": True})
+        volumes.append(_secret_volume("extender-tls", EXTENDER_TLS_SECRET))
+        # The webhook listener serves the same /healthz and /readyz over TLS without client certificates.
+        probe_port = {"port": "webhook", "scheme": "HTTPS"}
+        template_meta["annotations"] = {EXTENDER_CA_HASH_ANNOTATION: ca_hash}
     container: Manifest = {
         "name": APP,
         "image": image,
-        "command": [
-            "pumice",
-            "serve",
-            "--extender-bind",
-            f"0.0.0.0:{EXTENDER_PORT}",
-            "--webhook-bind",
-            f"0.0.0.0:{WEBHOOK_PORT}",
-            "--scheduler-name",
-            scheduler_name,
-            # Re-register the webhook configurations at start-up for what this API server supports
-            # (scheduling gates, matchConditions) and with a fresh CA.
-            "--webhook-service",
-            f"{namespace}/{APP}",
-            "--cert-dir",
-            "/tmp/pumice-certs",
-        ],
-        # Leader-election identity and the namespace of its lease and webhook Service.
-        "env": [
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        ],
+        "command": command,
         "ports": [
             {"name": "extender", "containerPort": EXTENDER_PORT, "protocol": "TCP"},
             {"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
         ],
         # Ready only once every informer has listed: before that, filter answers "cannot decide".
         "readinessProbe": {
-            "httpGet": {"path": "/readyz", "port": "extender"},
+            "httpGet": {"path": "/readyz", **probe_port},
             "periodSeconds": 5,
             "failureThreshold": 3,
         },
         "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": "extender"},
+            "httpGet": {"path": "/healthz", **probe_port},
             "initialDelaySeconds": 10,
             "periodSeconds": 10,
             "failureThreshold": 6,
@@ -212,31 +228,43 @@ def _pumice_deployment(namespace: str, image: str, scheduler_name: str, labels: 
         # No CPU limit: throttling a scheduler shows up as extender timeouts in kube-scheduler.
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
         "securityContext": _container_security(),
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": mounts,
     }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": _meta(APP, namespace, labels),
         "spec": {
-            # One replica: the plan lives in the leader; leader election covers the overlap of a rollout.
+            # One replica, and never two at once: the plans and reservations live in this process and
+            # there is no leader election, so a rolling update's overlap would let two of them bind.
             "replicas": 1,
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": template_meta,
                 "spec": {
                     "serviceAccountName": APP,
                     "securityContext": _pod_security(),
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    "volumes": volumes,
                 },
             },
         },
     }
 
 
-def _scheduler_deployment(namespace: str, image: str, config_text: str, labels: dict[str, Json]) -> Manifest:
+def _scheduler_deployment(
+    namespace: str, image: str, config_text: str, labels: dict[str, Json], ca_hash: str | None
+) -> Manifest:
     probe: Manifest = {"httpGet": {"path": "/healthz", "port": SCHEDULER_SECURE_PORT, "scheme": "HTTPS"}}
+    mounts: list[Json] = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes: list[Json] = [{"name": "config", "configMap": {"name": SCHEDULER_CONFIG_MAP}}]
+    # A changed config changes the pod template, so `kubectl apply` rolls the scheduler onto it.
+    annotations: Manifest = {CONFIG_HASH_ANNOTATION: hashlib.sha256(config_text.encode()).hexdigest()}
+    if ca_hash is not None:
+        mounts.append({"name": "extender-client", "mountPath": EXTENDER_CLIENT_TLS_DIR, "readOnly": True})
+        volumes.append(_secret_volume("extender-client", EXTENDER_CLIENT_TLS_SECRET))
+        annotations[EXTENDER_CA_HASH_ANNOTATION] = ca_hash
     container: Manifest = {
         "name": "kube-scheduler",
         "image": image,
@@ -246,10 +274,8 @@ def _scheduler_deployment(namespace: str, image: str, config_text: str, labels: 
         "livenessProbe": {**probe, "initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 6},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "securityContext": _container_security(),
-        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+        "volumeMounts": mounts,
     }
-    # A changed config changes the pod template, so `kubectl apply` rolls the scheduler onto it.
-    config_hash = hashlib.sha256(config_text.encode()).hexdigest()
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -258,20 +284,36 @@ def _scheduler_deployment(namespace: str, image: str, config_text: str, labels: 
             "replicas": 1,
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels, "annotations": {CONFIG_HASH_ANNOTATION: config_hash}},
+                "metadata": {"labels": labels, "annotations": annotations},
                 "spec": {
                     "serviceAccountName": SCHEDULER_APP,
                     "securityContext": _pod_security(),
                     "containers": [container],
-                    "volumes": [{"name": "config", "configMap": {"name": SCHEDULER_CONFIG_MAP}}],
+                    "volumes": volumes,
                 },
             },
         },
     }
 
 
+def _tls_secret(
+    name: str, namespace: str, labels: dict[str, Json], cert: bytes, key: bytes, ca: bytes
+) -> Manifest:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(name, namespace, labels),
+        "type": "kubernetes.io/tls",
+        "data": {TLS_CERT_KEY: b64(cert), TLS_KEY_KEY: b64(key), TLS_CA_KEY: b64(ca)},
+    }
+
+
 def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str, Json]) -> Manifest:
-    """The extender port binds pods and answers without authentication: only our kube-scheduler may call it.
+    """The extender port binds pods: only our kube-scheduler may reach it, whether or not it also has to
+    present a client certificate (plain HTTP answers anyone who can connect).
 
     The webhook port stays open (the API server is not a pod we can select); kubelet probes from the pod's own
     node are never blocked by a NetworkPolicy.
@@ -340,10 +382,45 @@ def webhook_manifests(
     return cast(list[Manifest], configs)
 
 
+def extender_host(namespace: str) -> str:
+    """The name kube-scheduler dials for pumice's extender, one of the serving certificate's names."""
+    return f"{APP}.{namespace}.svc"
+
+
+def _check_namespace(namespace: str) -> None:
+    if not _DNS_LABEL.fullmatch(namespace):
+        raise ValueError(
+            f"namespace {namespace!r} is not a DNS label (lowercase alphanumerics and '-', <= 63)"
+        )
+
+
+def generate_extender_tls(namespace: str, *, now: dt.datetime | None = None) -> MutualTLSBundle:
+    """Fresh extender TLS material for pumice's Service in ``namespace``: a new CA, a serving certificate
+    for the Service's names and kube-scheduler's client certificate. Not pure: new keys on every call, so
+    every ``deploy`` render (and so every re-apply) replaces the certificates and rolls both Deployments."""
+    _check_namespace(namespace)
+    return generate_mtls_bundle(dns_names=service_dns_names(APP, namespace), now=now)
+
+
+def _check_serves(bundle: MutualTLSBundle, namespace: str) -> None:
+    """Refuse material made for another namespace: kube-scheduler would fail every call on the name."""
+    cert = x509.load_pem_x509_certificate(bundle.server_cert)
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        sans = x509.SubjectAlternativeName([])
+    if extender_host(namespace) not in sans.get_values_for_type(x509.DNSName):
+        raise ValueError(
+            f"extender_tls: the serving certificate does not name {extender_host(namespace)} "
+            "(generate it with generate_extender_tls for this namespace)"
+        )
+
+
 def deploy_manifests(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     image: str,
+    extender_tls: MutualTLSBundle | None,
     scheduler_image: str = DEFAULT_SCHEDULER_IMAGE,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     api_version: str = API_V1,
@@ -352,25 +429,57 @@ def deploy_manifests(
 ) -> list[Manifest]:
     """Every object that runs pumice and its kube-scheduler in ``namespace``, in ``kubectl apply`` order.
 
+    ``extender_tls`` (from :func:`generate_extender_tls`) makes kube-scheduler and pumice talk mutual TLS;
+    None keeps the extender on plain HTTP. It has no default, so no caller gets plain HTTP by omission.
     ``api_version`` is the KubeSchedulerConfiguration version ``scheduler_image`` understands (v1 from 1.25
     on; v1beta2/v1beta3 for 1.22-1.28). Raises ValueError for arguments the config rejects.
     """
-    if not _DNS_LABEL.fullmatch(namespace):
-        raise ValueError(
-            f"namespace {namespace!r} is not a DNS label (lowercase alphanumerics and '-', <= 63)"
-        )
+    _check_namespace(namespace)
     if not image or not scheduler_image:
         raise ValueError("image and scheduler_image must not be empty")
     pumice_labels = _labels(APP, "scheduler-extender")
     scheduler_labels = _labels(SCHEDULER_APP, "kube-scheduler")
+    ca_hash: str | None = None
+    tls_objects: list[Manifest] = []
+    scheme, tls = "http", None
+    if extender_tls is not None:
+        _check_serves(extender_tls, namespace)
+        ca_hash = hashlib.sha256(extender_tls.ca_cert).hexdigest()
+        scheme = "https"
+        tls = ExtenderTLS(
+            ca_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_CA_KEY}",
+            cert_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_CERT_KEY}",
+            key_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_KEY_KEY}",
+        )
+        tls_objects = [
+            # pumice's serving pair, and the CA its clients' certificates must chain to.
+            _tls_secret(
+                EXTENDER_TLS_SECRET,
+                namespace,
+                pumice_labels,
+                extender_tls.server_cert,
+                extender_tls.server_key,
+                extender_tls.ca_cert,
+            ),
+            # kube-scheduler's client pair, and the CA pumice's serving certificate must chain to.
+            _tls_secret(
+                EXTENDER_CLIENT_TLS_SECRET,
+                namespace,
+                scheduler_labels,
+                extender_tls.client_cert,
+                extender_tls.client_key,
+                extender_tls.ca_cert,
+            ),
+        ]
     config_text = scheduler_config_yaml(
         scheduler_config(
-            extender_url=f"http://{APP}.{namespace}.svc:{EXTENDER_PORT}",
+            extender_url=f"{scheme}://{extender_host(namespace)}:{EXTENDER_PORT}",
             api_version=api_version,
             kubeconfig=None,
             scheduler_name=scheduler_name,
             leader_elect=True,
             lease_namespace=namespace,
+            tls=tls,
         )
     )
     webhooks = (webhook_manifests(service=(namespace, APP)) or []) if include_webhooks else []
@@ -391,19 +500,6 @@ def deploy_manifests(
         _service_account(APP, namespace, pumice_labels),
         _role("ClusterRole", APP, None, pumice_rules(webhook_names)),
         _binding("ClusterRoleBinding", APP, None, "ClusterRole", APP, pumice_sa),
-        _role(
-            "Role",
-            f"{APP}-leader-election",
-            namespace,
-            [
-                _rule(
-                    ["coordination.k8s.io"], ["leases"], ["get", "list", "watch", "create", "update", "patch"]
-                )
-            ],
-        ),
-        _binding(
-            "RoleBinding", f"{APP}-leader-election", namespace, "Role", f"{APP}-leader-election", pumice_sa
-        ),
         # the second kube-scheduler
         _service_account(SCHEDULER_APP, namespace, scheduler_labels),
         _binding(
@@ -455,6 +551,7 @@ def deploy_manifests(
             "metadata": _meta(SCHEDULER_CONFIG_MAP, namespace, scheduler_labels),
             "data": {CONFIG_FILE: config_text},
         },
+        *tls_objects,
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -472,8 +569,8 @@ def deploy_manifests(
                 ],
             },
         },
-        _pumice_deployment(namespace, image, scheduler_name, pumice_labels),
-        _scheduler_deployment(namespace, scheduler_image, config_text, scheduler_labels),
+        _pumice_deployment(namespace, image, scheduler_name, pumice_labels, ca_hash),
+        _scheduler_deployment(namespace, scheduler_image, config_text, scheduler_labels, ca_hash),
     ]
     if network_policy:
         objects.append(_network_policy(namespace, pumice_labels, scheduler_labels))

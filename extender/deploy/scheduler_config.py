@@ -11,8 +11,18 @@ v1 arrived in 1.25, and v1beta2 and v1beta3 were removed in 1.28 and 1.29.
 
 Invariants the scheduler's own validation enforces and we keep: a positive ``weight`` whenever
 ``prioritizeVerb`` is set, at most one extender implementing ``bind``, unique profile names.
+
+Transport: plain HTTP (fine on loopback), or HTTPS with a ``tlsConfig`` of file paths (``ExtenderTLSConfig``:
+``caFile``, ``certFile``, ``keyFile``, ``serverName``; v1beta2 reuses the struct of the older v1 package, so
+the fields are the same in all three versions). An https URL always comes with a CA: kube-scheduler
+(``makeTransport`` in pkg/scheduler/extender.go) turns ``enableHTTPS`` without ``caFile``/``caData`` into
+``insecure``, i.e. it would not check pumice's certificate at all. A client certificate and key make it
+mutual TLS, which ``pumice serve --extender-client-ca-file`` requires. kube-scheduler reads the files when it
+starts, so the paths are where they are on its host.
 """
 
+import posixpath
+from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -43,6 +53,45 @@ CLIENT_QPS: Final = 500
 CLIENT_BURST: Final = 1000
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtenderTLS:
+    """Where kube-scheduler finds the files for an https extender (absolute paths on its host).
+
+    ``ca_file`` verifies pumice's serving certificate; ``cert_file`` and ``key_file`` (both or neither) are
+    the client certificate kube-scheduler presents; ``server_name`` overrides the name checked against the
+    serving certificate when the URL's host is not one of its names (an IP address, say).
+    """
+
+    ca_file: str
+    cert_file: str | None = None
+    key_file: str | None = None
+    server_name: str | None = None
+
+    def __post_init__(self) -> None:
+        for field, path in (
+            ("ca_file", self.ca_file),
+            ("cert_file", self.cert_file),
+            ("key_file", self.key_file),
+        ):
+            # Relative paths would resolve against kube-scheduler's working directory, not this config file.
+            if path is not None and not posixpath.isabs(path):
+                raise ValueError(f"{field} {path!r} must be an absolute path on kube-scheduler's host")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (a client certificate needs its key)")
+        if self.server_name == "":
+            raise ValueError("server_name must not be empty (leave it out to check the URL's host)")
+
+    def config(self) -> Manifest:
+        """The ``tlsConfig`` object, Go JSON field names, unset fields left out."""
+        out: Manifest = {"caFile": self.ca_file}
+        if self.cert_file is not None and self.key_file is not None:
+            out["certFile"] = self.cert_file
+            out["keyFile"] = self.key_file
+        if self.server_name is not None:
+            out["serverName"] = self.server_name
+        return out
+
+
 def scheduler_config(
     *,
     extender_url: str,
@@ -55,6 +104,7 @@ def scheduler_config(
     http_timeout_seconds: int = DEFAULT_HTTP_TIMEOUT_SECONDS,
     lease_namespace: str | None = None,
     bind_verb: bool = False,
+    tls: ExtenderTLS | None = None,
 ) -> Manifest:
     """A KubeSchedulerConfiguration for ``api_version`` whose extender is pumice at ``extender_url``.
 
@@ -66,6 +116,7 @@ def scheduler_config(
 
     ``kubeconfig=None`` leaves ``clientConnection.kubeconfig`` unset, i.e. in-cluster credentials.
     ``lease_namespace=None`` keeps kube-scheduler's default lease namespace (kube-system).
+    ``tls`` goes with an ``https://`` URL and only with one (see the module docstring).
     Raises ValueError naming the offending argument.
     """
     if api_version not in SUPPORTED_API_VERSIONS:
@@ -77,6 +128,13 @@ def scheduler_config(
         raise ValueError(f"extender_url {extender_url!r} must be an absolute http:// or https:// URL")
     if url.query or url.fragment:
         raise ValueError(f"extender_url {extender_url!r} must not carry a query or fragment")
+    if url.scheme == "https" and tls is None:
+        raise ValueError(
+            f"extender_url {extender_url!r} is https but no CA file is given: kube-scheduler would not "
+            "verify pumice's certificate (give tls=ExtenderTLS(ca_file=...), or use http:// on loopback)"
+        )
+    if url.scheme == "http" and tls is not None:
+        raise ValueError(f"extender_url {extender_url!r} is http://: TLS files need an https:// URL")
     if not scheduler_name:
         raise ValueError("scheduler_name must not be empty")
     if with_default_profile and scheduler_name == DEFAULT_PROFILE:
@@ -109,6 +167,8 @@ def scheduler_config(
     }
     if bind_verb:
         extender["bindVerb"] = "bind"
+    if tls is not None:
+        extender["tlsConfig"] = tls.config()
     return {
         "apiVersion": api_version,
         "kind": KIND,

@@ -1,10 +1,13 @@
 """What ``pumice manifests`` prints: scheduler config per version, deploy manifests, the CLI.
 
 Field names are checked against the Go JSON tags in the Kubernetes sources when they are present
-(/opt/k8s-src), and the v1beta2/v1beta3 configs against a real kube-scheduler 1.24 when its binary is present.
+(/opt/k8s-src, or a 1.28 build tree for v1 and v1beta3), and the v1beta2/v1beta3 configs against a real
+kube-scheduler 1.24 when its binary is present.
 """
 
 import argparse
+import base64
+import functools
 import re
 import subprocess
 import sys
@@ -15,22 +18,37 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from admission.certs import MutualTLSBundle, service_dns_names
+from extender.deploy import cli as deploy_cli
 from extender.deploy import yamltext
 from extender.deploy.cli import add_manifests_parser, run_manifests
-from extender.deploy.manifests import deploy_manifests, pumice_rules
+from extender.deploy.manifests import deploy_manifests, generate_extender_tls, pumice_rules
 from extender.deploy.scheduler_config import (
     API_V1,
     API_V1BETA2,
     API_V1BETA3,
     SUPPORTED_API_VERSIONS,
+    ExtenderTLS,
     scheduler_config,
     scheduler_config_yaml,
 )
 
-K8S_SRC = Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config")
+K8S_SRC_DIRS = (
+    Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config"),
+    Path("/opt/k8s-build/k8s-1.28.7/staging/src/k8s.io/kube-scheduler/config"),
+)
 KUBE_SCHEDULER = Path("/usr/local/kubebuilder/bin/kube-scheduler")
 URL = "http://pumice.volcano-system.svc:8888"
+HTTPS_URL = "https://pumice.volcano-system.svc:8888"
+CLIENT_TLS = ExtenderTLS(
+    ca_file="/etc/pumice-extender-client/ca.crt",
+    cert_file="/etc/pumice-extender-client/tls.crt",
+    key_file="/etc/pumice-extender-client/tls.key",
+)
 
 EXTENDER_KEYS = {
     "urlPrefix",
@@ -45,6 +63,7 @@ EXTENDER_KEYS = {
     "ignorable",
 }
 NAMESPACED_KINDS = {
+    "Secret",
     "ServiceAccount",
     "Role",
     "RoleBinding",
@@ -147,22 +166,93 @@ def _go_json_tags(types_go: str, struct: str) -> set[str]:
     return set(re.findall(r'json:"([A-Za-z]+)', body.group(1)))
 
 
-@pytest.mark.parametrize("version", ["v1beta2", "v1beta3"])
+@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta3"])
 def test_field_names_match_go_json_tags(version: str) -> None:
-    types_go = K8S_SRC / version / "types.go"
-    if not types_go.exists():
-        pytest.skip(f"Kubernetes sources not found at {types_go}")
-    source = types_go.read_text()
-    config: Any = scheduler_config(extender_url=URL, api_version=f"kubescheduler.config.k8s.io/{version}")
+    found = [d / version / "types.go" for d in K8S_SRC_DIRS if (d / version / "types.go").exists()]
+    if not found:
+        pytest.skip(f"Kubernetes sources for {version} not found under {', '.join(map(str, K8S_SRC_DIRS))}")
+    source = found[0].read_text()
+    config: Any = scheduler_config(
+        extender_url=HTTPS_URL,
+        api_version=f"kubescheduler.config.k8s.io/{version}",
+        bind_verb=True,
+        tls=ExtenderTLS(ca_file="/ca.crt", cert_file="/tls.crt", key_file="/tls.key", server_name="pumice"),
+    )
 
     assert set(config["extenders"][0]) <= _go_json_tags(source, "Extender")
+    assert set(config["extenders"][0]["tlsConfig"]) <= _go_json_tags(source, "ExtenderTLSConfig")
     top_level = _go_json_tags(source, "KubeSchedulerConfiguration") | {"apiVersion", "kind"}
     assert set(config) <= top_level
     assert set(config["profiles"][0]) <= _go_json_tags(source, "KubeSchedulerProfile")
 
 
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_scheduler_config_mutual_tls(api_version: str) -> None:
+    config: Any = scheduler_config(extender_url=HTTPS_URL, api_version=api_version, tls=CLIENT_TLS)
+
+    assert config["apiVersion"] == api_version
+    [extender] = config["extenders"]
+    assert set(extender) == EXTENDER_KEYS - {"bindVerb"} | {"tlsConfig"}
+    assert extender["urlPrefix"] == HTTPS_URL
+    assert extender["enableHTTPS"] is True
+    # File paths only: no inline *Data, and never insecure.
+    assert extender["tlsConfig"] == {
+        "caFile": "/etc/pumice-extender-client/ca.crt",
+        "certFile": "/etc/pumice-extender-client/tls.crt",
+        "keyFile": "/etc/pumice-extender-client/tls.key",
+    }
+    # What kube-scheduler reads back from the YAML text.
+    assert yaml.safe_load(scheduler_config_yaml(config)) == config
+
+
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_scheduler_config_server_tls_only_and_server_name(api_version: str) -> None:
+    tls = ExtenderTLS(ca_file="/etc/ca.pem", server_name="pumice.volcano-system.svc")
+    config: Any = scheduler_config(extender_url="https://10.0.0.5:8888", api_version=api_version, tls=tls)
+    assert config["extenders"][0]["tlsConfig"] == {
+        "caFile": "/etc/ca.pem",
+        "serverName": "pumice.volcano-system.svc",
+    }
+
+
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_scheduler_config_plain_http_has_no_tls(api_version: str) -> None:
+    config: Any = scheduler_config(extender_url=URL, api_version=api_version)
+    [extender] = config["extenders"]
+    assert "tlsConfig" not in extender
+    assert extender["enableHTTPS"] is False
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"extender_url": HTTPS_URL}, "no CA file"),
+        ({"extender_url": URL, "tls": CLIENT_TLS}, "need an https://"),
+    ],
+)
+def test_scheduler_config_rejects_tls_mismatch(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        scheduler_config(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ca_file": "ca.crt"}, "absolute"),
+        ({"ca_file": "/ca.crt", "cert_file": "tls.crt", "key_file": "/tls.key"}, "absolute"),
+        ({"ca_file": "/ca.crt", "cert_file": "/tls.crt"}, "go together"),
+        ({"ca_file": "/ca.crt", "key_file": "/tls.key"}, "go together"),
+        ({"ca_file": "/ca.crt", "server_name": ""}, "server_name"),
+    ],
+)
+def test_extender_tls_rejects(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ExtenderTLS(**kwargs)
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "mtls"])
 @pytest.mark.parametrize("api_version", [API_V1BETA2, API_V1BETA3])
-def test_kube_scheduler_1_24_accepts_config(api_version: str, tmp_path: Path) -> None:
+def test_kube_scheduler_1_24_accepts_config(api_version: str, tls: bool, tmp_path: Path) -> None:
     if not KUBE_SCHEDULER.exists():
         pytest.skip(f"{KUBE_SCHEDULER} not found")
     # A kubeconfig is only parsed, never dialled: --write-config-to exits after loading and validating.
@@ -179,16 +269,32 @@ def test_kube_scheduler_1_24_accepts_config(api_version: str, tmp_path: Path) ->
             }
         )
     )
+    extender_tls = None
+    if tls:
+        bundle = _tls("volcano-system")
+        for name, data in (
+            ("ca.crt", bundle.ca_cert),
+            ("tls.crt", bundle.client_cert),
+            ("tls.key", bundle.client_key),
+        ):
+            (tmp_path / name).write_bytes(data)
+        extender_tls = ExtenderTLS(
+            ca_file=str(tmp_path / "ca.crt"),
+            cert_file=str(tmp_path / "tls.crt"),
+            key_file=str(tmp_path / "tls.key"),
+        )
+    url = HTTPS_URL if tls else URL
     config_file = tmp_path / "config.yaml"
     config_file.write_text(
         scheduler_config_yaml(
             scheduler_config(
-                extender_url=URL,
+                extender_url=url,
                 api_version=api_version,
                 kubeconfig=str(kubeconfig),
                 with_default_profile=True,
                 lease_namespace="volcano-system",
                 bind_verb=True,
+                tls=extender_tls,
             )
         )
     )
@@ -203,7 +309,11 @@ def test_kube_scheduler_1_24_accepts_config(api_version: str, tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     effective = yaml.safe_load(written.read_text())
     [extender] = effective["extenders"]
-    assert extender["urlPrefix"] == URL
+    assert extender["urlPrefix"] == url
+    assert extender["enableHTTPS"] is tls
+    if extender_tls is not None:
+        assert extender["tlsConfig"]["caFile"] == extender_tls.ca_file
+        assert extender["tlsConfig"]["certFile"] == extender_tls.cert_file
     assert extender["bindVerb"] == "bind"
     assert extender["nodeCacheCapable"] is True
     assert extender["httpTimeout"] == "30s"
@@ -264,12 +374,26 @@ def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
 
-@pytest.mark.usefixtures("no_webhooks")
-@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
-def test_deploy_objects_are_well_formed(api_version: str) -> None:
+@functools.cache
+def _tls(namespace: str) -> MutualTLSBundle:
+    """One bundle per namespace for the whole module, so two renders with it compare equal."""
+    return generate_extender_tls(namespace)
+
+
+def _deploy(*, tls: bool = True, **kwargs: Any) -> list[Any]:
+    """deploy_manifests with mutual TLS (the CLI's default) unless ``tls=False``."""
+    namespace = kwargs.get("namespace", "volcano-system")
     docs: list[Any] = deploy_manifests(
-        namespace="batch-system", image="example/pumice:1", api_version=api_version
+        **{"image": "example/pumice:1", "extender_tls": _tls(namespace) if tls else None, **kwargs}
     )
+    return docs
+
+
+@pytest.mark.usefixtures("no_webhooks")
+@pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_deploy_objects_are_well_formed(api_version: str, tls: bool) -> None:
+    docs = _deploy(tls=tls, namespace="batch-system", api_version=api_version)
     # What `kubectl apply` reads back is what was built.
     assert list(yaml.safe_load_all(yamltext.dump_all(docs))) == docs
 
@@ -294,8 +418,11 @@ def test_deploy_objects_are_well_formed(api_version: str) -> None:
 
 
 @pytest.mark.usefixtures("no_webhooks")
-def test_deploy_references_resolve() -> None:
-    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+@pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
+def test_deploy_references_resolve(tls: bool) -> None:
+    docs = _deploy(tls=tls, namespace="batch-system")
+    secrets = _by_kind(docs, "Secret")
+    config_maps = _by_kind(docs, "ConfigMap")
     accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
     roles = {(d["kind"], d["metadata"]["name"]) for d in docs if d["kind"] in ("Role", "ClusterRole")}
     for binding in (d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")):
@@ -308,9 +435,16 @@ def test_deploy_references_resolve() -> None:
         assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
         assert spec["template"]["spec"]["serviceAccountName"] in accounts
         assert spec["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+        volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
+        for volume in volumes.values():
+            if "secret" in volume:
+                assert volume["secret"]["secretName"] in secrets
+            if "configMap" in volume:
+                assert volume["configMap"]["name"] in config_maps
         for container in spec["template"]["spec"]["containers"]:
             assert container["securityContext"]["readOnlyRootFilesystem"] is True
             assert container["resources"]["requests"]
+            assert {m["name"] for m in container["volumeMounts"]} <= set(volumes)
     service = _by_kind(docs, "Service")["pumice"]
     pumice = _by_kind(docs, "Deployment")["pumice"]
     assert service["spec"]["selector"] == pumice["spec"]["selector"]["matchLabels"]
@@ -325,12 +459,10 @@ def test_deploy_references_resolve() -> None:
 
 
 @pytest.mark.usefixtures("no_webhooks")
-def test_deploy_pumice_and_scheduler_containers() -> None:
-    docs: list[Any] = deploy_manifests(
-        namespace="batch-system",
-        image="example/pumice:1",
-        scheduler_image="example/ks:1",
-        scheduler_name="batch",
+def test_deploy_plain_http_pumice_and_scheduler_containers() -> None:
+    """--extender-plain-http: what deploy printed before mutual TLS."""
+    docs = _deploy(
+        tls=False, namespace="batch-system", scheduler_image="example/ks:1", scheduler_name="batch"
     )
     deployments = _by_kind(docs, "Deployment")
     [pumice] = deployments["pumice"]["spec"]["template"]["spec"]["containers"]
@@ -340,6 +472,8 @@ def test_deploy_pumice_and_scheduler_containers() -> None:
     assert command[command.index("--extender-bind") + 1] == "0.0.0.0:8888"
     assert command[command.index("--webhook-bind") + 1] == "0.0.0.0:8443"
     assert command[command.index("--scheduler-name") + 1] == "batch"
+    assert not [arg for arg in command if arg.startswith("--extender-tls") or arg.endswith("-ca-file")]
+    assert not _by_kind(docs, "Secret")
     assert pumice["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "extender"}
     assert pumice["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "extender"}
 
@@ -356,14 +490,137 @@ def test_deploy_pumice_and_scheduler_containers() -> None:
     assert config["apiVersion"] == API_V1
     assert config["profiles"] == [{"schedulerName": "batch"}]
     assert config["extenders"][0]["urlPrefix"] == "http://pumice.batch-system.svc:8888"
+    assert "tlsConfig" not in config["extenders"][0]
     assert "kubeconfig" not in config["clientConnection"]
     assert config["leaderElection"]["resourceNamespace"] == "batch-system"
+
+
+# --- deploy: extender mutual TLS ----------------------------------------------------------------------------
+
+
+def _secret_files(secret: dict[str, Any]) -> dict[str, bytes]:
+    return {k: base64.b64decode(v, validate=True) for k, v in secret["data"].items()}
+
+
+def _mounted(pod: dict[str, Any], secret: str) -> str:
+    """Where the pod's (only) container mounts ``secret``; fails if it does not, or not read-only."""
+    [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == secret]
+    assert volume["secret"]["defaultMode"] == 0o440  # readable by the pod's fsGroup, not by the world
+    [container] = pod["containers"]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount["readOnly"] is True
+    path: str = mount["mountPath"]
+    return path
+
+
+def _flag(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+@pytest.mark.usefixtures("no_webhooks")
+@pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
+def test_deploy_mutual_tls_wiring(api_version: str) -> None:
+    docs = _deploy(namespace="batch-system", api_version=api_version)
+    secrets = _by_kind(docs, "Secret")
+    assert set(secrets) == {"pumice-extender-tls", "pumice-kube-scheduler-extender-client"}
+    for secret in secrets.values():
+        assert secret["metadata"]["namespace"] == "batch-system"
+        assert secret["type"] == "kubernetes.io/tls"
+        assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    # Secrets come before the Deployments that mount them.
+    kinds = [d["kind"] for d in docs]
+    assert max(i for i, k in enumerate(kinds) if k == "Secret") < kinds.index("Deployment")
+
+    deployments = _by_kind(docs, "Deployment")
+    pumice_pod = deployments["pumice"]["spec"]["template"]["spec"]
+    assert pumice_pod["securityContext"]["fsGroup"] == pumice_pod["securityContext"]["runAsGroup"]
+    server_dir = _mounted(pumice_pod, "pumice-extender-tls")
+    [pumice] = pumice_pod["containers"]
+    command = pumice["command"]
+    # pumice serve reads the serving pair and the CA its clients must chain to from the mounted Secret.
+    assert _flag(command, "--extender-tls-cert-file") == f"{server_dir}/tls.crt"
+    assert _flag(command, "--extender-tls-key-file") == f"{server_dir}/tls.key"
+    assert _flag(command, "--extender-client-ca-file") == f"{server_dir}/ca.crt"
+    assert _flag(command, "--extender-bind") == "0.0.0.0:8888"
+    # The kubelet presents no client certificate: probes use the webhook listener's TLS port.
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert pumice[probe]["httpGet"]["port"] == "webhook"
+        assert pumice[probe]["httpGet"]["scheme"] == "HTTPS"
+    # No leader election: never two pumice pods at once.
+    assert deployments["pumice"]["spec"]["strategy"] == {"type": "Recreate"}
+
+    scheduler_pod = deployments["pumice-kube-scheduler"]["spec"]["template"]["spec"]
+    client_dir = _mounted(scheduler_pod, "pumice-kube-scheduler-extender-client")
+    config = yaml.safe_load(
+        _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]["data"]["scheduler-config.yaml"]
+    )
+    assert config["apiVersion"] == api_version
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"] == "https://pumice.batch-system.svc:8888"
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"] == {
+        "caFile": f"{client_dir}/ca.crt",
+        "certFile": f"{client_dir}/tls.crt",
+        "keyFile": f"{client_dir}/tls.key",
+    }
+    assert "insecure" not in extender["tlsConfig"]
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_deploy_certificates_verify() -> None:
+    """What kube-scheduler's Go client and pumice's OpenSSL server check, checked here with cryptography."""
+    secrets = _by_kind(_deploy(namespace="batch-system"), "Secret")
+    server = _secret_files(secrets["pumice-extender-tls"])
+    client = _secret_files(secrets["pumice-kube-scheduler-extender-client"])
+    assert server["ca.crt"] == client["ca.crt"]  # one CA: each side trusts exactly what signed the other
+    ca = x509.load_pem_x509_certificate(server["ca.crt"])
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+
+    server_cert = x509.load_pem_x509_certificate(server["tls.crt"])
+    server_cert.verify_directly_issued_by(ca)
+    assert list(server_cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
+        ExtendedKeyUsageOID.SERVER_AUTH
+    ]
+    sans = server_cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == service_dns_names("pumice", "batch-system")
+    assert "pumice.batch-system.svc" in sans.get_values_for_type(x509.DNSName)  # the URL's host
+
+    client_cert = x509.load_pem_x509_certificate(client["tls.crt"])
+    client_cert.verify_directly_issued_by(ca)
+    assert list(client_cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
+        ExtendedKeyUsageOID.CLIENT_AUTH
+    ]
+    cn = client_cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    assert [a.value for a in cn] == ["pumice-kube-scheduler"]
+
+    # Each key belongs to its certificate.
+    for files, cert in ((server, server_cert), (client, client_cert)):
+        key = serialization.load_pem_private_key(files["tls.key"], password=None)
+        assert key.public_key() == cert.public_key()
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_new_certificates_roll_both_deployments() -> None:
+    def ca_hashes(bundle: MutualTLSBundle) -> tuple[str, str]:
+        docs: list[Any] = deploy_manifests(image="example/pumice:1", extender_tls=bundle)
+        deployments = _by_kind(docs, "Deployment")
+        pumice, scheduler = (
+            deployments[n]["spec"]["template"]["metadata"]["annotations"]["pumice.dev/extender-ca-sha256"]
+            for n in ("pumice", "pumice-kube-scheduler")
+        )
+        return pumice, scheduler
+
+    first = ca_hashes(_tls("volcano-system"))
+    assert first[0] == first[1]
+    assert ca_hashes(_tls("volcano-system")) == first  # same material, same templates: no restart
+    second = ca_hashes(generate_extender_tls("volcano-system"))
+    assert second[0] == second[1] != first[0]  # new material restarts both, together
 
 
 @pytest.mark.usefixtures("no_webhooks")
 def test_config_change_rolls_the_scheduler() -> None:
     def config_hash(api_version: str) -> str:
-        docs: list[Any] = deploy_manifests(image="example/pumice:1", api_version=api_version)
+        docs = _deploy(api_version=api_version)
         template = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]
         return str(template["metadata"]["annotations"]["pumice.dev/scheduler-config-sha256"])
 
@@ -383,7 +640,8 @@ def _grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -
 
 @pytest.mark.usefixtures("no_webhooks")
 def test_rbac_is_least_privilege() -> None:
-    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    """The shape of the rules; tests/contract/test_rbac.py holds them against the code that uses them."""
+    docs = _deploy(namespace="batch-system")
     for role, rule in _rules(docs):
         for field in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[field], (role, rule)
@@ -394,11 +652,19 @@ def test_rbac_is_least_privilege() -> None:
         )
     cluster_role = _by_kind(docs, "ClusterRole")["pumice"]["rules"]
     assert _grants(cluster_role, "", "pods/binding", "create")
-    assert _grants(cluster_role, "", "pods/eviction", "create")
     assert _grants(cluster_role, "", "pods", "delete")
-    assert _grants(cluster_role, "scheduling.volcano.sh", "podgroups/status", "patch")
+    # Volcano's PodGroup has no status subresource: its status is patched through the object.
+    assert _grants(cluster_role, "scheduling.volcano.sh", "podgroups", "patch")
+    assert _grants(cluster_role, "scheduling.volcano.sh", "queues/status", "patch")
+    assert not _grants(cluster_role, "scheduling.volcano.sh", "podgroups/status", "patch")
+    # Nothing uses these (preemption will add pods/eviction with its code).
+    assert not _grants(cluster_role, "", "pods/eviction", "create")
+    assert not _grants(cluster_role, "", "pods/status", "patch")
     assert not _grants(cluster_role, "", "nodes", "update")
-    assert not _grants(cluster_role, "", "secrets", "deletecollection")
+    # The ssh plugin reads and creates <job>-ssh, nothing more.
+    for verb in ("list", "watch", "update", "patch", "delete", "deletecollection"):
+        assert not _grants(cluster_role, "", "secrets", verb), verb
+    assert _grants(cluster_role, "", "secrets", "create") and _grants(cluster_role, "", "secrets", "get")
     assert not any("clusterroles" in r["resources"] or "roles" in r["resources"] for r in cluster_role)
     # Webhook configurations: named ones only, except create (which cannot be limited by name).
     for rule in cluster_role:
@@ -420,12 +686,15 @@ def test_rbac_is_least_privilege() -> None:
 def test_pumice_rules_take_webhook_names() -> None:
     rules: list[Any] = pumice_rules(["a", "b"])
     named = [r for r in rules if isinstance(r, dict) and "resourceNames" in r]
-    assert [r["resourceNames"] for r in named] == [["a", "b"]]
+    assert [(r["resources"], r["resourceNames"]) for r in named] == [
+        (["mutatingwebhookconfigurations"], ["a", "b"]),
+        (["validatingwebhookconfigurations"], ["a", "b"]),
+    ]
 
 
 @pytest.mark.usefixtures("no_webhooks")
 def test_network_policy_guards_extender_port() -> None:
-    docs: list[Any] = deploy_manifests(image="example/pumice:1")
+    docs = _deploy()
     [policy] = _by_kind(docs, "NetworkPolicy").values()
     scheduler_labels = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]["metadata"][
         "labels"
@@ -434,17 +703,17 @@ def test_network_policy_guards_extender_port() -> None:
     assert extender_rule["ports"] == [{"protocol": "TCP", "port": 8888}]
     assert extender_rule["from"][0]["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
     assert webhook_rule == {"ports": [{"protocol": "TCP", "port": 8443}]}
-    assert not _by_kind(deploy_manifests(image="example/pumice:1", network_policy=False), "NetworkPolicy")
+    assert not _by_kind(_deploy(network_policy=False), "NetworkPolicy")
 
 
 @pytest.mark.usefixtures("no_webhooks")
 def test_deploy_without_webhook_module_has_none() -> None:
-    kinds = {d["kind"] for d in deploy_manifests(image="example/pumice:1")}
+    kinds = {d["kind"] for d in _deploy()}
     assert not kinds & {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 
 
 def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dict[str, Any]]) -> None:
-    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    docs = _deploy(namespace="batch-system")
     [call] = fake_webhooks
     assert call["ca_bundle"]  # a stand-in: webhook_configurations refuses an empty bundle
     assert (call["url_base"], call["service"], call["port"]) == (None, ("batch-system", "pumice"), 443)
@@ -460,16 +729,14 @@ def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dic
                 "name": "pumice",
                 "port": 443,
             }
-    assert not _by_kind(
-        deploy_manifests(image="example/pumice:1", include_webhooks=False), "MutatingWebhookConfiguration"
-    )
+    assert not _by_kind(_deploy(include_webhooks=False), "MutatingWebhookConfiguration")
 
 
 def test_real_webhook_configurations_in_deploy_output() -> None:
     webhooks = pytest.importorskip("admission.webhooks")
     if not hasattr(webhooks, "webhook_configurations"):
         pytest.skip("admission.webhooks.webhook_configurations not written yet")
-    docs: list[Any] = deploy_manifests(namespace="batch-system", image="example/pumice:1")
+    docs = _deploy(namespace="batch-system")
     configs = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
     assert configs and docs[-len(configs) :] == configs
     # The names pumice's RBAC is limited to.
@@ -491,11 +758,23 @@ def test_real_webhook_configurations_in_deploy_output() -> None:
         ({"namespace": "Batch_System"}, "namespace"),
         ({"image": ""}, "image"),
         ({"api_version": "kubescheduler.config.k8s.io/v2"}, "not supported"),
+        # Certificates made for another namespace would fail every call kube-scheduler makes.
+        (
+            {"namespace": "batch-system", "extender_tls": "for volcano-system"},
+            "does not name pumice.batch-system.svc",
+        ),
     ],
 )
 def test_deploy_rejects(kwargs: dict[str, Any], message: str) -> None:
+    if kwargs.get("extender_tls") == "for volcano-system":
+        kwargs = {**kwargs, "extender_tls": _tls("volcano-system")}
     with pytest.raises(ValueError, match=message):
-        deploy_manifests(**{"image": "example/pumice:1", **kwargs})
+        deploy_manifests(**{"image": "example/pumice:1", "extender_tls": None, **kwargs})
+
+
+def test_generate_extender_tls_rejects_a_bad_namespace() -> None:
+    with pytest.raises(ValueError, match="namespace"):
+        generate_extender_tls("Not_A_Label")
 
 
 # --- CLI ----------------------------------------------------------------------------------------------------
@@ -544,12 +823,84 @@ def test_cli_scheduler_config(flag: str, expected: str, capsys: pytest.CaptureFi
 
 
 @pytest.mark.usefixtures("no_webhooks")
-def test_cli_deploy(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_deploy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    made: list[str] = []
+
+    def fixed(namespace: str) -> MutualTLSBundle:
+        made.append(namespace)
+        return _tls(namespace)
+
+    monkeypatch.setattr(deploy_cli, "generate_extender_tls", fixed)
     code, docs, _ = _run(
         ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--api-version", "v1beta3"], capsys
     )
     assert code == 0
-    assert docs == deploy_manifests(namespace="ns1", image="img:1", api_version=API_V1BETA3)
+    assert made == ["ns1"]
+    assert docs == deploy_manifests(
+        namespace="ns1", image="img:1", api_version=API_V1BETA3, extender_tls=_tls("ns1")
+    )
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_cli_deploy_plain_http(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(
+        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--extender-plain-http"], capsys
+    )
+    assert code == 0
+    assert docs == deploy_manifests(namespace="ns1", image="img:1", extender_tls=None)
+
+
+@pytest.mark.usefixtures("no_webhooks")
+def test_cli_deploy_makes_new_certificates_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    def ca() -> str:
+        code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys)
+        assert code == 0
+        return str(_by_kind(docs, "Secret")["pumice-extender-tls"]["data"]["ca.crt"])
+
+    assert ca() != ca()
+
+
+def test_cli_deploy_help_documents_regeneration(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _parse(["manifests", "deploy", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "every run generates a new CA" in text
+    assert "treat the output as secret" in text
+    assert "--extender-plain-http" in text
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta3", "v1beta2"])
+def test_cli_scheduler_config_mutual_tls(api_version: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(
+        [
+            "manifests",
+            "scheduler-config",
+            "--extender-url",
+            HTTPS_URL,
+            "--api-version",
+            api_version,
+            "--tls-ca-file",
+            "/etc/pumice-extender-client/ca.crt",
+            "--tls-client-cert-file",
+            "/etc/pumice-extender-client/tls.crt",
+            "--tls-client-key-file",
+            "/etc/pumice-extender-client/tls.key",
+        ],
+        capsys,
+    )
+    assert code == 0
+    [config] = docs
+    assert config["apiVersion"].endswith("/" + api_version)
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"] == HTTPS_URL
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"] == CLIENT_TLS.config()
+
+
+def test_cli_scheduler_config_plain_http_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(["manifests", "scheduler-config", "--extender-url", URL], capsys)
+    assert code == 0
+    assert docs == [scheduler_config(extender_url=URL)]
 
 
 def test_cli_webhooks_by_url(
@@ -629,6 +980,32 @@ def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture
         ["manifests", "webhooks", "--url-base", "https://x"],
         ["manifests", "webhooks", "--url-base", "https://x", "--ca-file", "/nonexistent/ca.pem"],
         ["manifests", "deploy", "--namespace", "Not_A_Label"],
+        ["manifests", "deploy", "--namespace", "Not_A_Label", "--extender-plain-http"],
+        # https without a CA: kube-scheduler would skip verification altogether.
+        ["manifests", "scheduler-config", "--extender-url", HTTPS_URL],
+        ["manifests", "scheduler-config", "--extender-url", URL, "--tls-ca-file", "/ca.crt"],
+        ["manifests", "scheduler-config", "--extender-url", URL, "--tls-server-name", "pumice"],
+        ["manifests", "scheduler-config", "--extender-url", HTTPS_URL, "--tls-ca-file", "ca.crt"],
+        [
+            "manifests",
+            "scheduler-config",
+            "--extender-url",
+            HTTPS_URL,
+            "--tls-ca-file",
+            "/ca.crt",
+            "--tls-client-cert-file",
+            "/tls.crt",
+        ],
+        [
+            "manifests",
+            "scheduler-config",
+            "--extender-url",
+            HTTPS_URL,
+            "--tls-ca-file",
+            "/ca.crt",
+            "--tls-client-key-file",
+            "/tls.key",
+        ],
     ],
 )
 def test_cli_bad_values_after_parsing_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

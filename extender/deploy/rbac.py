@@ -1,0 +1,354 @@
+"""pumice's ClusterRole, written as the table of the API calls pumice's own code makes.
+
+Every row of :data:`GRANTS` names an (apiGroup, resource, verbs) that pumice's ServiceAccount needs, the code
+that makes those calls and why. The ClusterRole is built from this table and from nothing else, so a grant
+without a caller cannot slip in; ``tests/contract/test_rbac.py`` checks that every row's code still exists
+and still mentions the resource it is granted, so a caller that goes away shows up as a failing test rather
+than as a grant nobody uses.
+
+Code is named ``module:qualname``. The first name is where the call is made (or, for informers, the table of
+watched paths); further names are the helpers the call goes through or the constant that holds its path.
+
+Scope: what ``pumice serve`` does when started the way ``pumice manifests deploy`` starts it. In particular
+``--webhook-service`` is always given, so pumice creates or replaces (``update``) its own webhook
+configurations and never takes the CA-only ``patch`` path of :func:`controllers.bootstrap.register_webhooks`.
+The pumice CLI (``pumice job``, ``pumice queue``) runs with the user's credentials and needs nothing here.
+
+Deliberately not granted, because no code uses them: core-group events (pumice writes
+``events.k8s.io`` ones), ``pods/status``, ``pods/eviction`` (preemption will add its grant together with
+its code), leases (there is no leader election yet), CustomResourceDefinitions, JobFlows and JobTemplates,
+PodGroup ``/status`` (Volcano's PodGroup has no status subresource: its status is patched through the
+object), ``list``/``watch``/``patch`` on webhook configurations, and any ``update`` or ``delete`` of the
+objects the job plugins create (Services, ConfigMaps, Secrets, NetworkPolicies are created once; only a
+ConfigMap's data is patched).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from extender.api.labels import BATCH_GROUP, BUS_GROUP, SCHEDULING_GROUP
+from extender.deploy.yamltext import Json, Manifest
+
+# Kubernetes' own verb order, so every rule reads the same way.
+VERB_ORDER: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
+
+# list and watch: the informers' LIST-then-WATCH; get: their fallback when a LIST does not decode (each
+# object fetched alone, so one unreadable object cannot hide the others).
+_INFORMERS: Final = (
+    "extender.main:INFORMERS",
+    "controllers.kube.informer:Informer._list",
+    "controllers.kube.informer:Informer.run",
+    "controllers.kube.informer:Informer._list_one_by_one",
+)
+_WATCHED: Final = ("get", "list", "watch")
+_PLUGIN_OBJECTS: Final = ("controllers.jobs:JobController._apply", "controllers.jobs:_KIND_PATHS")
+_STATUS_WRITES: Final = (
+    "controllers.status:StatusWriter._pending_writes",
+    "controllers.executor:Executor.patch_status",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    """Verbs on one resource, the code that calls them, and why.
+
+    ``evidence`` is what that code must mention for the grant to be believed; by default the resource path
+    (``pods/binding``: both ``pods`` and ``/binding``). ``own_webhooks`` limits the grant to pumice's own
+    webhook configurations by name (``resourceNames``).
+    """
+
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    code: tuple[str, ...]
+    why: str
+    evidence: tuple[str, ...] = ()
+    own_webhooks: bool = False
+
+    def fragments(self) -> tuple[str, ...]:
+        """The strings the code named in this row must mention."""
+        if self.evidence:
+            return self.evidence
+        resource, _, subresource = self.resource.partition("/")
+        return (resource, f"/{subresource}") if subresource else (resource,)
+
+
+GRANTS: Final[tuple[Grant, ...]] = (
+    # --- the watches every cache is built from ------------------------------------------------------------
+    Grant(
+        group="",
+        resource="nodes",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="the cluster cache: each node's allocatable, labels and taints",
+    ),
+    Grant(
+        group="",
+        resource="pods",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="the cluster cache (what runs where) and the job controller (a job's pods)",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="gangs: minMember, queue, phase",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="queues",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="queue weights, capabilities and state for the shares",
+    ),
+    Grant(
+        group="scheduling.k8s.io",
+        resource="priorityclasses",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="a PodGroup's priorityClassName resolves to a priority",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs",
+        verbs=_WATCHED,
+        code=(*_INFORMERS, "controllers.jobs:JOBS_PATH"),
+        why="the vcjob controller's input",
+    ),
+    Grant(
+        group=BUS_GROUP,
+        resource="commands",
+        verbs=_WATCHED,
+        code=(*_INFORMERS, "controllers.jobs:COMMANDS_PATH"),
+        why="vcjob actions and OpenQueue/CloseQueue requests (vcctl, pumice job/queue)",
+    ),
+    # --- scheduling -----------------------------------------------------------------------------------------
+    Grant(
+        group="",
+        resource="pods",
+        verbs=("get",),
+        code=("controllers.executor:Executor.bind", "controllers.executor:Executor.lift_gate"),
+        why="bind: after a 409, whether the pod is already on the planned node; lift_gate: the pod's "
+        "current scheduling gates, so only pumice's own gate is removed",
+    ),
+    Grant(
+        group="",
+        resource="pods",
+        verbs=("patch",),
+        code=("controllers.executor:Executor.touch_planned", "controllers.executor:Executor.lift_gate"),
+        why="annotate a waiting pod with its planned node (moves it out of kube-scheduler's unschedulable "
+        "queue); remove pumice's scheduling gate once the gang is admitted",
+    ),
+    Grant(
+        group="",
+        resource="pods/binding",
+        verbs=("create",),
+        code=("controllers.executor:Executor.bind",),
+        why="the extender's /bind verb, used when the scheduler config delegates binding "
+        "(scheduler-config --bind-verb, e.g. a kube-scheduler the user runs against this pumice)",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=("patch",),
+        code=_STATUS_WRITES,
+        why="PodGroup status (phase, conditions, counts); written through the object, as Volcano's PodGroup "
+        "has no status subresource",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="queues/status",
+        verbs=("patch",),
+        code=_STATUS_WRITES,
+        why="Queue status (state, allocated, pending/running counts)",
+    ),
+    # --- start-up -------------------------------------------------------------------------------------------
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="queues",
+        verbs=("create",),
+        code=("controllers.bootstrap:ensure_queues", "controllers.bootstrap:_QUEUES"),
+        why="the root and default queues, when missing (as Volcano does at start-up)",
+    ),
+    Grant(
+        group="admissionregistration.k8s.io",
+        resource="mutatingwebhookconfigurations",
+        verbs=("get", "update"),
+        code=("controllers.bootstrap:register_webhooks",),
+        why="replace pumice's own configuration with this API server's features and a fresh caBundle",
+        own_webhooks=True,
+    ),
+    Grant(
+        group="admissionregistration.k8s.io",
+        resource="validatingwebhookconfigurations",
+        verbs=("get", "update"),
+        code=("controllers.bootstrap:register_webhooks",),
+        why="replace pumice's own configuration with this API server's features and a fresh caBundle",
+        own_webhooks=True,
+    ),
+    # create cannot be limited by name: the object does not exist yet.
+    Grant(
+        group="admissionregistration.k8s.io",
+        resource="mutatingwebhookconfigurations",
+        verbs=("create",),
+        code=("controllers.bootstrap:register_webhooks",),
+        why="create pumice's configuration when a re-apply or a user removed it",
+    ),
+    Grant(
+        group="admissionregistration.k8s.io",
+        resource="validatingwebhookconfigurations",
+        verbs=("create",),
+        code=("controllers.bootstrap:register_webhooks",),
+        why="create pumice's configuration when a re-apply or a user removed it",
+    ),
+    # --- the vcjob controller -------------------------------------------------------------------------------
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs/status",
+        verbs=("patch",),
+        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._report_invalid"),
+        why="a job's phase, conditions and task counts (resourceVersion-guarded); InvalidSpec for a job "
+        "pumice cannot run as written",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs",
+        verbs=("get",),
+        code=("controllers.jobs:JobController._confirmed_gone",),
+        why="a job missing from a LIST is cleaned up only once a GET says 404",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs",
+        verbs=("delete",),
+        code=("controllers.jobs:JobController.perform",),
+        why="ttlSecondsAfterFinished: a finished job is deleted when its TTL expires",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs/finalizers",
+        verbs=("update",),
+        code=("extender.jobs.plugins.base:owner_reference",),
+        evidence=("blockOwnerDeletion",),
+        why="everything a job owns carries an owner reference with blockOwnerDeletion; where the "
+        "OwnerReferencesPermissionEnforcement admission plugin runs, setting it needs update on the "
+        "owner's finalizers",
+    ),
+    Grant(
+        group="",
+        resource="pods",
+        verbs=("create",),
+        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._create"),
+        why="a job's task pods",
+    ),
+    Grant(
+        group="",
+        resource="pods",
+        verbs=("delete",),
+        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._cleanup"),
+        why="pods of a restarted, scaled-down or finished job, and of a job that was deleted",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=("create", "patch"),
+        code=("controllers.jobs:JobController.perform",),
+        why="a job's PodGroup, and its minMember/minResources when the job changes",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=("delete",),
+        code=("controllers.jobs:JobController._cleanup",),
+        why="the PodGroup of a deleted job",
+    ),
+    Grant(
+        group=BUS_GROUP,
+        resource="commands",
+        verbs=("delete",),
+        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._queue_command"),
+        why="a Command is deleted once carried out",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="queues/status",
+        verbs=("patch",),
+        code=("controllers.jobs:JobController._queue_command",),
+        why="OpenQueue/CloseQueue set a queue's status.state",
+    ),
+    Grant(
+        group="events.k8s.io",
+        resource="events",
+        verbs=("create", "patch"),
+        code=("controllers.events:EventRecorder._write",),
+        why="Events on a job a user should see (invalid spec, failing sync); a repeat patches the first "
+        "Event's series instead of creating another",
+    ),
+    # --- what the job plugins create (svc, ssh): created once, never updated or deleted ---------------------
+    Grant(
+        group="",
+        resource="services",
+        verbs=("create",),
+        code=_PLUGIN_OBJECTS,
+        why="svc plugin: the job's headless Service",
+    ),
+    Grant(
+        group="",
+        resource="configmaps",
+        verbs=("create", "patch"),
+        code=_PLUGIN_OBJECTS,
+        why="svc plugin: the host lists; patched when replicas change",
+    ),
+    Grant(
+        group="",
+        resource="secrets",
+        verbs=("create",),
+        code=_PLUGIN_OBJECTS,
+        why="ssh plugin: the job's <job>-ssh key pair",
+    ),
+    Grant(
+        group="",
+        resource="secrets",
+        verbs=("get",),
+        code=("controllers.jobs:JobController._ssh_key",),
+        why="ssh plugin: reuse the key pair in <job>-ssh after a restart",
+    ),
+    Grant(
+        group="networking.k8s.io",
+        resource="networkpolicies",
+        verbs=("create",),
+        code=_PLUGIN_OBJECTS,
+        why="svc plugin: the NetworkPolicy that opens the job's pods to each other",
+    ),
+)
+
+
+def _rule(group: str, resource: str, verbs: Sequence[str], names: Sequence[str]) -> Manifest:
+    rule: Manifest = {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+    if names:
+        rule["resourceNames"] = list(names)
+    return rule
+
+
+def pumice_rules(webhook_configuration_names: Sequence[str]) -> list[Json]:
+    """The rules of pumice's ClusterRole, from :data:`GRANTS`: one per resource (and name limit), verbs in
+    Kubernetes' order. ``webhook_configuration_names`` are the configurations pumice may read and replace."""
+    names = list(webhook_configuration_names)
+    if not names:
+        raise ValueError("webhook_configuration_names must not be empty (an empty list grants every name)")
+    verbs: dict[tuple[str, str, bool], set[str]] = {}
+    for grant in GRANTS:
+        verbs.setdefault((grant.group, grant.resource, grant.own_webhooks), set()).update(grant.verbs)
+    return [
+        # An unknown verb is a typo in the table: .index raises rather than drop it.
+        _rule(group, resource, sorted(granted, key=VERB_ORDER.index), names if named else ())
+        for (group, resource, named), granted in verbs.items()
+    ]
+
+
+def granted_triples() -> frozenset[tuple[str, str, str]]:
+    """Every (apiGroup, resource, verb) the table grants."""
+    return frozenset((g.group, g.resource, v) for g in GRANTS for v in g.verbs)

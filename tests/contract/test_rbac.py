@@ -1,0 +1,247 @@
+"""pumice's ClusterRole against the code that needs it (extender/deploy/rbac.py).
+
+Three directions: everything the rendered ClusterRole grants is a row of the table; every row names code
+that exists and still mentions the resource it is granted for; and every resource pumice's own API paths
+name has a row. Plus the things least privilege rules out whatever the table says: ``*``, escalation verbs,
+grants on Secrets beyond create/get, the grants removed on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.deploy.manifests import deploy_manifests, generate_extender_tls
+from extender.deploy.rbac import GRANTS, VERB_ORDER, Grant, granted_triples, pumice_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "batch-system"
+
+
+def _docs(tls: bool) -> list[Any]:
+    docs: list[Any] = deploy_manifests(
+        namespace=NAMESPACE,
+        image="example/pumice:1",
+        extender_tls=generate_extender_tls(NAMESPACE) if tls else None,
+    )
+    return docs
+
+
+@pytest.fixture(params=[True, False], ids=["mtls", "plain-http"])
+def docs(request: pytest.FixtureRequest) -> list[Any]:
+    return _docs(bool(request.param))
+
+
+def _cluster_role(docs: list[Any]) -> list[dict[str, Any]]:
+    [role] = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "pumice"]
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def _triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
+def _resolve(ref: str) -> object:
+    module_name, _, qualname = ref.partition(":")
+    obj: object = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        assert hasattr(obj, part), f"{ref}: {part!r} not found (renamed or removed? update the RBAC table)"
+        obj = getattr(obj, part)
+    return obj
+
+
+def _text(ref: str) -> str:
+    obj = _resolve(ref)
+    if inspect.isfunction(obj) or inspect.isclass(obj):
+        return inspect.getsource(obj)
+    assert isinstance(obj, str | tuple | dict), f"{ref}: neither a function nor a constant holding API paths"
+    return repr(obj)
+
+
+# --- (1) granted => in the table --------------------------------------------------------------------------
+
+
+def test_every_granted_triple_is_in_the_table(docs: list[Any]) -> None:
+    granted = _triples(_cluster_role(docs))
+    assert granted <= granted_triples(), sorted(granted - granted_triples())
+    # And the table is all the role grants: no row is left out of the rendered role.
+    assert granted == granted_triples()
+
+
+def test_pumice_is_bound_to_its_cluster_role_only(docs: list[Any]) -> None:
+    bindings = [
+        d
+        for d in docs
+        if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
+        and any(s["name"] == "pumice" for s in d["subjects"])
+    ]
+    assert [(b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings] == [
+        ("ClusterRoleBinding", "ClusterRole", "pumice")
+    ]
+    # The leader-election Role no code used is gone.
+    assert not [d for d in docs if d["metadata"]["name"] == "pumice-leader-election"]
+
+
+# --- (2) every row names code that exists and mentions the resource ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "grant", GRANTS, ids=lambda g: f"{g.group or 'core'}/{g.resource}:{','.join(g.verbs)}"
+)
+def test_table_row_names_code_that_uses_the_resource(grant: Grant) -> None:
+    assert grant.code, "a row without code grants for nobody"
+    assert grant.why.strip()
+    # The first name is where the call is made (or the informers' path table): a function or a constant.
+    text = "\n".join(_text(ref) for ref in grant.code)
+    for fragment in grant.fragments():
+        assert fragment in text, f"none of {grant.code} mentions {fragment!r} any more"
+
+
+def test_table_verbs_are_kubernetes_verbs() -> None:
+    for grant in GRANTS:
+        assert grant.verbs and set(grant.verbs) <= set(VERB_ORDER), grant
+        assert "*" not in (grant.group, grant.resource)
+
+
+def test_grants_through_helpers_name_the_caller_first() -> None:
+    """The first code name of a row is where the request is sent from, never only the constant."""
+    for grant in GRANTS:
+        first = _resolve(grant.code[0])
+        if not inspect.isfunction(first):
+            assert grant.code[0] == "extender.main:INFORMERS", grant  # the one table of watched paths
+
+
+# --- (3) every resource pumice's API paths name has a row -------------------------------------------------
+
+# Resource plurals pumice's code could plausibly call; a path segment outside this list is not a resource.
+_KNOWN_RESOURCES = {
+    "nodes",
+    "pods",
+    "binding",
+    "eviction",
+    "status",
+    "events",
+    "secrets",
+    "configmaps",
+    "services",
+    "endpoints",
+    "persistentvolumeclaims",
+    "leases",
+    "networkpolicies",
+    "priorityclasses",
+    "podgroups",
+    "queues",
+    "jobs",
+    "commands",
+    "jobflows",
+    "jobtemplates",
+    "customresourcedefinitions",
+    "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations",
+}
+# The pumice CLI (controllers/cli) runs with the user's credentials, not the ServiceAccount's.
+_SERVICE_ACCOUNT_CODE = [
+    *sorted(p for p in (ROOT / "controllers").rglob("*.py") if "cli" not in p.relative_to(ROOT).parts),
+    ROOT / "extender" / "main.py",
+]
+
+
+def test_every_resource_in_an_api_path_has_a_row() -> None:
+    table = {part for g in GRANTS for part in g.resource.split("/")}
+    seen: dict[str, str] = {}
+    for path in _SERVICE_ACCOUNT_CODE:
+        for line in path.read_text().splitlines():
+            if "/api" not in line and "/namespaces/" not in line:
+                continue
+            for segment in re.findall(r"/([a-z]+)(?=[/{\"'?]|$)", line):
+                if segment in _KNOWN_RESOURCES:
+                    seen.setdefault(segment, f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert seen, "found no API paths at all: the scan is broken"
+    missing = {r: where for r, where in seen.items() if r not in table}
+    assert not missing, missing
+
+
+# --- least privilege, whatever the table says -------------------------------------------------------------
+
+
+def test_no_wildcards_or_escalation_anywhere(docs: list[Any]) -> None:
+    for doc in docs:
+        if doc["kind"] not in ("Role", "ClusterRole"):
+            continue
+        for rule in doc["rules"]:
+            for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert "*" not in rule.get(field, []), (doc["metadata"]["name"], rule)
+            assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(rule["verbs"]), rule
+            assert rule.get("resourceNames", None) != [], rule  # an empty list would mean every name
+
+
+def test_secrets_only_create_and_get(docs: list[Any]) -> None:
+    granted = _triples(_cluster_role(docs))
+    assert {v for g, r, v in granted if r == "secrets"} == {"create", "get"}
+    assert not [t for t in granted if t[1].startswith("secrets/")]
+
+
+@pytest.mark.parametrize(
+    ("group", "resource"),
+    [
+        ("", "pods/status"),
+        ("", "pods/eviction"),
+        ("", "events"),
+        ("coordination.k8s.io", "leases"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("flow.volcano.sh", "jobflows"),
+        ("flow.volcano.sh", "jobtemplates"),
+        ("scheduling.volcano.sh", "podgroups/status"),
+        ("", "nodes/status"),
+    ],
+)
+def test_removed_grants_stay_removed(group: str, resource: str) -> None:
+    granted = _triples(_cluster_role(_docs(tls=True)))
+    assert not [t for t in granted if t[:2] == (group, resource)]
+
+
+def test_no_update_or_delete_of_plugin_objects_and_no_node_writes() -> None:
+    granted = _triples(_cluster_role(_docs(tls=True)))
+    assert {v for g, r, v in granted if r == "events"} == {"create", "patch"}  # new ones and their series
+    for resource in ("services", "configmaps", "secrets", "networkpolicies"):
+        assert not {v for _, r, v in granted if r == resource} & {"update", "delete", "list", "watch"}
+    assert {v for _, r, v in granted if r == "nodes"} == {"get", "list", "watch"}
+
+
+def test_webhook_configurations_by_name_except_create() -> None:
+    rules = _cluster_role(_docs(tls=True))
+    webhook_rules = [r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert webhook_rules
+    for rule in webhook_rules:
+        if rule["verbs"] == ["create"]:
+            assert "resourceNames" not in rule  # cannot be limited by name: the object does not exist yet
+        else:
+            assert rule["verbs"] == ["get", "update"]
+            assert rule["resourceNames"] == ["pumice-mutating", "pumice-validating"]
+
+
+def test_table_scope_matches_the_deployed_serve_flags() -> None:
+    """The table leaves out register_webhooks' patch path because deploy always passes --webhook-service."""
+    deployment = next(
+        d for d in _docs(tls=True) if d["kind"] == "Deployment" and d["metadata"]["name"] == "pumice"
+    )
+    command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--webhook-service") + 1] == f"{NAMESPACE}/pumice"
+    assert ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch") not in granted_triples()
+
+
+def test_pumice_rules_refuses_an_empty_name_list() -> None:
+    with pytest.raises(ValueError, match="every name"):
+        pumice_rules([])
