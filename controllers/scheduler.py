@@ -26,8 +26,8 @@ from controllers.plans import PlanBook
 from extender.api import wire
 from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
-from extender.core.snapshot import pod_group_key
-from extender.framework.session import Session, Unschedulable
+from extender.core.snapshot import Snapshot, pod_group_key
+from extender.framework.session import CycleResult, Session, Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ class Scheduler:
         resync: float = 1.0,
         debounce: float = 0.02,
         seen_timeout: float = 1.0,
+        plan_timeout: float = 1.0,
         heartbeat: Callable[[], None] = lambda: None,
     ) -> None:
         self.cache = cache
@@ -74,6 +75,7 @@ class Scheduler:
         self.resync = resync
         self.debounce = debounce
         self.seen_timeout = seen_timeout
+        self.plan_timeout = plan_timeout
         self.heartbeat = heartbeat
         # Pods refused at filter before the watch showed them (bounded, oldest dropped first).
         self.unseen: dict[PodUID, None] = {}
@@ -86,6 +88,10 @@ class Scheduler:
         self.refused: dict[PodUID, frozenset[str]] = {}
         self._cycled_at: tuple[int, int] = (-1, -1)
         self._wake = asyncio.Event()
+        # Set (and replaced) after every cycle: a filter waiting for its pod's plan awaits it.
+        self._cycle_done = asyncio.Event()
+        self._snapshot_version = -1
+        self._cycling = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {
             "cycles": 0,
@@ -94,6 +100,7 @@ class Scheduler:
             "bind_errors": 0,
             "binds_refused": 0,
             "touches": 0,
+            "stale_groups": 0,
         }
         cache.listeners.append(lambda _kind: self._wake.set())
         # Readiness comes from the informers (set by the composition root); verbs wait for it.
@@ -108,12 +115,75 @@ class Scheduler:
         return self.cache.scheduler_names
 
     # --- cycle -------------------------------------------------------------------------------------
+    def _prepare(self) -> Snapshot:
+        """On the event loop: drain the changes and take an immutable snapshot of the work."""
+        snap = self.cache.snapshot(self.plans, self._work(), dict(self.refused))
+        self._cycled_at = (self.cache.version, self.plans.version)
+        self._snapshot_version = self.cache.version
+        self._cycling = True
+        return snap
+
     def cycle(self) -> None:
+        """One whole cycle inline (tests, and ``ensure_fresh``); the loop runs :meth:`cycle_off_loop`."""
         t0 = time.perf_counter()
-        snap = self.cache.snapshot(self.plans, self._work(), self.refused)
-        result = schedule(snap, self.conf)
+        snap = self._prepare()
+        self._apply(snap, schedule(snap, self.conf), t0)
+
+    async def cycle_off_loop(self) -> None:
+        """The cycle's pure part in a worker thread, so filters, webhooks and informers keep running
+        meanwhile (numpy releases the GIL for most of it); its decisions are applied back here, minus
+        any a newer event made stale (see :meth:`_apply`)."""
+        t0 = time.perf_counter()
+        snap = self._prepare()
+        result = await asyncio.to_thread(schedule, snap, self.conf)
+        self._apply(snap, result, t0)
+
+    def _stale_groups(self, snap: Snapshot, placements: Mapping[PodUID, str]) -> set[GroupKey]:
+        """Groups whose placements must not be applied: one of their pods changed or went since the
+        snapshot, a node they use changed or went, or a node would be over capacity with what happened
+        meanwhile (pods bound by others, other reservations). Dropped whole, so a gang stays whole; the
+        next cycle plans them again."""
+        stale: set[GroupKey] = set()
+        by_node: dict[str, list[PodUID]] = {}
+        for uid, node in placements.items():
+            key = pod_group_key(snap.pods[uid])
+            if self.cache.pods.get(uid) is not snap.pods[uid] or uid in self.plans:
+                stale.add(key)
+            by_node.setdefault(node, []).append(uid)
+        for node, uids in by_node.items():
+            current = self.cache.nodes.get(node)
+            if current is None or current is not snap.nodes[snap.node_pos[node]]:
+                stale.update(pod_group_key(snap.pods[u]) for u in uids)
+                continue
+            need: dict[str, int] = {}
+            for u in uids:
+                for k, v in snap.pods[u].requests.items():
+                    need[k] = need.get(k, 0) + v
+            used = self.cache.node_usage.by_node.get(node, {})
+            reserved = self.plans.reserved.by_node.get(node, {})
+            if any(
+                used.get(k, 0) + reserved.get(k, 0) + v > current.allocatable.get(k, 0)
+                for k, v in need.items()
+            ):
+                stale.update(pod_group_key(snap.pods[u]) for u in uids)
+        return stale
+
+    def _apply(self, snap: Snapshot, result: CycleResult, t0: float) -> None:
+        stale = (
+            self._stale_groups(snap, result.placements)
+            if self._cycled_at
+            != (
+                self.cache.version,
+                self.plans.version,
+            )
+            else set()
+        )
+        planned = 0
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
+            if pod_group_key(pod) in stale:
+                continue
+            planned += 1
             self.plans.add(uid, node, pod.requests, self.cache.pod_queue(pod))
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
@@ -123,17 +193,25 @@ class Scheduler:
         self.reasons = result.unschedulable
         # Groups still holding pods without a plan are looked at again next cycle; the rest only
         # when one of their pods changes (see _work).
-        self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)}
-        self._cycled_at = (self.cache.version, self.plans.version)
+        self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)} | stale
+        if stale:
+            self.stats["stale_groups"] += len(stale)
+            self._wake.set()
+        else:
+            self._cycled_at = (self.cache.version, self.plans.version)
         self.stats["cycles"] += 1
         self.stats["cycle_seconds"] += time.perf_counter() - t0
-        if result.placements or result.unschedulable:
+        self._cycling = False
+        self._cycle_done.set()
+        self._cycle_done = asyncio.Event()
+        if planned or result.unschedulable:
             log.info(
                 "cycle",
                 extra={
-                    "planned": len(result.placements),
+                    "planned": planned,
                     "admitted": len(result.admitted),
                     "unschedulable": len(result.unschedulable),
+                    "stale": len(stale),
                     "ms": round((time.perf_counter() - t0) * 1000, 2),
                 },
             )
@@ -182,10 +260,14 @@ class Scheduler:
             self._wake.clear()
             await asyncio.sleep(self.debounce)
             try:
-                self.ensure_fresh()
+                if self._cycled_at != (self.cache.version, self.plans.version):
+                    await self.cycle_off_loop()
             except Exception:
                 self.stats["cycle_errors"] += 1
                 log.exception("scheduling cycle failed")
+                self._cycling = False
+                self._cycle_done.set()  # waiting filters answer from what is known
+                self._cycle_done = asyncio.Event()
                 continue
             self.heartbeat()
 
@@ -211,18 +293,31 @@ class Scheduler:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # --- extender verbs (no I/O but bind) --------------------------------------------------------------
-    async def wait_seen(self, uid: PodUID) -> None:
-        """Wait, briefly, for the watch to show a pod kube-scheduler already has: its copy can be a few
-        milliseconds ahead of ours. Polled rather than signalled so an unknown UID (a made-up body) costs
-        one short bounded wait and leaves nothing behind."""
-        if not uid or uid in self.plans or self._known(uid):
+    async def prepare(self, uid: PodUID) -> None:
+        """Before a filter answer: wait, briefly, for the watch to show a pod kube-scheduler already has
+        (its copy can be a few milliseconds ahead of ours), then, if the pod has no plan yet, for the
+        scheduling loop's next cycle. Never a cycle here: filters stay cheap however large the backlog.
+        Polled rather than signalled for the watch, so a made-up UID costs one short bounded wait and
+        leaves nothing behind."""
+        if not uid or uid in self.plans:
             return
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.seen_timeout
-        while loop.time() < deadline:
-            await asyncio.sleep(0.005)
-            if self._known(uid):
-                return
+        if not self._known(uid):
+            deadline = loop.time() + self.seen_timeout
+            while not self._known(uid):
+                if loop.time() >= deadline:
+                    return
+                await asyncio.sleep(0.005)
+        pod = self.cache.pods.get(uid)
+        if pod is None or not pod.waiting or uid in self.plans:
+            return
+        # Wait for a cycle whose snapshot already held the pod (the one under way may predate it).
+        target = self.cache.version
+        self._wake.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.plan_timeout):
+                while self._snapshot_version < target or self._cycling:
+                    await self._cycle_done.wait()
 
     def _known(self, uid: PodUID) -> bool:
         return uid in self.cache.pods or uid in self.cache.unreadable_pods
@@ -241,9 +336,6 @@ class Scheduler:
                 return _refused(node_names, f"pumice cannot read this pod: {problem}")
             self._remember_unseen(uid)
             return _refused(node_names, _UNSEEN_REASON)
-        if node is None:
-            self.ensure_fresh()
-            node = self.plans.get(pod.uid)
         if node is not None and node in node_names:
             return _pinned(node)
         self.rejected.add(pod.uid)

@@ -39,8 +39,9 @@ class Backend(Protocol):
     @property
     def scheduler_names(self) -> frozenset[str]: ...
 
-    async def wait_seen(self, uid: PodUID) -> None:
-        """Return once pumice's own watch has shown pod ``uid`` or a short bound has passed."""
+    async def prepare(self, uid: PodUID) -> None:
+        """Return once pumice's own watch has shown pod ``uid`` and a cycle has planned it, or a short
+        bound has passed (never a whole cycle on the request path)."""
         ...
 
     def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
@@ -191,7 +192,7 @@ async def handle_filter(request: web.Request) -> web.Response:
         return _json(
             {"NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": _NOT_SYNCED}
         )
-    await backend.wait_seen(_uid(raw_pod))
+    await backend.prepare(_uid(raw_pod))
     return _json(backend.filter(raw_pod, names))
 
 

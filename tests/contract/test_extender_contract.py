@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from controllers.cache import ClusterCache
@@ -60,8 +64,23 @@ def make_scheduler(
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     if watched:
         cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
-    sched = Scheduler(cache, load_conf(), executor or FakeExecutor(), seen_timeout=0.05)  # type: ignore[arg-type]
+    sched = Scheduler(cache, load_conf(), executor or FakeExecutor(), seen_timeout=0.05, resync=0.05)  # type: ignore[arg-type]
     return sched
+
+
+def app_for(sched: Scheduler, **kw: Any) -> web.Application:
+    """The extender app with the scheduling loop running beside it, as ``pumice serve`` runs them."""
+    app = make_extender_app(sched, Histogram("t", "t"), **kw)
+
+    async def loop(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(sched.run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(loop)
+    return app
 
 
 @pytest.fixture
@@ -71,7 +90,7 @@ def scheduler() -> Scheduler:
 
 @pytest.fixture
 async def client(aiohttp_client: Any, scheduler: Scheduler) -> TestClient[Any, Any]:
-    app = make_extender_app(scheduler, Histogram("t", "t"))
+    app = app_for(scheduler)
     c: TestClient[Any, Any] = await aiohttp_client(app)
     return c
 
@@ -93,7 +112,7 @@ async def test_filter_pins_a_planned_pod_to_one_node(client: TestClient[Any, Any
 
 async def test_filter_rejects_with_a_reason_per_node_when_nothing_fits(aiohttp_client: Any) -> None:
     sched = make_scheduler([node("node-a", "500m"), node("node-b", "500m"), node("node-c", "500m")])
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     status, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert status == 200 and body["Error"] == ""
     assert body["NodeNames"] == []
@@ -130,7 +149,7 @@ async def test_prioritize_favours_the_planned_node(client: TestClient[Any, Any])
 async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     ex = FakeExecutor()
     sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], ex)
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     planned = await _planned(client)
     req = _bind_args(Node=planned)
     status, body = await post(client, "/bind", req)
@@ -145,7 +164,7 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
 
 async def test_bind_failure_is_reported_and_releases_the_plan(aiohttp_client: Any) -> None:
     sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], FakeExecutor(fail=True))
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     planned = await _planned(client)
     uid = sample("extender-bind-request.json")["PodUID"]
     assert uid in sched.plans
@@ -186,7 +205,7 @@ async def test_filter_reads_the_watched_pod_not_the_body(aiohttp_client: Any) ->
     bad = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
     bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
     sched.cache.upsert_pod(bad)
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     status, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert status == 200 and body["NodeNames"] == []
     assert "spec.containers[0].resources.requests" in body["FailedAndUnresolvableNodes"]["node-b"]
@@ -220,7 +239,7 @@ async def test_wrongly_typed_bodies_get_400_with_a_reason(
 
 
 async def test_bodies_over_the_cap_get_413(aiohttp_client: Any, scheduler: Scheduler) -> None:
-    client = await aiohttp_client(make_extender_app(scheduler, Histogram("t", "t"), max_body=1024))
+    client = await aiohttp_client(app_for(scheduler, max_body=1024))
     resp = await client.post("/filter", data=b'{"NodeNames": ["' + b"n" * 2048 + b'"]}')
     assert resp.status == 413
 
@@ -251,7 +270,7 @@ async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> N
     ex = FakeExecutor()
     sched = make_scheduler([node("node-b")], ex)
     sched.cache.upsert_pod(running_pod("victim", "kube-system", "node-b") | {"spec": {"containers": []}})
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     for args in (
         _bind_args(PodName="victim", PodNamespace="ns", PodUID="made-up", Node="node-b"),
         _bind_args(PodName="victim", PodNamespace="kube-system", PodUID="victim", Node="node-b"),
@@ -266,7 +285,7 @@ async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> N
 async def test_bind_refuses_our_pod_without_a_reservation_or_on_another_node(aiohttp_client: Any) -> None:
     ex = FakeExecutor()
     sched = make_scheduler([node("node-a"), node("node-b"), node("node-c")], ex)
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     _, body = await post(client, "/bind", _bind_args())
     assert "no reservation" in body["Error"] and ex.binds == []  # not planned yet
     planned = await _planned(client)
@@ -283,7 +302,7 @@ async def test_bind_refusal_and_failure_echo_no_api_server_text(aiohttp_client: 
             raise BindError(f"binding pod {namespace}/{name} to {node} failed: HTTP 409 Conflict")
 
     sched = make_scheduler([node("node-b")], LeakyExecutor())
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     planned = await _planned(client)
     _, body = await post(client, "/bind", _bind_args(Node=planned))
     assert "HTTP 409" in body["Error"] and sample("extender-bind-request.json")["PodUID"] not in body["Error"]
@@ -292,7 +311,7 @@ async def test_bind_refusal_and_failure_echo_no_api_server_text(aiohttp_client: 
 async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: Any) -> None:
     """Running pods that exist only in /filter bodies once blocked all gang scheduling until a restart."""
     sched = make_scheduler([node("node-b")])
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     for i in range(3):
         phantom = copy.deepcopy(sample("extender-filter-request.json"))
         phantom["Pod"]["metadata"].update(name=f"phantom-{i}", uid=f"phantom-{i}")
@@ -310,12 +329,12 @@ async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: An
 
 async def test_a_pod_refused_before_the_watch_showed_it_is_touched_once_planned(aiohttp_client: Any) -> None:
     sched = make_scheduler([node("node-b")], watched=False)
-    client = await aiohttp_client(make_extender_app(sched, Histogram("t", "t")))
+    client = await aiohttp_client(app_for(sched))
     _, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert body["NodeNames"] == []
     pod = sample("extender-filter-request.json")["Pod"]
     sched.cache.upsert_pod(pod)  # the watch catches up
-    sched.ensure_fresh()
+    await asyncio.sleep(0.3)  # the loop plans it
     assert pod["metadata"]["uid"] in sched.rejected and sched.plans.get(pod["metadata"]["uid"]) == "node-b"
 
 

@@ -4,12 +4,13 @@ a whole gang, releasing a gang's plans when a bind fails."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from controllers.cache import ClusterCache
 from controllers.executor import BindError
 from controllers.scheduler import Scheduler
-from extender.plugins.registry import load_conf
+from extender.plugins.registry import load_conf, schedule
 
 
 class RecordingExecutor:
@@ -85,10 +86,16 @@ async def test_gates_are_lifted_only_when_the_whole_gang_is_planned() -> None:
     assert sorted(n for n, _ in ex.touched) == ["g-0", "g-1", "g-2"]
 
 
+def filtered(s: Scheduler, raw: dict[str, Any], nodes: list[str]) -> Any:
+    """What a filter answers once the scheduling loop has run (filter itself never runs a cycle)."""
+    s.ensure_fresh()
+    return s.filter(raw, nodes)
+
+
 async def test_a_rejected_pod_is_touched_once_it_has_a_plan() -> None:
     s, ex = scheduler(node("n1", "1900m"))
     s.cache.upsert_pod(pod("big", cpu="2"))
-    result = s.filter(pod("big", cpu="2"), ["n1"])
+    result = filtered(s, pod("big", cpu="2"), ["n1"])
     assert result["NodeNames"] == [] and "needs cpu 2" in result["FailedAndUnresolvableNodes"]["n1"]
     s.cache.upsert_node(node("n2", "4"))
     s.cycle()
@@ -114,19 +121,19 @@ async def test_a_failed_bind_releases_the_whole_gang_for_replanning() -> None:
 async def test_a_plan_kube_scheduler_refuses_is_moved_to_another_node() -> None:
     s, _ = scheduler(node("n1", "4"), node("n2", "4"))
     s.cache.upsert_pod(pod("p"))
-    first = s.filter(pod("p"), ["n1", "n2"])["NodeNames"]
+    first = filtered(s, pod("p"), ["n1", "n2"])["NodeNames"]
     assert first is not None and len(first) == 1
     # kube-scheduler's own filters (say, a host port in use) leave the planned node out.
     other = "n2" if first[0] == "n1" else "n1"
-    refused = s.filter(pod("p"), [other])
+    refused = filtered(s, pod("p"), [other])
     assert refused["NodeNames"] == [] and "re-planning" in refused["FailedAndUnresolvableNodes"][other]
-    assert s.filter(pod("p"), [first[0], other])["NodeNames"] == [other]
+    assert filtered(s, pod("p"), [first[0], other])["NodeNames"] == [other]
 
 
 async def test_a_pod_of_a_missing_podgroup_is_told_so() -> None:
     s, _ = scheduler(node("n1", "4"))
     s.cache.upsert_pod(pod("lost", "ghost"))
-    result = s.filter(pod("lost", "ghost"), ["n1"])
+    result = filtered(s, pod("lost", "ghost"), ["n1"])
     assert result["NodeNames"] == []
     assert result["FailedAndUnresolvableNodes"] == {"n1": "podgroup ns/ghost does not exist"}
 
@@ -161,3 +168,81 @@ async def test_a_failed_bind_is_replanned_for_a_group_no_longer_in_the_working_s
     assert "g-1" not in s.plans
     s.cycle()
     assert "g-1" in s.plans
+
+
+# --- the cycle off the event loop: decisions a newer event made stale are not applied -----------------
+
+
+def _cycle_with(s: Scheduler, meanwhile: Any) -> None:
+    """Run one cycle the way the loop does (snapshot, pure schedule, apply) with ``meanwhile`` happening
+    while the pure part runs in its worker thread."""
+    t0 = 0.0
+    snap = s._prepare()
+    result = schedule(snap, s.conf)
+    meanwhile()
+    s._apply(snap, result, t0)
+
+
+async def test_placements_of_a_gang_whose_pod_went_during_the_cycle_are_dropped_whole() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(podgroup("g", 2))
+    for i in range(2):
+        s.cache.upsert_pod(pod(f"g-{i}", "g"))
+    _cycle_with(s, lambda: s.cache.remove_pod(pod("g-1", "g")))
+    assert len(s.plans) == 0 and s.stats["stale_groups"] == 1
+    s.cache.upsert_pod(pod("g-1", "g"))  # back again: the next cycle plans the gang whole
+    s.ensure_fresh()
+    assert sorted(s.plans) == ["g-0", "g-1"]
+
+
+async def test_placements_on_a_node_filled_meanwhile_are_dropped() -> None:
+    s, _ = scheduler(node("n1", "2"))
+    s.cache.upsert_podgroup(podgroup("g", 2))
+    for i in range(2):
+        s.cache.upsert_pod(pod(f"g-{i}", "g"))
+    other = pod("intruder", cpu="1")
+    other["spec"].update(schedulerName="default-scheduler", nodeName="n1")
+    other["status"]["phase"] = "Running"
+    _cycle_with(s, lambda: s.cache.upsert_pod(other))  # kube-scheduler bound someone else's pod there
+    assert len(s.plans) == 0
+    s.ensure_fresh()
+    assert len(s.plans) == 0 and "needs cpu" in s.reason_for(s.cache.pods["g-0"])  # and it says why
+
+
+async def test_placements_on_a_node_changed_meanwhile_are_dropped_but_others_stand() -> None:
+    s, _ = scheduler(node("n1", "1"), node("n2", "1"))
+    s.cache.upsert_pod(pod("a"))
+    s.cache.upsert_pod(pod("b"))
+    cordoned = node("n1", "1") | {"spec": {"unschedulable": True}}
+    _cycle_with(s, lambda: s.cache.upsert_node(cordoned))
+    assert len(s.plans) == 1 and set(s.plans.nodes.values()) == {"n2"}
+
+
+async def test_unrelated_changes_during_the_cycle_keep_its_placements() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(podgroup("g", 2))
+    for i in range(2):
+        s.cache.upsert_pod(pod(f"g-{i}", "g"))
+    _cycle_with(s, lambda: s.cache.upsert_pod(pod("newcomer")))
+    assert sorted(s.plans) == ["g-0", "g-1"] and s.stats["stale_groups"] == 0
+
+
+async def test_filter_waits_for_the_loop_and_never_cycles_itself() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.resync, s.debounce = 10.0, 0.0
+    loop_task = asyncio.create_task(s.run())
+    try:
+        s.cache.upsert_pod(pod("p"))
+        await s.prepare("p")  # type: ignore[arg-type]
+        assert s.filter(pod("p"), ["n1"])["NodeNames"] == ["n1"]
+        assert s.stats["cycles"] >= 1
+    finally:
+        loop_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop_task
+    # Without the loop a filter waits at most plan_timeout and plans nothing itself.
+    s2, _ = scheduler(node("n1", "4"))
+    s2.plan_timeout = 0.05
+    s2.cache.upsert_pod(pod("q"))
+    await s2.prepare("q")  # type: ignore[arg-type]
+    assert s2.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.stats["cycles"] == 0

@@ -74,7 +74,7 @@ class Harness:
         cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
         cache.upsert_pod(_sample("extender-filter-request.json")["Pod"])
         self.executor = Recorder()
-        self.sched = Scheduler(cache, load_conf(), self.executor, seen_timeout=0.0)  # type: ignore[arg-type]
+        self.sched = Scheduler(cache, load_conf(), self.executor, seen_timeout=0.0, plan_timeout=0.0)  # type: ignore[arg-type]
         self.sched.ensure_fresh()
         app = make_extender_app(self.sched, Histogram("t", "t"), max_body=256 * 1024)
         self.client: TestClient[Any, Any] = TestClient(TestServer(app), loop=self.loop)
