@@ -86,6 +86,7 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
     cache.replace_nodes([node(i) for i in range(nodes)])
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     sched = Scheduler(cache, load_conf(), StubExecutor())  # type: ignore[arg-type]
+    loop_task = asyncio.create_task(sched.run())  # as in pumice serve: filters never run a cycle
     app = make_extender_app(sched, Histogram("h", "h"))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -181,6 +182,7 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
             f" | p50 {pct(list(lat_c), 0.5):.2f} ms"
             f" p99 {pct(list(lat_c), 0.99):.2f} ms"
         )
+    loop_task.cancel()
     await runner.cleanup()
 
 

@@ -1,0 +1,147 @@
+"""Filter latency while scheduling cycles run, and the cost of one incremental cycle (prints figures).
+
+Builds a cache of ``--nodes`` nodes holding ``--pending`` pods in 10-pod gangs that can never be placed
+(each pod asks more cpu than any node has: the backlog Volcano re-tries every session), runs the real
+scheduling loop beside the extender app on a loopback port, streams a new placeable 10-pod gang into
+the cache every ``--every`` seconds, and keeps ``--callers`` concurrent filter callers busy with pods
+that already hold a plan (kube-scheduler's hot path). Reports filter p50/p99/max while cycles run, the
+cycles' own times, and one inline cycle after one new gang with the backlog present.
+
+    .venv/bin/python hack/bench/filter_under_load.py                 # 5 000 nodes, 10 000 pending
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from controllers.cache import ClusterCache
+from controllers.scheduler import Scheduler
+from extender.plugins.registry import load_conf
+from extender.server.app import make_extender_app
+from extender.server.metrics import Histogram
+from hack.bench.extender_bench import StubExecutor, node, pct
+
+
+def gang_pods(name: str, cpu: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    pg = {"metadata": {"name": name, "namespace": "bench", "uid": name}, "spec": {"minMember": 10}}
+    pods = [
+        {
+            "metadata": {
+                "name": f"{name}-{i}",
+                "namespace": "bench",
+                "uid": f"{name}-{i}",
+                "creationTimestamp": "2026-11-22T10:00:00Z",
+                "annotations": {"scheduling.k8s.io/group-name": name},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+            },
+            "status": {"phase": "Pending"},
+        }
+        for i in range(10)
+    ]
+    return pg, pods
+
+
+def add_gang(cache: ClusterCache, name: str, cpu: str) -> list[dict[str, Any]]:
+    pg, pods = gang_pods(name, cpu)
+    cache.upsert_podgroup(pg)
+    for p in pods:
+        cache.upsert_pod(p)
+    return pods
+
+
+async def run(args: argparse.Namespace) -> None:
+    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+    cache.replace_nodes([node(i) for i in range(args.nodes)])
+    cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    for g in range(args.pending // 10):
+        add_gang(cache, f"stuck-{g:05d}", "64")  # more than any node's 32 cpu
+    sched = Scheduler(cache, load_conf(), StubExecutor())  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    sched.cycle()
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    add_gang(cache, "one-more", "1")
+    sched.cycle()
+    incremental = time.perf_counter() - t0
+    print(f"nodes={args.nodes} pending={args.pending} (unplaceable, gangs of 10)")
+    print(f"  cold cycle over the backlog: {cold * 1000:.0f} ms")
+    print(
+        f"  one cycle after one new 10-pod gang: {incremental * 1000:.1f} ms (planned {len(sched.plans)} pods)"
+    )
+
+    app = make_extender_app(sched, Histogram("h", "h"))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    names = [f"node-{i:05d}" for i in range(args.nodes)]
+    loop_task = asyncio.create_task(sched.run())
+    stop = asyncio.Event()
+    planned: list[bytes] = []
+    counter = itertools.count()
+
+    async def stream() -> None:
+        while not stop.is_set():
+            for p in add_gang(cache, f"new-{next(counter):05d}", "1"):
+                planned.append(orjson.dumps({"Pod": p, "NodeNames": names}))
+            await asyncio.sleep(args.every)
+
+    lat: list[float] = []
+    cycles_before, seconds_before = sched.stats["cycles"], sched.stats["cycle_seconds"]
+    async with aiohttp.ClientSession() as http:
+
+        async def caller() -> None:
+            while not stop.is_set():
+                if not planned:
+                    await asyncio.sleep(0.01)
+                    continue
+                body = planned[next(counter) % len(planned)]
+                t = time.perf_counter()
+                async with http.post(f"http://127.0.0.1:{port}/filter", data=body) as r:
+                    await r.read()
+                lat.append(time.perf_counter() - t)
+
+        tasks = [asyncio.create_task(stream())] + [asyncio.create_task(caller()) for _ in range(args.callers)]
+        await asyncio.sleep(args.seconds)
+        stop.set()
+        await asyncio.gather(*tasks)
+    loop_task.cancel()
+    await runner.cleanup()
+    n = sched.stats["cycles"] - cycles_before
+    spent = sched.stats["cycle_seconds"] - seconds_before
+    print(
+        f"  {args.callers} filter callers for {args.seconds:g} s, a new gang every {args.every:g} s: "
+        f"{len(lat)} filters, p50 {pct(lat, 0.5):.2f} ms, p99 {pct(lat, 0.99):.2f} ms, "
+        f"max {max(lat) * 1000:.1f} ms"
+    )
+    print(f"  cycles meanwhile: {n}, mean {spent / max(n, 1) * 1000:.1f} ms (run off the event loop)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pending", type=int, default=10_000)
+    p.add_argument("--callers", type=int, default=16)
+    p.add_argument("--every", type=float, default=0.1)
+    p.add_argument("--seconds", type=float, default=10.0)
+    asyncio.run(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
