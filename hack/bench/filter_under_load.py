@@ -80,9 +80,7 @@ async def run(args: argparse.Namespace) -> None:
     incremental = time.perf_counter() - t0
     print(f"nodes={args.nodes} pending={args.pending} (unplaceable, gangs of 10)")
     print(f"  cold cycle over the backlog: {cold * 1000:.0f} ms")
-    print(
-        f"  one cycle after one new 10-pod gang: {incremental * 1000:.1f} ms (planned {len(sched.plans)} pods)"
-    )
+    print(f"  one cycle after one new 10-pod gang: {incremental * 1000:.1f} ms ({len(sched.plans)} planned)")
 
     app = make_extender_app(sched, Histogram("h", "h"))
     runner = web.AppRunner(app, access_log=None)
