@@ -33,6 +33,7 @@ from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
 from controllers.kube.client import ApiError, KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler
+from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.timestamps import epoch
@@ -47,7 +48,6 @@ Obj = dict[str, Any]
 
 JOBS_PATH = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/jobs"
 COMMANDS_PATH = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/commands"
-QUEUE_COMMAND = "queue-command:"
 # API calls in flight at once for one job (pods, plugin objects).
 FANOUT = 32
 
@@ -138,26 +138,19 @@ class JobController:
         # Every problem of a job object as admission would word it (pure; see extender.jobs.rules).
         self.validate = validate
         self.events = events
-        self.max_backoff = max_backoff
         # Jobs seen deleted in the watch: only these (or a GET answering 404) have their pods cleaned up.
         self.deleted: set[str] = set()
         # Jobs that exist but cannot be read (metadata only): left alone, reported.
         self.unreadable: dict[str, Obj] = {}
-        self._failures: dict[str, int] = {}
+        self.queue: WorkQueue[str] = WorkQueue(base=0.5, cap=max_backoff)
         self.jobs: dict[str, Obj] = {}
         self.pods: dict[str, dict[str, Obj]] = {}
         self.podgroups: dict[str, Obj] = {}
         self.commands: dict[str, dict[str, Obj]] = {}
-        # OpenQueue/CloseQueue Commands (vcctl queue operate), keyed QUEUE_COMMAND + namespace/name.
-        self.queue_commands: dict[str, Obj] = {}
         # Plugin objects last applied per job (uid), so an unchanged set is not re-sent every reconcile.
         self.applied: dict[str, bytes] = {}
         self.ssh_keys: dict[str, PluginContext] = {}
         self.synced = {"jobs": False, "commands": False, "pods": False, "podgroups": False}
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
-        self._active: set[str] = set()
-        self._again: set[str] = set()
         self.stats = {
             "reconciles": 0,
             "conflicts": 0,
@@ -169,14 +162,10 @@ class JobController:
 
     # --- queue ---------------------------------------------------------------------------------------------
     def enqueue(self, key: str) -> None:
-        if key in self._active:
-            self._again.add(key)
-        elif key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+        self.queue.add(key)
 
     def _enqueue_later(self, key: str, delay: float) -> None:
-        asyncio.get_running_loop().call_later(delay, self.enqueue, key)
+        self.queue.add_after(key, delay)
 
     @property
     def ready(self) -> bool:
@@ -238,31 +227,26 @@ class JobController:
             )
             log.error("unreadable job", extra={"job": key})
 
-    def _command_job(self, obj: Mapping[str, Any]) -> str | None:
+    @staticmethod
+    def _command_job(obj: Mapping[str, Any]) -> str | None:
         target = obj.get("target") or {}
         if target.get("kind") != L.JOB_KIND:
             return None
         return f"{_meta(obj).get('namespace') or 'default'}/{target.get('name')}"
 
     def _upsert_command(self, obj: Obj) -> None:
-        if (obj.get("target") or {}).get("kind") == "Queue":
-            key = f"{QUEUE_COMMAND}{self._key(obj)}"
-            self.queue_commands[key] = obj
-            self.enqueue(key)
-            return
         job = self._command_job(obj)
         if job is not None:
             self.commands.setdefault(job, {})[str(_meta(obj).get("name"))] = obj
             self.enqueue(job)
 
     def _remove_command(self, obj: Obj) -> None:
-        self.queue_commands.pop(f"{QUEUE_COMMAND}{self._key(obj)}", None)
         job = self._command_job(obj)
         if job is not None:
             self.commands.get(job, {}).pop(str(_meta(obj).get("name")), None)
 
     def _replace_commands(self, objs: Sequence[Obj]) -> None:
-        self.commands, self.queue_commands = {}, {}
+        self.commands = {}
         for o in objs:
             self._upsert_command(o)
         self._mark("commands")
@@ -324,7 +308,7 @@ class JobController:
     def _mark(self, name: str) -> None:
         self.synced[name] = True
         if self.ready:
-            for key in [*self.jobs, *self.queue_commands]:
+            for key in self.jobs:
                 self.enqueue(key)
 
     # --- workers -------------------------------------------------------------------------------------------
@@ -334,39 +318,33 @@ class JobController:
                 tg.create_task(self._worker(), name=f"job-worker-{i}")
 
     async def _worker(self) -> None:
-        while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            if not self.ready:
-                continue  # _mark re-queues every job once all caches are synced
-            self._active.add(key)
-            try:
-                await self.sync(key)
-                self._failures.pop(key, None)
-            except asyncio.CancelledError:
-                raise
-            except ApiError as e:
-                if e.status == 409:  # a stale read: run again at once on fresh data
-                    self.stats["conflicts"] += 1
-                    self._enqueue_later(key, 0.05)
-                else:
-                    self._failed(key, e, str(e))
-            except (OSError, TimeoutError) as e:
-                self._failed(key, e, repr(e))
-            except Exception as e:  # a bug or an object we did not foresee: this job's problem only
-                log.exception("job sync raised", extra={"job": key})
-                self._failed(key, e, f"internal error: {type(e).__name__}: {e}")
-            finally:
-                self._active.discard(key)
-                if key in self._again:
-                    self._again.discard(key)
-                    self.enqueue(key)
+        await self.queue.work(self._sync_contained)
+
+    async def _sync_contained(self, key: str) -> None:
+        if not self.ready:
+            return  # _mark re-queues every job once all caches are synced
+        try:
+            await self.sync(key)
+            self.queue.forget(key)
+        except asyncio.CancelledError:
+            raise
+        except ApiError as e:
+            if e.status == 409:  # a stale read: run again at once on fresh data
+                self.stats["conflicts"] += 1
+                self._enqueue_later(key, 0.05)
+            else:
+                self._failed(key, e, str(e))
+        except (OSError, TimeoutError) as e:
+            self._failed(key, e, repr(e))
+        except Exception as e:  # a bug or an object we did not foresee: this job's problem only
+            log.exception("job sync raised", extra={"job": key})
+            self._failed(key, e, f"internal error: {type(e).__name__}: {e}")
 
     def _failed(self, key: str, error: BaseException, why: str) -> None:
         """Count, log, tell the job's owner (an Event), and retry with per-job exponential backoff."""
         self.stats["errors"] += 1
-        n = self._failures[key] = self._failures.get(key, 0) + 1
-        delay = min(0.5 * 2 ** min(n - 1, 20), self.max_backoff)
+        delay = self.queue.backoff(key)
+        n = self.queue.failures[key]
         log.warning("job sync failed", extra={"job": key, "error": why, "attempt": n, "retry_s": delay})
         obj = self.jobs.get(key)
         if obj is not None and not isinstance(error, ApiError | OSError | TimeoutError):
@@ -414,9 +392,6 @@ class JobController:
         )
 
     async def sync(self, key: str) -> None:
-        if key.startswith(QUEUE_COMMAND):
-            await self._queue_command(key)
-            return
         obj = self.jobs.get(key)
         if obj is None:
             if key in self.unreadable:
@@ -487,31 +462,6 @@ class JobController:
         }
         path = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{ns}/jobs/{name}/status"
         self._upsert_job(await self.client.merge_patch(path, body))
-
-    async def _queue_command(self, key: str) -> None:
-        """OpenQueue/CloseQueue: set the queue's ``status.state``, then delete the Command. Setting a
-        state twice is harmless, so a crash in between only repeats the write."""
-        cmd = self.queue_commands.get(key)
-        if cmd is None:
-            return
-        meta = _meta(cmd)
-        state = {"OpenQueue": "Open", "CloseQueue": "Closed"}.get(str(cmd.get("action")))
-        queue = str((cmd.get("target") or {}).get("name") or "")
-        if state is not None and queue:
-            path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues/{queue}/status"
-            await self._ignore_404(self.client.merge_patch(path, {"status": {"state": state}}))
-            log.info("queue command", extra={"queue": queue, "state": state, "command": meta.get("name")})
-        else:
-            log.warning(
-                "dropping queue command", extra={"command": meta.get("name"), "action": cmd.get("action")}
-            )
-        ns = meta.get("namespace") or "default"
-        await self._ignore_404(
-            self.client.delete(
-                f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{ns}/commands/{meta.get('name')}"
-            )
-        )
-        self.queue_commands.pop(key, None)
 
     async def _ssh_key(self, job: Job) -> PluginContext:
         """The key pair already in the job's ssh Secret (so a restart keeps it), else a new one."""

@@ -39,6 +39,7 @@ from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer, tee
 from controllers.liveness import Liveness
+from controllers.queue_commands import QueueCommandController
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
 from extender.api import labels as L
@@ -87,10 +88,12 @@ class Process:
             group_phase=self._group_phase,
             events=self.events,
         )
+        self.queue_commands = QueueCommandController(client)
         self.cache.phase_listeners.append(lambda key, _phase: self.jobs.group_admitted(key))
         handlers = self.cache.handlers()
         for name, h in self.jobs.handlers().items():
             handlers[name] = tee(handlers[name], h) if name in handlers else h
+        handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
         self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         self.client = client
         self.gates = False
@@ -358,6 +361,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
             tasks.append(tg.create_task(proc.status.run(), name="status"))
             tasks.append(tg.create_task(proc.jobs.run(), name="jobs"))
+            tasks.append(tg.create_task(proc.queue_commands.run(), name="queue-commands"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
             for t in tasks:  # each runs forever: ending at all is a death
                 proc.liveness.watch(t)

@@ -269,14 +269,17 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BUS_GROUP,
         resource="commands",
         verbs=("delete",),
-        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._queue_command"),
+        code=(
+            "controllers.jobs:JobController.perform",
+            "controllers.queue_commands:QueueCommandController.sync",
+        ),
         why="a Command is deleted once carried out",
     ),
     Grant(
         group=SCHEDULING_GROUP,
         resource="queues/status",
         verbs=("patch",),
-        code=("controllers.jobs:JobController._queue_command",),
+        code=("controllers.queue_commands:QueueCommandController.sync",),
         why="OpenQueue/CloseQueue set a queue's status.state",
     ),
     Grant(

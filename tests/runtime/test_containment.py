@@ -237,8 +237,8 @@ async def test_a_job_whose_sync_raises_is_retried_and_the_others_carry_on(
         await _drain(jc)
         await _until(lambda: events.written >= 1)
         ev.cancel()
-    assert jc.stats["errors"] >= 1 and jc._failures.get("ns/poison", 0) >= 1
-    assert "ns/fine" not in jc._failures
+    assert jc.stats["errors"] >= 1 and jc.queue.failures.get("ns/poison", 0) >= 1
+    assert "ns/fine" not in jc.queue.failures
     assert any(p.endswith("/podgroups") for p, _ in fake.posted), "the healthy job got its PodGroup"
     notes = [b["note"] for _, b in fake.posted if b.get("reason") == "SyncFailed"]
     assert notes and "RuntimeError: unexpected" in notes[0]
