@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controllers.cache import ClusterCache
+from controllers.events import EventRecorder, Ref
 from controllers.executor import Executor
 from controllers.fanout import bounded
 from controllers.kube.client import ApiError
@@ -24,6 +25,13 @@ from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
+
+
+def _unschedulable(status: dict[str, Any]) -> str:
+    for c in status.get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "Unschedulable" and c.get("status") == "True":
+            return str(c.get("message") or c.get("reason") or "")
+    return ""
 
 
 def _rv(raw: dict[str, Any]) -> str:
@@ -39,12 +47,14 @@ class StatusWriter:
         *,
         period: float = 0.5,
         heartbeat: Callable[[], None] = lambda: None,
+        events: EventRecorder | None = None,
     ):
         self.cache = cache
         self.scheduler = scheduler
         self.executor = executor
         self.period = period
         self.heartbeat = heartbeat
+        self.events = events
         self._written: dict[str, dict[str, Any]] = {}
         self._seen: tuple[int, int, float] | None = None
         self.writes = 0
@@ -71,6 +81,7 @@ class StatusWriter:
             path = f"{base}/namespaces/{g.namespace}/podgroups/{g.name}"
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, False, _rv(raw)))
+                self._tell(raw, current, desired)
         for name, raw in self.cache.raw_queues.items():
             current = raw.get("status") or {}
             desired = queue_status(snap, name, current)
@@ -78,6 +89,20 @@ class StatusWriter:
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, True, _rv(raw)))
         return out
+
+    def _tell(self, raw: dict[str, Any], current: dict[str, Any], desired: dict[str, Any]) -> None:
+        """An Event on the PodGroup when what a user waits on changes: a new reason it cannot be
+        scheduled (once per change of message, not per pass), admission, and running."""
+        if self.events is None:
+            return
+        ref = Ref.of(raw, api_version=f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}", kind="PodGroup")
+        was, now = _unschedulable(current), _unschedulable(desired)
+        if now and now != was:
+            self.events.record(ref, type_="Warning", reason="Unschedulable", note=now, action="Schedule")
+        before, after = current.get("phase"), desired.get("phase")
+        if after != before and after in ("Inqueue", "Running"):
+            note = "admitted to its queue" if after == "Inqueue" else "gang scheduled: minMember pods running"
+            self.events.record(ref, type_="Normal", reason=str(after), note=note, action="Schedule")
 
     async def sync_once(self) -> None:
         async def write(path: str, desired: dict[str, Any], subresource: bool, rv: str) -> None:

@@ -80,7 +80,11 @@ class Process:
             self.cache, conf, self.executor, heartbeat=self.liveness.expect("scheduling loop", 60.0)
         )
         self.status = StatusWriter(
-            self.cache, self.scheduler, self.executor, heartbeat=self.liveness.expect("status writer", 120.0)
+            self.cache,
+            self.scheduler,
+            self.executor,
+            heartbeat=self.liveness.expect("status writer", 120.0),
+            events=self.events,
         )
         self.jobs = JobController(
             client,
