@@ -1,4 +1,4 @@
-"""Command admission (``bus.volcano.sh/v1alpha1`` ``commands``, CREATE).
+"""Command admission (``bus.volcano.sh/v1alpha1`` ``commands``, CREATE and UPDATE).
 
 A Command is a one-shot request (``vcctl job suspend``, ``vcctl queue close``): the controller owning the
 target acts on it and deletes it. Volcano has no webhook for Commands, so a typo in one is silently ignored
@@ -8,7 +8,8 @@ apiVersion the owning controller looks for (Job: ``batch.volcano.sh/v1alpha1``, 
 ``scheduling.volcano.sh/v1beta1``); ``action`` is one a job understands
 (:data:`extender.jobs.model.COMMAND_ACTIONS`) for a Job, ``OpenQueue`` or ``CloseQueue`` for a Queue; a
 Queue target exists. (A Job target is not looked up: jobs are not in the admission lookup, and the job
-controller drops a Command whose job is gone.)
+controller drops a Command whose job is gone.) Ours too: the object's nesting depth and size
+(:mod:`admission.bounds`). An UPDATE is checked as a create: a Command is read once, whenever that is.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import FieldError, Obj
+from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj
+from admission.bounds import object_errors
 from admission.lookup import Lookup
 from extender.api import labels as L
 from extender.jobs.model import COMMAND_ACTIONS
+from extender.jobs.rules import shown
 
 QUEUE_ACTIONS: Final = ("CloseQueue", "OpenQueue")
 JOB_ACTIONS: Final = tuple(sorted(a.value for a in COMMAND_ACTIONS))
@@ -29,10 +32,15 @@ _TARGETS: Final = {
 }
 
 
-def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldError]:
-    """Why this Command must not be created; empty when it may."""
+def validate(
+    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+) -> list[FieldError]:
+    """Why this Command must not be written; empty when it may."""
     if new is None:
         return []
+    errors = object_errors(new, limits)
+    if errors:
+        return errors
     target = new.get("target")
     if not isinstance(target, Mapping):
         kinds = " or ".join(sorted(_TARGETS))
@@ -42,33 +50,32 @@ def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldErro
                 message=f"required; the {kinds} to act on (apiVersion, kind, name, uid)",
             )
         ]
-    errors: list[FieldError] = []
     kind, name, api_version = target.get("kind"), target.get("name"), target.get("apiVersion")
     if not isinstance(name, str) or not name:
         errors.append(FieldError(field="target.name", message="required; the name of the object to act on"))
-    if kind not in _TARGETS:
+    if not isinstance(kind, str) or kind not in _TARGETS:
         errors.append(
             FieldError(
                 field="target.kind",
-                message=f"must be {' or '.join(sorted(_TARGETS))}, got {kind!r}",
+                message=f"must be {' or '.join(sorted(_TARGETS))}, got {shown(kind)}",
             )
         )
         return errors
-    want_version, actions = _TARGETS[str(kind)]
+    want_version, actions = _TARGETS[kind]
     if api_version != want_version:
         errors.append(
             FieldError(
                 field="target.apiVersion",
-                message=f"must be {want_version} for a {kind} target, got {api_version!r}",
+                message=f"must be {want_version} for a {kind} target, got {shown(api_version)}",
             )
         )
     action = new.get("action")
-    if action not in actions:
-        shown = "none" if action in (None, "") else repr(action)
+    if not isinstance(action, str) or action not in actions:
+        got = "none" if action in (None, "") else shown(action)
         errors.append(
             FieldError(
                 field="action",
-                message=f"must be one of {', '.join(actions)} for a {kind} target, got {shown}",
+                message=f"must be one of {', '.join(actions)} for a {kind} target, got {got}",
             )
         )
     if kind == "Queue" and isinstance(name, str) and name and lookup.queue(name) is None:

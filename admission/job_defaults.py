@@ -9,8 +9,9 @@ partitionSize`` with a partition policy that sets ``minPartitions``, else ``repl
 ``ssh`` plugin for mpi jobs.
 
 Volcano replaces ``/spec/tasks`` and ``/spec/plugins`` wholesale; we add single fields, so what we did not
-default stays byte for byte as the user wrote it. Volcano's webhook does not set the pod templates'
-``schedulerName`` (the job controller copies the job's onto every pod) and no longer adds mpi's
+default stays byte for byte as the user wrote it. A default that would not fit Volcano's int32 counts is
+not set (validation refuses the numbers it would come from). Volcano's webhook does not set the pod
+templates' ``schedulerName`` (the job controller copies the job's onto every pod) and no longer adds mpi's
 ``dependsOn`` (commented out upstream until dependsOn works with gangs); neither do we. A value of the wrong
 type is left alone for validation to report.
 """
@@ -21,10 +22,10 @@ from collections.abc import Mapping
 from typing import Final
 
 from admission.base import Obj, PatchOp, is_int, mapping, pointer
-from admission.job_rules import as_int
 from admission.lookup import Lookup
 from extender.api import labels as L
 from extender.jobs.model import DEFAULT_MAX_RETRY, DEFAULT_TASK_NAME
+from extender.jobs.rules import INT32_MAX, as_int
 
 HOST_NETWORK_DNS_POLICY: Final = "ClusterFirstWithHostNet"
 # Job plugins that need the svc plugin's headless Service and hosts files (Volcano's list).
@@ -98,15 +99,21 @@ def _task_defaults(tasks: object) -> tuple[list[PatchOp], int | None]:
             total += min_available
         else:
             total = None
-    return ops, total
+    return ops, _count(total)
 
 
 def _default_min_available(task: Obj) -> int | None:
     partition = mapping(task, "partitionPolicy")
     min_parts, size = as_int(partition.get("minPartitions")), as_int(partition.get("partitionSize"))
     if min_parts is not None and min_parts > 0 and size is not None:
-        return min_parts * size
-    return as_int(task.get("replicas", 0))
+        return _count(min_parts * size)
+    return _count(as_int(task.get("replicas", 0)))
+
+
+def _count(n: int | None) -> int | None:
+    """``n`` when it is a count Volcano's int32 fields can hold; None (no default: validation reports the
+    numbers it came from) otherwise, so a patch never carries a number no JSON decoder reads back."""
+    return n if n is not None and 0 <= n <= INT32_MAX else None
 
 
 def _plugin_defaults(plugins: object) -> list[PatchOp]:

@@ -5,21 +5,28 @@ queue (Volcano's CRD defaults it to ``default``; our default is configurable, he
 also reads a queue from the namespace's ``scheduling.volcano.sh/queue-name`` annotation; we do not (the
 lookup has no namespaces).
 
-validate (CREATE): the queue exists and is Open, as Volcano requires, so a group is never accepted into a
-queue that will not schedule it; ``networkTopology`` sets at most one of ``highestTierAllowed`` and
-``highestTierName`` (also inside each ``subGroupPolicy``). On CREATE and UPDATE: ``minMember`` and each
-``minTaskMember`` value are integers >= 0 and ``minResources`` holds valid quantities (Volcano leaves these to
-its CRD schema; checking here gives the same answer whatever schema the cluster has).
+validate, CREATE and UPDATE: the object's nesting depth and size (:mod:`admission.bounds`); ``minMember``
+and each ``minTaskMember`` value are int32 integers >= 0 and ``minResources`` holds valid quantities within
+the limits (Volcano leaves these to its CRD schema; checking here gives the same answer whatever schema the
+cluster has, and a PodGroup patched to ``minResources: {cpu: 1e400}`` never reaches the scheduler);
+``networkTopology`` sets at most one of ``highestTierAllowed`` and ``highestTierName`` (also inside each
+``subGroupPolicy``).
+
+validate, CREATE only: the queue exists and is Open, as Volcano requires, so a group is never accepted into
+a queue that will not schedule it. Not on UPDATE: the job controller must be able to resize the group of a
+job whose queue was closed since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.base import FieldError, Obj, PatchOp, is_int, mapping
+from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj, PatchOp, mapping
+from admission.bounds import object_errors
 from admission.lookup import Lookup
 from admission.quantities import check_resource_list
 from extender.core.model import QueueState
+from extender.jobs.rules import INT32_MAX, as_int, shown
 
 
 def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
@@ -32,38 +39,48 @@ def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
     return [{"op": "add", "path": "/spec/queue", "value": lookup.default_queue}]
 
 
-def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldError]:
+def validate(
+    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+) -> list[FieldError]:
     """Why this PodGroup write must be refused; empty when it may proceed. DELETE is always allowed."""
     if new is None:
         return []
+    errors = object_errors(new, limits)
+    if errors:
+        return errors
     raw_spec = new.get("spec")
     if raw_spec is not None and not isinstance(raw_spec, Mapping):
         return [FieldError(field="spec", message="must be an object")]
     spec = mapping(new, "spec")
-    errors = _shape_errors(spec)
+    errors = _shape_errors(spec, limits)
+    errors += _topology_errors(spec)
     if old is None:
-        errors += _topology_errors(spec)
         errors += queue_errors(spec, lookup)
     return errors
 
 
-def _shape_errors(spec: Obj) -> list[FieldError]:
+def _count_error(value: object, at: str) -> list[FieldError]:
+    """Counts are int32 in Volcano's PodGroup."""
+    n = as_int(value)
+    if n is None or n < 0:
+        return [FieldError(field=at, message=f"must be an integer >= 0, got {shown(value)}")]
+    if n > INT32_MAX:
+        return [FieldError(field=at, message=f"must be at most {INT32_MAX}, got {n}")]
+    return []
+
+
+def _shape_errors(spec: Obj, limits: Limits) -> list[FieldError]:
     errors: list[FieldError] = []
     mm = spec.get("minMember")
-    if mm is not None and (not is_int(mm) or mm < 0):
-        errors.append(FieldError(field="spec.minMember", message=f"must be an integer >= 0, got {mm!r}"))
+    if mm is not None:
+        errors += _count_error(mm, "spec.minMember")
     mtm = spec.get("minTaskMember")
     if mtm is not None and not isinstance(mtm, Mapping):
         errors.append(FieldError(field="spec.minTaskMember", message="must be a map of task name to count"))
     elif mtm is not None:
-        for task, n in sorted(mtm.items()):
-            if not is_int(n) or n < 0:
-                errors.append(
-                    FieldError(
-                        field=f"spec.minTaskMember[{task}]", message=f"must be an integer >= 0, got {n!r}"
-                    )
-                )
-    _, e = check_resource_list(spec.get("minResources"), "spec.minResources")
+        for task, n in sorted(mtm.items(), key=lambda kv: str(kv[0])):
+            errors += _count_error(n, f"spec.minTaskMember[{task}]")
+    _, e = check_resource_list(spec.get("minResources"), "spec.minResources", limits)
     return errors + e
 
 

@@ -1,12 +1,17 @@
-"""Pod admission (core ``v1`` ``pods``, CREATE only) for pods whose ``spec.schedulerName`` is ours.
+"""Pod admission (core ``v1`` ``pods``) for pods whose ``spec.schedulerName`` is ours.
 
 Pods of any other scheduler are admitted untouched before anything else is read: this webhook sees every
 pod creation in the cluster and must stay cheap (and it is registered with ``failurePolicy: Ignore``).
 
-validate mirrors Volcano's current pod webhook: the disruption-budget annotations
+validate (CREATE and UPDATE) mirrors Volcano's current pod webhook: the disruption-budget annotations
 ``volcano.sh/jdb-min-available`` and ``volcano.sh/jdb-max-unavailable`` are each a positive integer or a
 percentage from 1% to 99%, and at most one of them is set. (Older Volcano releases also refused a pod whose
 PodGroup was missing or Pending; Volcano dropped that because controllers may create pods before their group.)
+Ours: the object's nesting depth and size (:mod:`admission.bounds`), and the resource quantities the
+scheduler reads (containers', init containers' and overhead) are valid and within the limits. On UPDATE a
+problem the stored pod already had is not held against the update: the scheduler's own writes (removing the
+gang gate, its annotations) must never be blocked by a pod created while this webhook was unreachable
+(pod webhooks ``Ignore`` failures), and the pod is no worse for them.
 
 mutate: with scheduling gates available (Kubernetes >= 1.27) a pod that names a PodGroup through
 ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name`` gets the ``pumice.dev/gang`` gate,
@@ -21,9 +26,12 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import FieldError, Obj, PatchOp, annotations_of, mapping, string
+from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj, PatchOp, annotations_of, mapping, string
+from admission.bounds import object_errors
 from admission.lookup import Lookup
+from admission.quantities import check_resource_list
 from extender.api import labels as L
+from extender.jobs.rules import shown
 
 JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE: Final = "volcano.sh/jdb-max-unavailable"
@@ -46,11 +54,42 @@ def group_name(obj: Obj) -> str:
     return ""
 
 
-def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldError]:
-    """Why this pod must not be created; empty when it may."""
+def validate(
+    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+) -> list[FieldError]:
+    """Why this pod write must be refused; empty when it may proceed."""
     if new is None or not is_ours(new, lookup):
         return []
-    ann = annotations_of(new)
+    errors = _errors(new, limits)
+    if errors and old is not None:
+        before = set(_errors(old, limits))
+        errors = [e for e in errors if e not in before]
+    return errors
+
+
+def _errors(pod: Obj, limits: Limits) -> list[FieldError]:
+    errors = object_errors(pod, limits)
+    if errors:
+        return errors
+    return _budget_annotation_errors(pod) + _resource_errors(mapping(pod, "spec"), limits)
+
+
+def _resource_errors(spec: Obj, limits: Limits) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for kind in ("containers", "initContainers"):
+        items = spec.get(kind)
+        if not isinstance(items, list):
+            continue
+        for j, c in enumerate(items):
+            resources = mapping(c, "resources")
+            for part in ("requests", "limits"):
+                at = f"spec.{kind}[{j}].resources.{part}"
+                errors += check_resource_list(resources.get(part), at, limits)[1]
+    return errors + check_resource_list(spec.get("overhead"), "spec.overhead", limits)[1]
+
+
+def _budget_annotation_errors(pod: Obj) -> list[FieldError]:
+    ann = annotations_of(pod)
     errors = [e for key in _BUDGET_KEYS if key in ann for e in _budget_errors(key, ann[key])]
     if not errors and all(key in ann for key in _BUDGET_KEYS):
         errors.append(
@@ -74,7 +113,7 @@ def _budget_errors(key: str, value: object) -> list[FieldError]:
         return []
     return [
         FieldError(
-            field=at, message=f"must be a positive integer or a percentage from 1% to 99%, got {value!r}"
+            field=at, message=f"must be a positive integer or a percentage from 1% to 99%, got {shown(value)}"
         )
     ]
 

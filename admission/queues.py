@@ -7,8 +7,9 @@ mutate (CREATE): ``spec.weight`` 1 when absent or 0, ``spec.reclaimable`` true w
 at ``root``, both are prefixed with the root level (``root/…``, ``1/…``). Like Volcano, ``spec.parent`` is
 not defaulted: an empty parent already means "child of root".
 
-validate, CREATE and UPDATE: ``spec.weight`` within Volcano's CRD bounds 1..65535; every quantity of
-``capability``, ``deserved`` and ``guarantee.resource`` valid; per resource guarantee <= deserved <=
+validate, CREATE and UPDATE: the object's nesting depth and size (:mod:`admission.bounds`); ``spec.weight``
+within Volcano's CRD bounds 1..65535; every quantity of ``capability``, ``deserved`` and
+``guarantee.resource`` valid and within the limits; per resource guarantee <= deserved <=
 capability (a guaranteed resource must also be deserved; an uncapped resource is unlimited); ``status.state``
 Open or Closed (on UPDATE the state the controller already wrote is accepted as it is); hierarchy annotations
 well-formed. Then the hierarchy (:mod:`admission.queue_tree`): on CREATE or a parent change the parent chain,
@@ -24,11 +25,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import FieldError, Obj, PatchOp, annotations_of, is_int, mapping, name_of, pointer, string
+from admission.base import (
+    DEFAULT_LIMITS,
+    FieldError,
+    Limits,
+    Obj,
+    PatchOp,
+    annotations_of,
+    is_int,
+    mapping,
+    name_of,
+    pointer,
+    string,
+)
+from admission.bounds import object_errors
 from admission.lookup import Lookup
 from admission.quantities import Quantities, check_resource_list
 from admission.queue_tree import check_parent, check_resources
 from extender.api import labels as L
+from extender.jobs.rules import shown
 
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
@@ -71,19 +86,24 @@ def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
     return ops
 
 
-def validate(new: Obj | None, old: Obj | None, lookup: Lookup) -> list[FieldError]:
+def validate(
+    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+) -> list[FieldError]:
     """Why this Queue write must be refused; empty when it may proceed."""
     if new is None:
         return _validate_delete(name_of(old), lookup)
+    errors = object_errors(new, limits)
+    if errors:
+        return errors
     name = name_of(new)
     spec = mapping(new, "spec")
-    errors, lists = _spec_errors(new, old)
+    errors, lists = _spec_errors(new, old, limits)
     if errors:
         return errors
     if old is None:
         resources_changed = True
     else:
-        old_errors, old_lists = _resource_lists(mapping(old, "spec"))
+        old_errors, old_lists = _resource_lists(mapping(old, "spec"), limits)
         resources_changed = bool(old_errors) or any(
             a.exact != b.exact for a, b in zip(old_lists, lists, strict=True)
         )
@@ -140,19 +160,21 @@ def _validate_delete(name: str, lookup: Lookup) -> list[FieldError]:
 Lists = tuple[Quantities, Quantities, Quantities]
 
 
-def _resource_lists(spec: Obj) -> tuple[list[FieldError], Lists]:
+def _resource_lists(spec: Obj, limits: Limits) -> tuple[list[FieldError], Lists]:
     """capability, deserved and guarantee of a spec, with the errors of their entries."""
-    cap, e1 = check_resource_list(spec.get("capability"), "spec.capability")
-    des, e2 = check_resource_list(spec.get("deserved"), "spec.deserved")
+    cap, e1 = check_resource_list(spec.get("capability"), "spec.capability", limits)
+    des, e2 = check_resource_list(spec.get("deserved"), "spec.deserved", limits)
     guarantee = spec.get("guarantee")
     e0: list[FieldError] = []
     if guarantee is not None and not isinstance(guarantee, Mapping):
         e0 = [FieldError(field="spec.guarantee", message="must be an object with a resource map")]
-    gua, e3 = check_resource_list(mapping(spec, "guarantee").get("resource"), "spec.guarantee.resource")
+    gua, e3 = check_resource_list(
+        mapping(spec, "guarantee").get("resource"), "spec.guarantee.resource", limits
+    )
     return e1 + e2 + e0 + e3, (cap, des, gua)
 
 
-def _spec_errors(new: Obj, old: Obj | None) -> tuple[list[FieldError], Lists]:
+def _spec_errors(new: Obj, old: Obj | None, limits: Limits) -> tuple[list[FieldError], Lists]:
     """Checks of the object alone: shapes, quantities, their order, state, hierarchy annotations."""
     raw_spec = new.get("spec")
     if raw_spec is not None and not isinstance(raw_spec, Mapping):
@@ -167,7 +189,7 @@ def _spec_errors(new: Obj, old: Obj | None) -> tuple[list[FieldError], Lists]:
     if weight is not None and (not is_int(weight) or not 1 <= weight <= MAX_WEIGHT):
         errors.append(
             FieldError(
-                field="spec.weight", message=f"must be an integer from 1 to {MAX_WEIGHT}, got {weight!r}"
+                field="spec.weight", message=f"must be an integer from 1 to {MAX_WEIGHT}, got {shown(weight)}"
             )
         )
     if spec.get("reclaimable") is not None and not isinstance(spec["reclaimable"], bool):
@@ -175,7 +197,7 @@ def _spec_errors(new: Obj, old: Obj | None) -> tuple[list[FieldError], Lists]:
     parent = spec.get("parent")
     if parent is not None and not isinstance(parent, str):
         errors.append(FieldError(field="spec.parent", message="must be a queue name"))
-    list_errors, (cap, des, gua) = _resource_lists(spec)
+    list_errors, (cap, des, gua) = _resource_lists(spec, limits)
     errors += list_errors
     errors += _order_errors(cap, des, gua)
     errors += _state_errors(new, old)
@@ -221,7 +243,7 @@ def _state_errors(new: Obj, old: Obj | None) -> list[FieldError]:
         return []
     if old is not None and state == mapping(old, "status").get("state"):
         return []  # written by the queue controller through the status subresource
-    return [FieldError(field="status.state", message=f"must be Open or Closed, got {state!r}")]
+    return [FieldError(field="status.state", message=f"must be Open or Closed, got {shown(state)}")]
 
 
 def _hierarchy_errors(obj: Obj) -> list[FieldError]:
@@ -238,8 +260,8 @@ def _hierarchy_errors(obj: Obj) -> list[FieldError]:
         return [
             FieldError(
                 field=at,
-                message=f"{weights!r} has {len(parts)} weights but {HIERARCHY_ANNOTATION} {hierarchy!r} "
-                f"has {len(levels)} levels; give one weight per level",
+                message=f"{shown(weights)} has {len(parts)} weights but {HIERARCHY_ANNOTATION} "
+                f"{shown(hierarchy)} has {len(levels)} levels; give one weight per level",
             )
         ]
     for w in parts:
@@ -248,5 +270,9 @@ def _hierarchy_errors(obj: Obj) -> list[FieldError]:
         except ValueError:
             value = float("nan")
         if not value > 0:  # also rejects NaN
-            return [FieldError(field=at, message=f"weight {w!r} in {weights!r} must be a number above 0")]
+            return [
+                FieldError(
+                    field=at, message=f"weight {shown(w)} in {shown(weights)} must be a number above 0"
+                )
+            ]
     return []

@@ -5,9 +5,15 @@ resource and operations, whether it mutates or validates, how a failure of pumic
 function answers. The server mounts exactly the served rows; :func:`webhook_configurations` registers exactly
 the same rows, so what is served and what is registered cannot drift apart.
 
+Every validating row takes CREATE and UPDATE (queues also DELETE): an update can break an object as surely
+as a create (``kubectl patch podgroup x -p '{"spec":{"minResources":{"cpu":"1e400"}}}'``), and the
+scheduler and the job controller read whatever was stored. Mutating rows default new objects: CREATE only.
+
 Failure policy: job, Command, queue and PodGroup webhooks ``Fail`` (a write that skipped validation could
 corrupt the hierarchy or leave a job the controller cannot run); pod webhooks ``Ignore`` with the narrowest
-rule (pods, CREATE) and a short timeout, so an outage of pumice never blocks pod creation cluster-wide.
+rule (pods, matched to our schedulers by ``matchConditions``) and a short timeout, so an outage of pumice
+never blocks pod creation cluster-wide. (The ``pods`` resource does not match the ``pods/status`` and
+``pods/binding`` subresources, so kubelet and kube-scheduler writes never come here.)
 Namespaced rules skip ``kube-system`` and pumice's own namespace, as Volcano's chart does.
 
 A row listed with no function is reserved: neither served nor registered until its function is set here.
@@ -22,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from admission import commands, jobs, podgroups, pods, queues
-from admission.base import FieldError, Mutator, Validator
+from admission.base import DEFAULT_LIMITS, FieldError, Limits, Mutator, Validator
 from admission.lookup import Lookup
 from admission.review import AdmissionRequest, AdmissionReview, allow, deny, patch
 from extender.api import labels as L
@@ -89,7 +95,7 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         version=L.BUS_VERSION,
         resource="commands",
         namespaced=True,
-        operations=("CREATE",),
+        operations=("CREATE", "UPDATE"),
         mutating=False,
         failure_policy="Fail",
         timeout_seconds=10,
@@ -115,7 +121,7 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         version="v1",
         resource="pods",
         namespaced=True,
-        operations=("CREATE",),
+        operations=("CREATE", "UPDATE"),
         mutating=False,
         failure_policy="Ignore",
         timeout_seconds=5,
@@ -167,7 +173,7 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         version=L.SCHEDULING_VERSION,
         resource="podgroups",
         namespaced=True,
-        operations=("CREATE",),
+        operations=("CREATE", "UPDATE"),
         mutating=False,
         failure_policy="Fail",
         timeout_seconds=10,
@@ -309,7 +315,9 @@ def webhook_for(path: str) -> Webhook | None:
     return next((w for w in WEBHOOKS if w.path == path), None)
 
 
-def admit(w: Webhook, req: AdmissionRequest, lookup: Lookup) -> AdmissionReview:
+def admit(
+    w: Webhook, req: AdmissionRequest, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+) -> AdmissionReview:
     """The answer of webhook ``w`` to ``req``: pure, so a handler only decodes, calls this and encodes.
 
     Requests outside the row's rule are answered leniently (allowed, untouched) except for a different
@@ -334,9 +342,9 @@ def admit(w: Webhook, req: AdmissionRequest, lookup: Lookup) -> AdmissionReview:
     if req.operation == "DELETE":
         # kube-apiserver sends the deleted object as oldObject; fall back to the name for old servers.
         old = req.old_object or {"metadata": {"name": req.name, "namespace": req.namespace}}
-        errors = w.validate(None, old, lookup)
+        errors = w.validate(None, old, lookup, limits)
     else:
-        errors = w.validate(req.object, req.old_object, lookup)
+        errors = w.validate(req.object, req.old_object, lookup, limits)
     if not errors:
         return allow(req.uid)
     return deny(req.uid, errors, code=403 if req.operation == "DELETE" else 400)

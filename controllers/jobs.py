@@ -37,11 +37,11 @@ from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.timestamps import epoch
-from extender.jobs.model import Job, parse_job, podgroup_name
+from extender.jobs.model import Job, parse_job, placeholder_job, podgroup_name
 from extender.jobs.plugins.base import PluginContext
 from extender.jobs.plugins.ssh import secret_name as ssh_secret_name
 from extender.jobs.pods import view_pod
-from extender.jobs.reconcile import CommandView, Plan, World, reconcile
+from extender.jobs.reconcile import INVALID_SPEC, CommandView, Plan, World, reconcile
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -356,7 +356,7 @@ class JobController:
             ref = Ref.of(obj, api_version=f"{L.BATCH_GROUP}/{L.BATCH_VERSION}", kind=L.JOB_KIND)
             self.events.record(ref, type_=type_, reason=reason, note=note, action="Sync")
 
-    def world(self, key: str, job: Job) -> World:
+    def world(self, key: str, job: Job, problems: Sequence[str] = ()) -> World:
         pods = []
         for obj in self.pods.get(key, {}).values():
             refs = _meta(obj).get("ownerReferences") or ()
@@ -389,6 +389,7 @@ class JobController:
             now=self.clock(),
             gang_admission=job.scheduler_name in self.scheduler_names,
             plugin_context=self.ssh_keys.get(job.uid, PluginContext()),
+            problems=tuple(problems),
         )
 
     async def sync(self, key: str) -> None:
@@ -401,22 +402,25 @@ class JobController:
                 self.deleted.discard(key)
             return
         problems = self.validate(obj)
+        job: Job | None
         try:
             job = parse_job(obj)
         except InvalidObject as e:
             problems = problems or [str(e)]
-        if problems:
-            await self._report_invalid(key, obj, problems)
+            job = placeholder_job(obj)  # identity and status only: enough to say why in its status
+        if job is None:
+            log.warning("job without a usable name", extra={"job": key})
             return
-        try:
-            if "ssh" in job.plugins and job.uid not in self.ssh_keys:
+        if not problems and "ssh" in job.plugins and job.uid not in self.ssh_keys:
+            try:
                 self.ssh_keys[job.uid] = await self._ssh_key(job)
-        except InvalidObject as e:
-            await self._report_invalid(key, obj, [str(e)])
-            return
+            except InvalidObject as e:
+                problems = [str(e)]
         self.stats["reconciles"] += 1
-        plan = reconcile(self.world(key, job))
-        await self.perform(key, job, obj, plan)
+        if problems:
+            self.stats["invalid"] += 1
+        plan = reconcile(self.world(key, job, problems))
+        await self.perform(key, job, obj, plan, warn=bool(problems))
 
     async def _confirmed_gone(self, key: str) -> bool:
         """Whether the API server says job ``key`` does not exist (404). A job a LIST did not show may
@@ -435,33 +439,6 @@ class JobController:
             raise
         self._upsert_job(obj)
         return False
-
-    async def _report_invalid(self, key: str, obj: Obj, problems: list[str]) -> None:
-        """A job pumice cannot run as written: say so in its status (phase kept) and in an Event, and
-        touch nothing else. Written once per distinct message."""
-        self.stats["invalid"] += 1
-        message = "; ".join(problems)[:1024]
-        status = obj.get("status")
-        status = status if isinstance(status, dict) else {}
-        state = status.get("state")
-        state = state if isinstance(state, dict) else {}
-        if state.get("reason") == "InvalidSpec" and state.get("message") == message:
-            return
-        self._event(obj, "Warning", "InvalidSpec", message)
-        log.warning("invalid job", extra={"job": key, "problems": message})
-        ns, name = key.split("/", 1)
-        body = {
-            "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
-            "status": {
-                "state": {
-                    "phase": state.get("phase") or "Pending",
-                    "reason": "InvalidSpec",
-                    "message": message,
-                }
-            },
-        }
-        path = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{ns}/jobs/{name}/status"
-        self._upsert_job(await self.client.merge_patch(path, body))
 
     async def _ssh_key(self, job: Job) -> PluginContext:
         """The key pair already in the job's ssh Secret (so a restart keeps it), else a new one."""
@@ -487,10 +464,14 @@ class JobController:
             ) from None
         return ctx if ctx.ssh_private_key and ctx.ssh_public_key else generate_ssh_key()
 
-    async def perform(self, key: str, job: Job, obj: Obj, plan: Plan) -> None:
+    async def perform(self, key: str, job: Job, obj: Obj, plan: Plan, *, warn: bool = False) -> None:
         base = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{job.namespace}/jobs/{job.name}"
         for message in plan.events:
-            log.info("job event", extra={"job": key, "detail": message})
+            log.log(
+                logging.WARNING if warn else logging.INFO, "job event", extra={"job": key, "detail": message}
+            )
+            # Problems of the spec are Warnings on the job; other plan events (a dropped Command) Normal.
+            self._event(obj, "Warning" if warn else "Normal", INVALID_SPEC if warn else "JobEvent", message)
         if plan.status is not None:
             body = {
                 "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},

@@ -43,9 +43,11 @@ from controllers.queue_commands import QueueCommandController
 from controllers.scheduler import Scheduler
 from controllers.status import StatusWriter
 from extender.api import labels as L
+from extender.api.limits import Limits
 from extender.core.errors import ConfigError
 from extender.core.model import PodGroup, Queue
 from extender.deploy.cli import add_manifests_parser
+from extender.jobs.rules import job_problems
 from extender.plugins.registry import SchedulerConf, load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Registry
@@ -86,10 +88,12 @@ class Process:
             heartbeat=self.liveness.expect("status writer", 120.0),
             events=self.events,
         )
+        self.limits = Limits(max_replicas=settings.max_job_replicas)
         self.jobs = JobController(
             client,
             scheduler_names=settings.scheduler_names,
             group_phase=self._group_phase,
+            validate=lambda obj: job_problems(obj, self.limits),
             events=self.events,
         )
         self.queue_commands = QueueCommandController(client)
@@ -301,7 +305,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     proc.scheduler.ready_fn = lambda: proc.ready
     ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender_max_body)
     _health_routes(ext_app, proc)
-    adm_app = make_admission_app(proc.lookup)
+    adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc)
     proc.register_metrics(adm_app)
 

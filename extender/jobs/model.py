@@ -2,8 +2,11 @@
 
 Pod templates stay raw (decoded JSON): the controller copies them into pods and the job plugins edit those
 copies, so nothing here needs to understand a PodSpec. Everything else is typed. :func:`parse_job` raises
-:class:`InvalidObject` naming the field when an object cannot be read; admission reports field errors of its
-own before a job is stored, so the controller only meets unreadable jobs written around the webhooks.
+:class:`InvalidObject` naming the field when an object cannot be read, and nothing else, whatever the
+object: a value is converted to text only when it is a string (``str()`` of a list nested thousands deep
+would overflow the stack). Admission refuses such jobs before they are stored, so the controller only meets
+unreadable jobs written around the webhooks; :func:`extender.jobs.rules.job_problems` names the problem of
+every job this parser refuses, and :func:`placeholder_job` gives the controller a job to report it on.
 """
 
 from __future__ import annotations
@@ -177,6 +180,9 @@ def podgroup_name(job: Job) -> str:
 # --- parsing ------------------------------------------------------------------------------------------------
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go's time.Duration is int64 nanoseconds: Volcano cannot hold a longer timeout, and a longer one would
+# overflow the reconciler's wake-up arithmetic (a float of "1" * 400 hours is inf).
+MAX_DURATION_S: Final = (2**63 - 1) / 1e9
 
 
 def parse_duration(text: str) -> float:
@@ -193,8 +199,25 @@ def parse_duration(text: str) -> float:
     if pos != len(s) or pos == 0:
         if s == "0":
             return 0.0
-        raise ValueError(f"invalid duration {text!r} (want e.g. 30s, 5m, 1h30m)")
+        shown = text if len(text) <= 64 else text[:64] + "..."
+        raise ValueError(f"invalid duration {shown!r} (want e.g. 30s, 5m, 1h30m)")
+    if not total <= MAX_DURATION_S:
+        raise ValueError("duration longer than Go's longest (about 2562047h)")
     return total
+
+
+def _text(value: object, where: str) -> str:
+    """A string field: ``""`` when absent or null; InvalidObject for anything else than a string."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidObject(f"{where}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _texts(obj: Obj, key: str, where: str) -> dict[str, str]:
+    """A map of strings (labels, annotations, controlledResources)."""
+    return {str(k): _text(v, f"{where}.{key}[{k}]") for k, v in _map(obj, key, where).items()}
 
 
 def _int(obj: Obj, key: str, where: str, default: int | None) -> int | None:
@@ -212,17 +235,17 @@ def _policy(raw: object, where: str) -> Policy:
     events: list[str] = []
     if isinstance(raw.get("event"), str) and raw["event"]:
         events.append(raw["event"])
-    events += [str(e) for e in _list(raw, "events", where)]
+    events += [_text(e, f"{where}.events[{k}]") for k, e in enumerate(_list(raw, "events", where))]
     timeout = raw.get("timeout")
     timeout_s: float | None = None
     if timeout is not None:
         try:
-            timeout_s = parse_duration(str(timeout))
+            timeout_s = parse_duration(_text(timeout, f"{where}.timeout"))
         except ValueError as e:
             raise InvalidObject(f"{where}.timeout: {e}") from None
     return Policy(
         events=tuple(events),
-        action=str(raw.get("action") or ""),
+        action=_text(raw.get("action"), f"{where}.action"),
         exit_code=_int(raw, "exitCode", where, None),
         timeout_s=timeout_s,
     )
@@ -236,14 +259,16 @@ def _task(raw: object, i: int) -> TaskSpec:
     depends_on = None
     if dep:
         try:
-            iteration = Iteration(str(dep.get("iteration") or "all"))
+            iteration = Iteration(_text(dep.get("iteration"), f"{where}.dependsOn.iteration") or "all")
         except ValueError:
             raise InvalidObject(f"{where}.dependsOn.iteration: must be any or all") from None
+        names = _list(dep, "name", f"{where}.dependsOn")
         depends_on = DependsOn(
-            names=tuple(str(n) for n in _list(dep, "name", f"{where}.dependsOn")), iteration=iteration
+            names=tuple(_text(n, f"{where}.dependsOn.name[{k}]") for k, n in enumerate(names)),
+            iteration=iteration,
         )
     return TaskSpec(
-        name=str(raw.get("name") or f"{DEFAULT_TASK_NAME}{i}"),
+        name=_text(raw.get("name"), f"{where}.name") or f"{DEFAULT_TASK_NAME}{i}",
         replicas=_int(raw, "replicas", where, 0) or 0,
         min_available=_int(raw, "minAvailable", where, None),
         max_retry=_int(raw, "maxRetry", where, None),
@@ -252,25 +277,28 @@ def _task(raw: object, i: int) -> TaskSpec:
             _policy(p, f"{where}.policies[{j}]") for j, p in enumerate(_list(raw, "policies", where))
         ),
         depends_on=depends_on,
-        topology_policy=str(raw.get("topologyPolicy") or ""),
+        topology_policy=_text(raw.get("topologyPolicy"), f"{where}.topologyPolicy"),
     )
 
 
 def _status(raw: Obj) -> JobStatus:
     state = _map(raw, "state", "status")
     try:
-        phase = JobPhase(str(state.get("phase") or "Pending"))
+        phase = JobPhase(_text(state.get("phase"), "status.state.phase") or "Pending")
     except ValueError:
         phase = JobPhase.PENDING
+    conditions = raw.get("conditions")
+    if conditions is not None and not isinstance(conditions, list):
+        raise InvalidObject(f"status.conditions: expected a list, got {type(conditions).__name__}")
     return JobStatus(
         phase=phase,
-        reason=str(state.get("reason") or ""),
-        message=str(state.get("message") or ""),
-        last_transition_time=str(state.get("lastTransitionTime") or ""),
+        reason=_text(state.get("reason"), "status.state.reason"),
+        message=_text(state.get("message"), "status.state.message"),
+        last_transition_time=_text(state.get("lastTransitionTime"), "status.state.lastTransitionTime"),
         version=_int(raw, "version", "status", 0) or 0,
         retry_count=_int(raw, "retryCount", "status", 0) or 0,
-        running_duration=str(raw.get("runningDuration") or ""),
-        controlled={str(k): str(v) for k, v in _map(raw, "controlledResources", "status").items()},
+        running_duration=_text(raw.get("runningDuration"), "status.runningDuration"),
+        controlled=_texts(raw, "controlledResources", "status"),
         raw=raw,
     )
 
@@ -287,22 +315,22 @@ def parse_job(obj: Obj) -> Job:
     for k, v in _map(spec, "plugins", "spec").items():
         if v is not None and not isinstance(v, list):
             raise InvalidObject(f"spec.plugins[{k}]: expected a list of arguments")
-        plugins[str(k)] = tuple(str(a) for a in v or ())
+        plugins[str(k)] = tuple(_text(a, f"spec.plugins[{k}][{j}]") for j, a in enumerate(v or ()))
     min_available = _int(spec, "minAvailable", "spec", None)
     if min_available is None:
         min_available = sum(t.min_needed for t in tasks)
     return Job(
-        namespace=str(meta.get("namespace") or "default"),
-        name=str(meta["name"]),
-        uid=str(meta.get("uid") or ""),
+        namespace=_text(meta.get("namespace"), "metadata.namespace") or "default",
+        name=meta["name"],
+        uid=_text(meta.get("uid"), "metadata.uid"),
         generation=_int(meta, "generation", "metadata", 0) or 0,
-        created=str(meta.get("creationTimestamp") or ""),
+        created=_text(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         deleting=bool(meta.get("deletionTimestamp")),
-        labels={str(k): str(v) for k, v in _map(meta, "labels", "metadata").items()},
-        annotations={str(k): str(v) for k, v in _map(meta, "annotations", "metadata").items()},
-        scheduler_name=str(spec.get("schedulerName") or L.DEFAULT_SCHEDULER_NAME),
-        queue=str(spec.get("queue") or L.DEFAULT_QUEUE),
-        priority_class_name=str(spec.get("priorityClassName") or ""),
+        labels=_texts(meta, "labels", "metadata"),
+        annotations=_texts(meta, "annotations", "metadata"),
+        scheduler_name=_text(spec.get("schedulerName"), "spec.schedulerName") or L.DEFAULT_SCHEDULER_NAME,
+        queue=_text(spec.get("queue"), "spec.queue") or L.DEFAULT_QUEUE,
+        priority_class_name=_text(spec.get("priorityClassName"), "spec.priorityClassName"),
         min_available=min_available,
         min_success=_int(spec, "minSuccess", "spec", None),
         max_retry=_int(spec, "maxRetry", "spec", DEFAULT_MAX_RETRY) or 0,
@@ -314,4 +342,35 @@ def parse_job(obj: Obj) -> Job:
         tasks=tasks,
         volumes=tuple(v for v in _list(spec, "volumes", "spec") if isinstance(v, Mapping)),
         status=_status(_map(obj, "status", "Job")),
+    )
+
+
+def placeholder_job(obj: object) -> Job | None:
+    """A job with the identity and, when readable, the status of ``obj`` and no tasks: what the controller
+    reconciles (with the problems of ``obj``) when :func:`parse_job` refuses it, so the problems still
+    reach the job's status. None when ``obj`` has no name to write that status to."""
+    if not isinstance(obj, Mapping):
+        return None
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return None
+    assert isinstance(meta, Mapping)
+
+    def text(key: str) -> str:
+        v = meta.get(key)
+        return v if isinstance(v, str) else ""
+
+    status = obj.get("status")
+    try:
+        parsed = _status(status) if isinstance(status, Mapping) else JobStatus()
+    except InvalidObject:
+        parsed = JobStatus()
+    return Job(
+        namespace=text("namespace") or "default",
+        name=name,
+        uid=text("uid"),
+        created=text("creationTimestamp"),
+        deleting=bool(meta.get("deletionTimestamp")),
+        status=parsed,
     )

@@ -5,6 +5,13 @@ retry count and version, the restart target and the Command executed), then the 
 creations, plugin objects, and last the deletion of the executed Command. A crash anywhere in between leaves
 a state from which the next reconcile carries on: the phase says what is in flight, the restart target says
 what to kill, and a Command already recorded is only deleted, never executed twice.
+
+A job with problems (:func:`extender.jobs.rules.job_problems`, passed in as ``World.problems``) is not
+acted on: the plan writes only its status, in its current phase with reason ``InvalidSpec`` and the
+problems as the message, and lists them as events. Its pods, PodGroup, plugin objects and Commands stay as
+they are, so a running job whose spec is broken by an update keeps running until the spec is fixed, and the
+next reconcile after the fix carries on from the same state. Every job without problems reconciles without
+raising (the problems cover every shape this module and the pod builders rely on).
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ Obj = dict[str, Any]
 RESTART_TARGET: Final = "pumice.dev/restart-target"
 LAST_COMMAND: Final = "pumice.dev/last-command"
 MAX_CONDITIONS: Final = 10
+INVALID_SPEC: Final = "InvalidSpec"
+# status.state.message is shown in one line by kubectl and vcctl; the full list goes to the events.
+MAX_MESSAGE: Final = 1024
+# One Event each; beyond this, one more event says how many were left out.
+MAX_PROBLEM_EVENTS: Final = 20
 
 _ADMITTED = frozenset({"Inqueue", "Running", "Unknown"})
 _DRAINS = frozenset({JobPhase.ABORTING, JobPhase.COMPLETING, JobPhase.TERMINATING})
@@ -56,6 +68,8 @@ class World:
     # Pods wait for the PodGroup to be admitted (Inqueue); off when another scheduler runs the job's pods.
     gang_admission: bool = True
     plugin_context: PluginContext = field(default_factory=PluginContext)
+    # What is wrong with the job (job_problems); when any, the reconcile only reports them.
+    problems: Sequence[str] = ()
 
 
 @dataclass(slots=True)
@@ -95,9 +109,13 @@ def reconcile(w: World) -> Plan:
     plan = Plan()
     if job.deleting:
         return plan
+    if w.problems:
+        return _report_problems(w)
     phase = job.status.phase
     controlled = dict(job.status.controlled)
     reason, message = job.status.reason, job.status.message
+    if reason == INVALID_SPEC:
+        reason, message = "", ""  # fixed since: the problems no longer apply
 
     action, command, trigger = Action.SYNC_JOB, None, None
     for cmd in sorted(w.commands, key=lambda c: (c.created, c.name)):
@@ -135,7 +153,9 @@ def reconcile(w: World) -> Plan:
     killed = _kills(w.pods, move, controlled.get(RESTART_TARGET, "job"))
     plan.delete_pods.extend(sorted(killed))
     created: list[PodView] = []
-    pg_phase = str(((w.podgroup or {}).get("status") or {}).get("phase") or "Pending")
+    pg_status = (w.podgroup or {}).get("status")
+    pg_phase = pg_status.get("phase") if isinstance(pg_status, Mapping) else None
+    pg_phase = pg_phase if isinstance(pg_phase, str) and pg_phase else "Pending"
     plugins: list[JobPlugin] = []
     can_create = not w.gang_admission or (w.podgroup is not None and pg_phase in _ADMITTED)
     try:
@@ -170,6 +190,45 @@ def reconcile(w: World) -> Plan:
     else:
         _ttl(plan, job, new_phase, plan.status, w.now)
     return plan
+
+
+def _report_problems(w: World) -> Plan:
+    """The plan for a job with problems: its status says why nothing happens, in the phase it is in."""
+    job = w.job
+    problems = [str(p) for p in w.problems]
+    plan = Plan(events=problems[:MAX_PROBLEM_EVENTS])
+    if len(problems) > MAX_PROBLEM_EVENTS:
+        plan.events.append(f"... and {len(problems) - MAX_PROBLEM_EVENTS} more problems of the job's spec")
+    counts = _count(w.pods, set(), [])
+    plan.status = _status(
+        w,
+        job,
+        job.status.phase,
+        (INVALID_SPEC, problem_message(problems)),
+        counts,
+        job.status.controlled,
+        set(),
+    )
+    return plan
+
+
+def problem_message(problems: Sequence[str], limit: int = MAX_MESSAGE) -> str:
+    """``problems`` joined with "; ", at most ``limit`` characters: whole problems while they fit, then
+    how many more there are."""
+    text = "; ".join(problems)
+    if len(text) <= limit:
+        return text
+    out, taken = "", 0
+    for p in problems:
+        candidate = f"{out}; {p}" if out else p
+        if len(candidate) + len(f"; ... and {len(problems) - taken - 1} more") > limit:
+            break
+        out, taken = candidate, taken + 1
+    if not out:
+        # Not even the first problem fits beside the count: cut it.
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return problems[0][: limit - len(more) - 3] + "..." + more
+    return f"{out}; ... and {len(problems) - taken} more"
 
 
 def _target(action: Action, trigger: policies.Trigger | None) -> str:
@@ -422,7 +481,8 @@ def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
             "spec": spec,
         }
         return
-    have = existing.get("spec") or {}
+    have = existing.get("spec")
+    have = have if isinstance(have, Mapping) else {}
     diff = {k: v for k, v in spec.items() if have.get(k) != v}
     for k in ("minTaskMember", "minResources", "priorityClassName"):
         if k not in spec and have.get(k):

@@ -10,6 +10,7 @@ import pytest
 from admission import jobs
 from admission.base import PatchOp
 from admission.lookup import StaticLookup
+from admission.review import patch
 from extender.core.model import Queue
 from tests.admission.builders import Raw, apply_patch, lookup
 from tests.admission.test_jobs_validate import job_obj, task
@@ -199,3 +200,19 @@ def test_a_defaulted_job_validates() -> None:
     assert defaulted["spec"]["minAvailable"] == 3
     assert jobs.validate(defaulted, None, cluster) == []
     assert jobs.mutate(defaulted, cluster) == []
+
+
+@pytest.mark.parametrize(
+    "tasks",
+    [
+        [{"name": "a", "replicas": 1, "minAvailable": 2**63 - 1}, {"name": "b", "minAvailable": 2**63 - 1}],
+        [{"name": "a", "partitionPolicy": {"minPartitions": 2**40, "partitionSize": 2**40}}],
+        [{"name": "a", "replicas": -1}],
+    ],
+    ids=["minAvailable sum beyond 64 bits", "partition product beyond 64 bits", "negative replicas"],
+)
+def test_no_default_beyond_int32(tasks: list[dict[str, object]]) -> None:
+    """A default computed from numbers validation refuses is not set: it could not even be encoded."""
+    ops = jobs.mutate({"metadata": {"name": "j"}, "spec": {"tasks": tasks}}, lookup())
+    assert not [op for op in ops if op["path"].endswith("/minAvailable")]
+    patch("u", ops)  # encodes

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from admission import jobs
-from admission.job_rules import LABEL_RULE, SUBDOMAIN_RULE
 from admission.lookup import StaticLookup
 from extender.core.model import Queue, QueueState
 from extender.jobs.plugins.registry import check_plugin
+from extender.jobs.rules import LABEL_RULE, SUBDOMAIN_RULE
 from tests.admission.builders import Raw, lookup
 
 EVENTS = "*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed"

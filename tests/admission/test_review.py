@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import orjson
 import pytest
 
 from admission.base import FieldError
-from admission.review import MalformedReview, allow, decode_review, deny, encode, patch
+from admission.review import (
+    DECODE_DEPTH,
+    MalformedReview,
+    allow,
+    clamp_depth,
+    decode_review,
+    deny,
+    encode,
+    patch,
+)
 
 
 def review(**request: Any) -> dict[str, Any]:
@@ -43,6 +53,64 @@ MALFORMED: list[tuple[str, bytes, str]] = [
         body(review(operation="UPDATE", object=None)),
         "request.object is required for UPDATE",
     ),
+    (
+        "update without oldObject",
+        body(review(operation="UPDATE")),
+        "request.oldObject is required for UPDATE",
+    ),
+    ("object a string", body(review(object="x")), "request.object must be an object or null, got a string"),
+    ("request a list", body({**review(), "request": []}), "AdmissionReview has no request"),
+    ("uid a number", body(review(uid=5)), "request.uid must be a string, got a number"),
+    (
+        "operation a list",
+        body(review(operation=["CREATE"])),
+        "request.operation must be a string, got a list",
+    ),
+    (
+        "unknown operation",
+        body(review(operation="PATCH")),
+        "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got 'PATCH'",
+    ),
+    ("kind a list", body(review(kind=[])), "request.kind must be an object, got a list"),
+    (
+        "kind.kind a number",
+        body(review(kind={"kind": 1})),
+        "request.kind.kind must be a string, got a number",
+    ),
+    (
+        "resource a string",
+        body(review(resource="queues")),
+        "request.resource must be an object, got a string",
+    ),
+    (
+        "resource.group a boolean",
+        body(review(resource={"group": True})),
+        "request.resource.group must be a string, got a boolean",
+    ),
+    (
+        "requestKind a list",
+        body(review(requestKind=[1])),
+        "request.requestKind must be an object, got a list",
+    ),
+    ("namespace an object", body(review(namespace={})), "request.namespace must be a string, got an object"),
+    ("name a number", body(review(name=1.5)), "request.name must be a string, got a number"),
+    ("subResource a list", body(review(subResource=[])), "request.subResource must be a string, got a list"),
+    ("dryRun a string", body(review(dryRun="yes")), "request.dryRun must be true or false, got a string"),
+    ("userInfo a list", body(review(userInfo=[])), "request.userInfo must be an object, got a list"),
+    (
+        "userInfo.username a number",
+        body(review(userInfo={"username": 7})),
+        "request.userInfo.username must be a string, got a number",
+    ),
+    ("options a string", body(review(options="x")), "request.options must be an object, got a string"),
+    (
+        "kind a huge list",
+        body({**review(), "kind": list(range(10_000))}),
+        "kind must be AdmissionReview, got a list",
+    ),
+    ("a body that is a number", b"1", "body is not a JSON object, got a number"),
+    ("a number out of range", b'{"kind": 1e400}', "body is not JSON: "),
+    ("NaN", b'{"kind": NaN}', "body is not JSON: "),
 ]
 
 
@@ -80,6 +148,66 @@ def test_decode() -> None:
     assert (req.kind, req.name, req.namespace, req.dry_run) == ("Queue", "q1", "", True)
     assert req.object == {"metadata": {"name": "x"}}
     assert req.old_object == {"metadata": {"name": "q1"}}
+
+
+def test_nulls_in_the_envelope_read_as_absent() -> None:
+    req = decode_review(body(review(kind=None, resource=None, namespace=None, dryRun=None, userInfo=None)))
+    assert (req.kind, req.group, req.resource, req.namespace, req.dry_run) == ("", "", "", "", False)
+
+
+def test_a_wrongly_typed_object_is_not_a_malformed_review() -> None:
+    """The object is the rules' business: they deny naming the field; only the envelope is checked here."""
+    req = decode_review(body(review(object={"spec": "x", "metadata": []})))
+    assert req.object == {"spec": "x", "metadata": []}
+
+
+def test_a_review_nested_beyond_orjson_is_cut_not_refused() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    raw = body(review(object={"spec": {"x": 0}})).replace(b'{"x":0}', b'{"x":' + deep + b"}")
+    req = decode_review(raw)
+    assert req.uid == "u1"
+    # Cut to null at DECODE_DEPTH levels from the top of the body: still far deeper than any limit.
+    node: Any = req.object
+    assert node is not None
+    depth = 0
+    node = node["spec"]["x"]
+    while isinstance(node, list):
+        node, depth = node[0] if node else None, depth + 1
+    assert node is None
+    assert depth == DECODE_DEPTH - 4
+
+
+@pytest.mark.parametrize(
+    ("raw", "depth", "want", "cut"),
+    [
+        (b"[1]", 1, b"[1]", False),
+        (b"[[1],[2]]", 1, b"[null,null]", True),
+        (b'{"a":{"b":[]},"c":"[[["}', 2, b'{"a":{"b":null},"c":"[[["}', True),
+        (rb'{"a":"\\","b":[[{}]]}', 2, rb'{"a":"\\","b":[null]}', True),
+        (rb'["\"[",[[]]]', 2, rb'["\"[",[null]]', True),
+    ],
+)
+def test_clamp_depth(raw: bytes, depth: int, want: bytes, cut: bool) -> None:
+    orjson.loads(raw)
+    assert clamp_depth(raw, depth) == (want, cut)
+    orjson.loads(want)
+
+
+def test_clamping_a_hostile_body_stays_linear() -> None:
+    """An unterminated string of escaped quotes must not make the scan quadratic."""
+    hostile = b'["' + b'\\"' * 500_000
+    start = time.monotonic()
+    assert clamp_depth(hostile, DECODE_DEPTH) == (hostile, False)
+    assert time.monotonic() - start < 2
+    with pytest.raises(MalformedReview, match=r"^body is not JSON: "):
+        decode_review(b"[" * 2000 + hostile)
+
+
+def test_deny_lists_fifty_problems_then_counts_the_rest() -> None:
+    errors = [FieldError(field=f"f{i}", message="bad") for i in range(60)]
+    message = deny("u", errors)["response"]["status"]["message"]
+    assert message.startswith("f0: bad; f1: bad")
+    assert message.endswith("f49: bad; ... and 10 more problems")
 
 
 def test_delete_needs_no_object() -> None:

@@ -58,7 +58,7 @@ def test_job_and_command_webhooks_fail_closed() -> None:
             "apiGroups": ["bus.volcano.sh"],
             "apiVersions": ["v1alpha1"],
             "resources": ["commands"],
-            "operations": ["CREATE"],
+            "operations": ["CREATE", "UPDATE"],
             "scope": "Namespaced",
         }
     ]
@@ -102,7 +102,10 @@ def test_configurations_by_url() -> None:
 
 def test_pod_webhooks_never_block_pod_creation() -> None:
     hooks = _hooks(webhook_configurations(ca_bundle=CA, url_base="https://h"))
-    for name in ("mutate-pod.pumice.dev", "validate-pod.pumice.dev"):
+    for name, operations in (
+        ("mutate-pod.pumice.dev", ["CREATE"]),
+        ("validate-pod.pumice.dev", ["CREATE", "UPDATE"]),
+    ):
         h = hooks[name]
         assert h["failurePolicy"] == "Ignore"
         assert h["timeoutSeconds"] == 5
@@ -111,10 +114,21 @@ def test_pod_webhooks_never_block_pod_creation() -> None:
                 "apiGroups": [""],
                 "apiVersions": ["v1"],
                 "resources": ["pods"],
-                "operations": ["CREATE"],
+                "operations": operations,
                 "scope": "Namespaced",
             }
         ]
+
+
+def test_every_validating_row_validates_create_and_update() -> None:
+    """An update can break an object as surely as a create (a PodGroup patched to cpu 1e400)."""
+    for w in WEBHOOKS:
+        if w.mutating:
+            assert w.operations == ("CREATE",), w.name
+        else:
+            assert w.operations[:2] == ("CREATE", "UPDATE"), w.name
+    queue_ops = next(w.operations for w in WEBHOOKS if w.path == "/queues/validate")
+    assert queue_ops == ("CREATE", "UPDATE", "DELETE")
 
 
 def test_without_scheduling_gates_the_pod_mutate_webhook_is_not_registered() -> None:

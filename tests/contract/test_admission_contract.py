@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient
 import admission.server as server
 from admission.lookup import Lookup, LookupUnavailable, StaticLookup
 from admission.server import METRICS_KEY, make_admission_app
+from extender.api.limits import Limits
 from extender.core.model import PodGroup, Queue, QueueState
 from tests.admission.builders import apply_patch
 
@@ -373,3 +374,144 @@ async def test_metrics_count_per_path(client: Client) -> None:
     assert metrics.requests == {"/queues/mutate": 1, "/queues/validate": 2}
     assert metrics.patched == {"/queues/mutate": 1}
     assert metrics.denied == {"/queues/validate": 1}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Hardening: bad input is a 400 (envelope) or a denial naming the field (object), never a 5xx
+
+
+async def test_podgroup_update_to_cpu_1e400_is_denied(client: Client) -> None:
+    """``kubectl patch podgroup pg -p '{"spec":{"minResources":{"cpu":"1e400"}}}'`` used to pass (UPDATE was
+    not registered) and then crash the scheduler."""
+    old = podgroup("pg", minMember=2, queue="q1", minResources={"cpu": "2"})
+    new = podgroup("pg", minMember=2, queue="q1", minResources={"cpu": "1e400"})
+    got = await post(
+        client, "/podgroups/validate", envelope("UPDATE", resource="podgroups", obj=new, old=old)
+    )
+    assert got["response"] == {
+        "uid": "0d8f7c1e-5b1a-4a53-9d55-3a3f1f6a9e01",
+        "allowed": False,
+        "status": {
+            "code": 400,
+            "message": "spec.minResources[cpu]: 1e400 is out of range; pumice accepts at most "
+            "4611686018427387904m",
+        },
+    }
+
+
+def _with_request(**fields: Any) -> bytes:
+    doc = envelope("CREATE", resource="queues", obj=queue("q2"))
+    doc["request"].update(fields)
+    return orjson.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (_with_request(kind=[]), "malformed AdmissionReview: request.kind must be an object, got a list"),
+        (_with_request(object="x"), "malformed AdmissionReview: request.object must be an object or null"),
+        (
+            _with_request(resource={"resource": 1}),
+            "malformed AdmissionReview: request.resource.resource must be",
+        ),
+        (_with_request(uid=True), "malformed AdmissionReview: request.uid must be a string, got a boolean"),
+        (_with_request(dryRun="false"), "malformed AdmissionReview: request.dryRun must be true or false"),
+        (_with_request(userInfo=[]), "malformed AdmissionReview: request.userInfo must be an object"),
+        (
+            _with_request(operation="UPDATE"),
+            "malformed AdmissionReview: request.oldObject is required for UPDATE",
+        ),
+        (
+            b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": []}',
+            "malformed AdmissionReview: AdmissionReview has no request",
+        ),
+    ],
+)
+async def test_a_wrongly_typed_envelope_is_400(client: Client, body: bytes, reason: str) -> None:
+    text = await post(client, "/queues/validate", body, status=400)
+    assert text.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("path", "resource", "obj", "message"),
+    [
+        ("/queues/validate", "queues", {"metadata": {"name": "q2"}, "spec": "x"}, "spec: must be an object"),
+        (
+            "/queues/validate",
+            "queues",
+            queue("q2", capability=[1]),
+            "spec.capability: must be a map of resource name to quantity",
+        ),
+        (
+            "/queues/validate",
+            "queues",
+            queue("q2", weight=True),
+            "spec.weight: must be an integer from 1 to 65535, got True",
+        ),
+        (
+            "/podgroups/validate",
+            "podgroups",
+            {"metadata": {"name": "pg", "namespace": "ns"}, "spec": ["x"]},
+            "spec: must be an object",
+        ),
+        (
+            "/podgroups/validate",
+            "podgroups",
+            podgroup("pg", queue="q1", minMember=None, minTaskMember=[]),
+            "spec.minTaskMember: must be a map of task name to count",
+        ),
+    ],
+)
+async def test_a_wrongly_typed_object_is_a_denial(
+    client: Client, path: str, resource: str, obj: Raw, message: str
+) -> None:
+    for op, old in (("CREATE", None), ("UPDATE", obj)):
+        got = await post(client, path, envelope(op, resource=resource, obj=obj, old=old))
+        assert got["response"]["allowed"] is False, op
+        assert got["response"]["status"]["message"] == message
+
+
+async def test_an_object_nested_100000_deep_is_a_denial(client: Client) -> None:
+    doc = envelope("CREATE", resource="queues", obj=queue("q2", capability={"cpu": "X"}))
+    deep = b"[" * 100_000 + b"]" * 100_000
+    body = orjson.dumps(doc).replace(b'"X"', deep)
+    got = await post(client, "/queues/validate", body)
+    assert got["response"]["allowed"] is False
+    message = got["response"]["status"]["message"]
+    assert message.startswith("spec.capability[cpu][0][0][0]")
+    assert message.endswith(
+        "nested more than 64 levels deep, the most pumice accepts (Kubernetes objects nest about 20); "
+        "flatten this value"
+    )
+
+
+async def test_a_large_body_is_decoded_off_the_event_loop(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    original = server.asyncio.to_thread
+
+    async def spy(func: Callable[..., Any], /, *args: Any) -> Any:
+        calls.append(func.__name__)
+        return await original(func, *args)
+
+    monkeypatch.setattr(server.asyncio, "to_thread", spy)
+    small = queue("q2")
+    await post(client, "/queues/validate", envelope("CREATE", resource="queues", obj=small))
+    assert calls == []
+    big = queue("q2")
+    big["metadata"]["annotations"] = {"note": "x" * (server.THREAD_DECODE + 1)}
+    got = await post(client, "/queues/validate", envelope("CREATE", resource="queues", obj=big))
+    assert got["response"]["allowed"] is True
+    assert calls == ["decode_review"]
+
+
+async def test_an_object_beyond_the_size_limit_is_a_denial(aiohttp_client: Callable[..., Any]) -> None:
+    c: Client = await aiohttp_client(make_admission_app(lambda: CLUSTER, Limits(max_object_bytes=1000)))
+    big = queue("q2")
+    big["metadata"]["annotations"] = {"note": "x" * 2000}
+    got = await post(c, "/queues/validate", envelope("CREATE", resource="queues", obj=big))
+    assert got["response"]["status"]["message"] == (
+        "object: 2122 bytes as JSON, more than the 1000 bytes pumice accepts (etcd's default request limit); "
+        "the largest part is metadata (2039 bytes)"
+    )

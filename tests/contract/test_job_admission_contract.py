@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient
 
 from admission.lookup import StaticLookup
 from admission.server import METRICS_KEY, make_admission_app
+from extender.api.limits import Limits
 from extender.core.model import Queue, QueueState
 from tests.admission.builders import apply_patch
 
@@ -195,7 +196,7 @@ async def test_update_is_not_mutated(client: Client) -> None:
     assert got["response"] == {"uid": UID, "allowed": True}
 
 
-def command(action: str, target: Raw) -> Raw:
+def command(action: str, target: object) -> Raw:
     return {
         "apiVersion": "bus.volcano.sh/v1alpha1",
         "kind": "Command",
@@ -228,3 +229,62 @@ async def test_command_for_a_job(client: Client) -> None:
         "message": "action: must be one of AbortJob, CompleteJob, RestartJob, ResumeJob, TerminateJob for a "
         "Job target, got 'Suspend'",
     }
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Hardening: limits and wrongly typed objects are denials naming the field, never an HTTP error
+
+
+async def test_update_beyond_the_replica_limit_names_the_flag(client: Client) -> None:
+    old = vcjob(minAvailable=3)
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["tasks"][1]["replicas"] = 20_000
+    got = await post(client, "/jobs/validate", envelope("UPDATE", "jobs", scaled, old))
+    assert got["response"]["status"] == {
+        "code": 400,
+        "message": "spec.tasks[1].replicas: 20000 is more than the 10000 replicas pumice accepts per task; "
+        "lower it, or raise the limit with pumice serve --max-job-replicas N",
+    }
+
+
+async def test_the_replica_limit_is_the_apps(aiohttp_client: Callable[..., Any]) -> None:
+    c: Client = await aiohttp_client(make_admission_app(lambda: CLUSTER, Limits(max_replicas=2)))
+    got = await post(c, "/jobs/validate", envelope("CREATE", "jobs", vcjob()))
+    assert got["response"]["status"]["message"] == (
+        "spec.tasks: the replicas of all tasks sum to 3, more than the 2 pumice accepts per job; lower them, "
+        "or raise the limit with pumice serve --max-job-replicas N"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"spec": "x"}, "spec: must be an object"),
+        ({"spec": {"tasks": {"a": 1}}}, "spec.tasks: must be a list of tasks"),
+        (
+            {"metadata": {"name": "j", "namespace": "ns", "labels": []}},
+            "metadata.labels: must be a map of string keys to string values",
+        ),
+    ],
+)
+async def test_a_wrongly_typed_job_is_denied(client: Client, change: Raw, message: str) -> None:
+    job = {**vcjob(), **change}
+    for doc in (envelope("CREATE", "jobs", job), envelope("UPDATE", "jobs", job, vcjob())):
+        got = await post(client, "/jobs/validate", doc)
+        assert got["response"]["allowed"] is False
+        assert got["response"]["status"]["message"].startswith(message)
+
+
+async def test_a_command_whose_target_kind_is_a_list_is_denied(client: Client) -> None:
+    got = await post(
+        client,
+        "/commands/validate",
+        envelope("CREATE", "commands", command("AbortJob", {**JOB_REF, "kind": []})),
+    )
+    assert got["response"]["status"] == {
+        "code": 400,
+        "message": "target.kind: must be Job or Queue, got a list",
+    }
+    updated = envelope("UPDATE", "commands", command("AbortJob", "x"), command("AbortJob", JOB_REF))
+    got = await post(client, "/commands/validate", updated)
+    assert got["response"]["status"]["message"].startswith("target: required")
