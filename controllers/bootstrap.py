@@ -5,12 +5,18 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from controllers.cache import ClusterCache
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
+from extender.api.versions import (
+    OLDEST_SUPPORTED,
+    Features,
+    KubernetesVersion,
+    features,
+    version_from_info,
+)
 from extender.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -19,24 +25,26 @@ _QUEUES = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"
 _ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 
-@dataclass(frozen=True, slots=True)
-class ServerFeatures:
-    """What the API server offers that changes how we integrate."""
-
-    scheduling_gates: bool  # pod spec.schedulingGates: 1.27 (beta, on by default)
-    match_conditions: bool  # admission webhook matchConditions: 1.28 (beta, on by default)
+# What the API server offers that changes how we integrate: the one rule in extender.api.versions.
+ServerFeatures = Features
 
 
-async def server_features(client: KubeClient) -> ServerFeatures:
+async def server_version(client: KubeClient) -> KubernetesVersion:
+    """The API server's release from its ``/version``; ApiError or ValueError when it cannot be read."""
+    return version_from_info(await client.get("/version"))
+
+
+async def server_features(client: KubeClient) -> Features:
+    """:func:`extender.api.versions.features` of the API server; those of the oldest supported release
+    (no gates, no matchConditions) when its version cannot be read, so nothing is registered that an old
+    server would refuse."""
     try:
-        v = await client.get("/version")
-        major = int(v.get("major", 0))
-        minor = int("".join(ch for ch in str(v.get("minor", "0")) if ch.isdigit()) or 0)
+        version = await server_version(client)
     except (ApiError, ValueError) as e:
         log.warning("cannot read server version; assuming an old server", extra={"error": str(e)})
-        return ServerFeatures(scheduling_gates=False, match_conditions=False)
-    newer = major > 1
-    return ServerFeatures(scheduling_gates=newer or minor >= 27, match_conditions=newer or minor >= 28)
+        return features(OLDEST_SUPPORTED)
+    log.info("server version", extra={"version": str(version)})
+    return features(version)
 
 
 async def ensure_queues(client: KubeClient, cache: ClusterCache) -> None:
@@ -67,7 +75,7 @@ async def register_webhooks(
     ca_pem: bytes,
     configurations: Callable[..., list[dict[str, Any]]],
     *,
-    features: ServerFeatures,
+    features: Features,
 ) -> None:
     """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
     when neither is given, patch our CA into the ones a deployment created."""

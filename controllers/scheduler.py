@@ -101,6 +101,7 @@ class Scheduler:
             "binds_refused": 0,
             "touches": 0,
             "stale_groups": 0,
+            "cycle_errors": 0,
         }
         cache.listeners.append(lambda _kind: self._wake.set())
         # Readiness comes from the informers (set by the composition root); verbs wait for it.

@@ -3,6 +3,8 @@
 ``scheduler_config`` builds the KubeSchedulerConfiguration that points a stock kube-scheduler at our extender
 (plain HTTP, or HTTPS with a ``tlsConfig`` of file paths); ``rbac`` is the table of API calls pumice makes,
 from which its ClusterRole is built; ``manifests`` builds everything ``kubectl apply -f -`` needs to run
-pumice plus that second kube-scheduler; ``cli`` wires them into argparse. Nothing here talks to a cluster;
-only ``cli`` reads a file (``--ca-file``), and only ``manifests.generate_extender_tls`` draws fresh keys.
+pumice plus that second kube-scheduler; ``cli`` wires them into argparse. All of it is generated for one
+Kubernetes release (:mod:`extender.api.versions`). Only ``cli`` reads a file (``--ca-file``) or talks to a
+cluster (``--kubeconfig``: one GET of ``/version``), and only ``manifests.generate_extender_tls`` draws
+fresh keys.
 """

@@ -7,9 +7,15 @@ arguments end in an argparse usage error (exit 2), a missing optional module in 
 
 ``deploy`` generates fresh extender certificates (and so private keys) on every run, unless
 ``--extender-plain-http``: its output is secret material, and applying it again replaces the certificates.
+
+Kubernetes version: ``scheduler-config``, ``webhooks`` and ``deploy`` generate for one release
+(``--kubernetes-version``, default :data:`extender.api.versions.DEFAULT_VERSION`); ``webhooks`` and ``deploy``
+can instead read it from a cluster's ``/version`` (``--kubeconfig``), the only call to a cluster made here.
+``scheduler-config`` cannot: its ``--kubeconfig`` already names the file kube-scheduler reads, on its host.
 """
 
 import argparse
+import asyncio
 import importlib
 import posixpath
 import sys
@@ -17,11 +23,12 @@ from importlib import metadata
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
+from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
+from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
 from extender.deploy import yamltext
 from extender.deploy.manifests import (
     DEFAULT_NAMESPACE,
-    DEFAULT_SCHEDULER_IMAGE,
     EXTENDER_CLIENT_TLS_SECRET,
     WEBHOOK_SERVICE_PORT,
     deploy_manifests,
@@ -29,7 +36,6 @@ from extender.deploy.manifests import (
     webhook_manifests,
 )
 from extender.deploy.scheduler_config import (
-    API_V1,
     DEFAULT_EXTENDER_WEIGHT,
     DEFAULT_HTTP_TIMEOUT_SECONDS,
     SUPPORTED_API_VERSIONS,
@@ -39,6 +45,8 @@ from extender.deploy.scheduler_config import (
 )
 
 _API_GROUP = "kubescheduler.config.k8s.io/"
+# Reading /version is one small GET; a cluster that cannot answer it in this time is not one to deploy to.
+_VERSION_TIMEOUT_SECONDS = 15.0
 
 
 class _CrdModule(Protocol):
@@ -52,6 +60,33 @@ def _api_version(value: str) -> str:
         choices = ", ".join(v.removeprefix(_API_GROUP) for v in SUPPORTED_API_VERSIONS)
         raise argparse.ArgumentTypeError(f"unsupported version {value!r} (choose from {choices})")
     return full
+
+
+def _kubernetes_version(value: str) -> KubernetesVersion:
+    try:
+        return versions.check_supported(versions.parse_version(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_version_flags(parser: argparse.ArgumentParser, *, from_cluster: bool) -> None:
+    """``--kubernetes-version`` and, where ``--kubeconfig`` is free for it, reading it from the cluster."""
+    target = parser.add_mutually_exclusive_group() if from_cluster else parser
+    where = ", or the cluster's own with --kubeconfig" if from_cluster else ""
+    target.add_argument(
+        "--kubernetes-version",
+        type=_kubernetes_version,
+        metavar="VERSION",
+        help="the cluster's Kubernetes release, e.g. 1.24 or v1.28.7 (1.22 or later): the output is what it "
+        f"accepts. Default: {DEFAULT_VERSION}, the newest release pumice is tested against{where}",
+    )
+    if from_cluster:
+        target.add_argument(
+            "--kubeconfig",
+            dest="cluster_kubeconfig",
+            metavar="PATH",
+            help="read the Kubernetes release from this cluster's /version (nothing else is read or written)",
+        )
 
 
 def _http_url(value: str) -> str:
@@ -112,13 +147,17 @@ def add_manifests_parser(
     config.add_argument(
         "--extender-url", required=True, type=_http_url, help="pumice's extender URL (http:// or https://)"
     )
+    _add_version_flags(config, from_cluster=False)
     config.add_argument(
         "--api-version",
         type=_api_version,
-        default=API_V1,
-        help="v1 (Kubernetes >= 1.25), v1beta3 (1.23-1.28) or v1beta2 (1.22-1.27); default %(default)s",
+        help="v1 (Kubernetes >= 1.25), v1beta3 (1.23-1.28) or v1beta2 (1.22-1.27); default: the newest the "
+        "--kubernetes-version reads (v1 from 1.25, v1beta3 in 1.23 and 1.24, v1beta2 in 1.22)",
     )
-    config.add_argument("--kubeconfig", help="kubeconfig path for the scheduler (default: in-cluster)")
+    config.add_argument(
+        "--kubeconfig",
+        help="kubeconfig path for the scheduler, written into its config (default: in-cluster); not read",
+    )
     config.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, help="default %(default)s")
     config.add_argument(
         "--with-default-profile",
@@ -160,7 +199,8 @@ def add_manifests_parser(
         help="admission webhook configurations",
         description="Mutating and validating webhook configurations pointing at pumice, either by URL "
         "(pumice outside the cluster; needs --ca-file) or by Service (caBundle left for pumice to patch in "
-        "at startup).",
+        "at startup). Only what the Kubernetes release accepts: the pod webhooks need matchConditions "
+        "(1.28) and the gating one also scheduling gates (1.27); older releases get neither.",
     )
     target = webhooks.add_mutually_exclusive_group(required=True)
     target.add_argument("--url-base", type=_http_url, help="e.g. https://10.0.0.5:8443")
@@ -171,6 +211,14 @@ def add_manifests_parser(
     webhooks.add_argument(
         "--port", type=_positive_int, default=WEBHOOK_SERVICE_PORT, help="Service port; default %(default)s"
     )
+    webhooks.add_argument(
+        "--scheduler-name",
+        dest="scheduler_names",
+        action="append",
+        metavar="NAME",
+        help=f"pods of this scheduler reach the pod webhooks (repeatable); default {DEFAULT_SCHEDULER_NAME}",
+    )
+    _add_version_flags(webhooks, from_cluster=True)
 
     deploy = commands.add_parser(
         "deploy",
@@ -180,16 +228,23 @@ def add_manifests_parser(
         "kube-scheduler and pumice's extender talk mutual TLS: every run generates a new CA, a serving "
         "certificate for pumice's Service and a client certificate for kube-scheduler, and prints them (with "
         "their private keys) as two Secrets, so treat the output as secret. Applying a new output replaces "
-        "the certificates and restarts both Deployments; re-applying an old output restores its own pair.",
+        "the certificates and restarts both Deployments; re-applying an old output restores its own pair. "
+        "Everything is generated for one Kubernetes release (--kubernetes-version or --kubeconfig): the "
+        "webhooks it accepts, the scheduler config it reads and a kube-scheduler image of that release.",
     )
     deploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="default %(default)s")
     deploy.add_argument("--image", default=_default_image(), help="pumice image; default %(default)s")
-    deploy.add_argument("--scheduler-image", default=DEFAULT_SCHEDULER_IMAGE, help="default %(default)s")
+    _add_version_flags(deploy, from_cluster=True)
+    deploy.add_argument(
+        "--scheduler-image",
+        help=f"default: {versions.SCHEDULER_IMAGE_REPOSITORY} of the Kubernetes release (v1.N.0 when only "
+        f"1.N is given; {versions.scheduler_image(DEFAULT_VERSION)} by default)",
+    )
     deploy.add_argument(
         "--api-version",
         type=_api_version,
-        default=API_V1,
-        help="KubeSchedulerConfiguration version the scheduler image reads; default %(default)s",
+        help="KubeSchedulerConfiguration version the scheduler image reads; default: the newest the "
+        "Kubernetes release reads (v1 from 1.25, v1beta3 in 1.23 and 1.24, v1beta2 in 1.22)",
     )
     deploy.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, help="default %(default)s")
     deploy.add_argument(
@@ -216,13 +271,16 @@ def run_manifests(args: argparse.Namespace) -> int:
     """Print the manifests ``args`` ask for to stdout; 0 on success, 1 when an optional module is missing."""
     parser: argparse.ArgumentParser = args.manifests_parser
     command: str = args.manifests_command
+    if command == "crds":
+        return _print_crds()
+    version = _target_version(args)
+    if version is None:
+        return 1
     try:
-        if command == "crds":
-            return _print_crds()
         if command == "scheduler-config":
             config = scheduler_config(
                 extender_url=args.extender_url,
-                api_version=args.api_version,
+                api_version=args.api_version or versions.scheduler_config_api_versions(version)[0],
                 kubeconfig=args.kubeconfig,
                 scheduler_name=args.scheduler_name,
                 with_default_profile=args.with_default_profile,
@@ -236,13 +294,14 @@ def run_manifests(args: argparse.Namespace) -> int:
             sys.stdout.write("---\n" + scheduler_config_yaml(config))
             return 0
         if command == "webhooks":
-            return _print_webhooks(parser, args)
+            return _print_webhooks(parser, args, version)
         if command == "deploy":
             docs = deploy_manifests(
                 namespace=args.namespace,
                 image=args.image,
                 # The one impure step of rendering: fresh keys for every run.
                 extender_tls=None if args.extender_plain_http else generate_extender_tls(args.namespace),
+                kubernetes_version=version,
                 scheduler_image=args.scheduler_image,
                 scheduler_name=args.scheduler_name,
                 api_version=args.api_version,
@@ -254,6 +313,52 @@ def run_manifests(args: argparse.Namespace) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     parser.error(f"unknown manifests command {command!r}")
+
+
+def _target_version(args: argparse.Namespace) -> KubernetesVersion | None:
+    """The release to generate for: ``--kubernetes-version``, else the ``--kubeconfig`` cluster's, else the
+    default. None, with the reason on stderr, when the cluster cannot tell or is too old."""
+    given: KubernetesVersion | None = args.kubernetes_version
+    if given is not None:
+        return given
+    kubeconfig: str | None = getattr(args, "cluster_kubeconfig", None)
+    if not kubeconfig:
+        return DEFAULT_VERSION
+    prefix = f"pumice manifests {args.manifests_command}"
+    try:
+        return versions.check_supported(cluster_version(kubeconfig))
+    except ClusterUnreachable as exc:
+        print(f"{prefix}: cannot read the Kubernetes version from {kubeconfig}: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"{prefix}: {exc}", file=sys.stderr)
+    return None
+
+
+class ClusterUnreachable(Exception):
+    """The kubeconfig or the cluster behind it could not answer ``/version``; the message says why."""
+
+
+def cluster_version(kubeconfig: str) -> KubernetesVersion:
+    """The release of the cluster ``kubeconfig`` points at, from its ``/version``: the one API call this
+    package makes. ClusterUnreachable when it cannot be asked; ValueError when its answer names no version."""
+    # Imported here: only this path talks to a cluster and needs kubernetes-asyncio.
+    import aiohttp
+
+    from controllers.bootstrap import server_version
+    from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
+
+    async def read() -> KubernetesVersion:
+        client = KubeClient(await load_config(kubeconfig), pool=1)
+        try:
+            async with asyncio.timeout(_VERSION_TIMEOUT_SECONDS):
+                return await server_version(client)
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(read())
+    except (KubeConfigError, ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise ClusterUnreachable(str(exc) or type(exc).__name__) from exc
 
 
 def _extender_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ExtenderTLS | None:
@@ -303,7 +408,9 @@ def _print_crds() -> int:
     return 0
 
 
-def _print_webhooks(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _print_webhooks(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, version: KubernetesVersion
+) -> int:
     ca_bundle = b""
     if args.ca_file is not None:
         try:
@@ -316,7 +423,12 @@ def _print_webhooks(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     elif args.url_base is not None:
         parser.error("--url-base needs --ca-file (nothing patches a caBundle into URL webhooks)")
     configs = webhook_manifests(
-        ca_bundle=ca_bundle, url_base=args.url_base, service=args.service, port=args.port
+        ca_bundle=ca_bundle,
+        url_base=args.url_base,
+        service=args.service,
+        port=args.port,
+        kubernetes_version=version,
+        scheduler_names=args.scheduler_names or [DEFAULT_SCHEDULER_NAME],
     )
     if configs is None:
         print("pumice manifests webhooks: admission.webhooks is not available in this build", file=sys.stderr)

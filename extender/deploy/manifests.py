@@ -17,6 +17,12 @@ paths into its mounted Secret). The NetworkPolicy stays as a second fence. The m
 a new CA, so re-applying ``deploy`` output replaces both Secrets, and a hash of the CA in both pod templates
 rolls both Deployments onto the new pair together (each reads its files only at start-up).
 
+Kubernetes version: everything is generated for one release (see :mod:`extender.api.versions`): the
+scheduler config ``apiVersion`` it reads, a kube-scheduler image of the same minor release, and only the
+webhooks and webhook fields its API server accepts (no pod webhooks without ``matchConditions``, no gating
+webhook without scheduling gates). pumice re-registers its webhooks at start-up for the server it finds,
+so the two agree.
+
 Invariants: no rule grants ``*``; every object carries apiVersion, kind and metadata.name; names are fixed so
 a re-apply updates in place; the scheduler's lease is ``pumice-kube-scheduler`` in our namespace, never the
 cluster scheduler's ``kube-scheduler`` lease. Pure: :func:`deploy_manifests` reads no files, calls no API and
@@ -35,10 +41,11 @@ from typing import Any, Final, cast
 from cryptography import x509
 
 from admission.certs import MutualTLSBundle, generate_mtls_bundle, service_dns_names
+from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
+from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
 from extender.deploy.rbac import pumice_rules
 from extender.deploy.scheduler_config import (
-    API_V1,
     LEASE_NAME,
     ExtenderTLS,
     scheduler_config,
@@ -47,7 +54,7 @@ from extender.deploy.scheduler_config import (
 from extender.deploy.yamltext import Json, Manifest
 
 DEFAULT_NAMESPACE: Final = "volcano-system"
-DEFAULT_SCHEDULER_IMAGE: Final = "registry.k8s.io/kube-scheduler:v1.30.0"
+DEFAULT_SCHEDULER_IMAGE: Final = versions.scheduler_image(DEFAULT_VERSION)
 
 APP: Final = "pumice"
 SCHEDULER_APP: Final = "pumice-kube-scheduler"
@@ -358,8 +365,14 @@ def webhook_manifests(
     url_base: str | None = None,
     service: tuple[str, str] | None = None,
     port: int = WEBHOOK_SERVICE_PORT,
+    kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
+    scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
 ) -> list[Manifest] | None:
     """The admission webhook configurations from ``admission.webhooks``, or None when it is not available.
+
+    Only what an API server of ``kubernetes_version`` accepts: pod webhooks need ``matchConditions`` (to
+    see only pods of ``scheduler_names``) and the gating one also needs scheduling gates; without them the
+    builder leaves those webhooks out.
 
     With an empty ``ca_bundle`` the ``caBundle`` field is left out rather than written empty: pumice generates
     its serving certificate and patches ``caBundle`` into these objects at startup, and ``kubectl apply`` only
@@ -370,8 +383,17 @@ def webhook_manifests(
     if builder is None:
         return None
     # The builder rightly refuses an empty bundle; hand it a stand-in that is stripped again below.
+    features = versions.features(kubernetes_version)
     configs = copy.deepcopy(
-        builder(ca_bundle=ca_bundle or _PLACEHOLDER_CA, url_base=url_base, service=service, port=port)
+        builder(
+            ca_bundle=ca_bundle or _PLACEHOLDER_CA,
+            url_base=url_base,
+            service=service,
+            port=port,
+            scheduling_gates=features.scheduling_gates,
+            match_conditions=features.match_conditions,
+            scheduler_names=list(scheduler_names),
+        )
     )
     if not ca_bundle:
         for config in configs:
@@ -421,9 +443,10 @@ def deploy_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     image: str,
     extender_tls: MutualTLSBundle | None,
-    scheduler_image: str = DEFAULT_SCHEDULER_IMAGE,
+    kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
+    scheduler_image: str | None = None,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
-    api_version: str = API_V1,
+    api_version: str | None = None,
     network_policy: bool = True,
     include_webhooks: bool = True,
 ) -> list[Manifest]:
@@ -431,10 +454,23 @@ def deploy_manifests(
 
     ``extender_tls`` (from :func:`generate_extender_tls`) makes kube-scheduler and pumice talk mutual TLS;
     None keeps the extender on plain HTTP. It has no default, so no caller gets plain HTTP by omission.
-    ``api_version`` is the KubeSchedulerConfiguration version ``scheduler_image`` understands (v1 from 1.25
-    on; v1beta2/v1beta3 for 1.22-1.28). Raises ValueError for arguments the config rejects.
+    ``kubernetes_version`` is the cluster's release: it picks the webhooks (see :func:`webhook_manifests`),
+    ``scheduler_image`` (default: the upstream kube-scheduler of that release) and ``api_version``, the
+    KubeSchedulerConfiguration version that image reads (default: the newest one that release reads). An
+    explicit ``api_version`` the default image would not read is refused; with an explicit image it is the
+    caller's word. Raises ValueError for arguments the config rejects and releases older than 1.22.
     """
     _check_namespace(namespace)
+    readable = versions.scheduler_config_api_versions(versions.check_supported(kubernetes_version))
+    if api_version is None:
+        api_version = readable[0]
+    if scheduler_image is None:
+        scheduler_image = versions.scheduler_image(kubernetes_version)
+        if api_version not in readable:
+            raise ValueError(
+                f"api_version {api_version} is not supported by kube-scheduler {kubernetes_version}: it "
+                f"reads {' or '.join(readable)} (give scheduler_image to run another kube-scheduler)"
+            )
     if not image or not scheduler_image:
         raise ValueError("image and scheduler_image must not be empty")
     pumice_labels = _labels(APP, "scheduler-extender")
@@ -482,7 +518,16 @@ def deploy_manifests(
             tls=tls,
         )
     )
-    webhooks = (webhook_manifests(service=(namespace, APP)) or []) if include_webhooks else []
+    webhooks: list[Manifest] = []
+    if include_webhooks:
+        webhooks = (
+            webhook_manifests(
+                service=(namespace, APP),
+                kubernetes_version=kubernetes_version,
+                scheduler_names=[scheduler_name],
+            )
+            or []
+        )
     webhook_names = sorted(
         {MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION}
         | {str(config["metadata"]["name"]) for config in cast(list[dict[str, Any]], webhooks)}

@@ -209,7 +209,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs/status",
         verbs=("patch",),
-        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._report_invalid"),
+        code=("controllers.jobs:JobController.perform",),
         why="a job's phase, conditions and task counts (resourceVersion-guarded); InvalidSpec for a job "
         "pumice cannot run as written",
     ),

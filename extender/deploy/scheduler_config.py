@@ -7,7 +7,8 @@ Field names are the Go JSON names of ``kubescheduler.config.k8s.io`` v1beta2, v1
 the Kubernetes sources: the ``Extender`` struct, ``percentageOfNodesToScore`` at the top level, and the
 component-base ``clientConnection``/``leaderElection`` structs are spelled the same in all three), so one
 builder serves every version and only ``apiVersion`` differs. Kubernetes 1.24 accepts v1beta2 and v1beta3;
-v1 arrived in 1.25, and v1beta2 and v1beta3 were removed in 1.28 and 1.29.
+v1 arrived in 1.25, and v1beta2 and v1beta3 were removed in 1.28 and 1.29 (which release reads which is
+:func:`extender.api.versions.scheduler_config_api_versions`).
 
 Invariants the scheduler's own validation enforces and we keep: a positive ``weight`` whenever
 ``prioritizeVerb`` is set, at most one extender implementing ``bind``, unique profile names.
@@ -26,14 +27,15 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.deploy import yamltext
 from extender.deploy.yamltext import Manifest
 
 KIND: Final = "KubeSchedulerConfiguration"
-API_V1: Final = "kubescheduler.config.k8s.io/v1"
-API_V1BETA3: Final = "kubescheduler.config.k8s.io/v1beta3"
-API_V1BETA2: Final = "kubescheduler.config.k8s.io/v1beta2"
+API_V1: Final = versions.SCHEDULER_CONFIG_V1
+API_V1BETA3: Final = versions.SCHEDULER_CONFIG_V1BETA3
+API_V1BETA2: Final = versions.SCHEDULER_CONFIG_V1BETA2
 SUPPORTED_API_VERSIONS: Final = (API_V1, API_V1BETA3, API_V1BETA2)
 
 DEFAULT_PROFILE: Final = "default-scheduler"

@@ -10,6 +10,10 @@ Three contracts:
    table, and by recording what the parsers actually touch.
 3. Compatibility: Volcano users' manifests (written here) validate against our schemas, with a small
    walker over the structural-schema subset we use, and parse to the expected model values.
+
+CEL rules (``x-kubernetes-validations``) are evaluated by a Python twin per rule (``CEL_TWINS``): a rule
+without one fails the tests, so a new rule is also checked for the bounds that keep the API server's cost
+estimate within budget (1.25+ refuses a CRD otherwise; tests/e2e/test_manifests_apply.py applies them).
 """
 
 from __future__ import annotations
@@ -295,6 +299,55 @@ def _walk(node: Schema, path: str) -> Iterator[tuple[str, Schema]]:
         yield from _walk(node["items"], f"{path}[]")
 
 
+def _unbounded_above(
+    node: Schema, path: str, unbounded: tuple[str, ...]
+) -> Iterator[tuple[str, Schema, tuple[str, ...]]]:
+    """Every node with the lists and maps at or above it that carry no maxItems / maxProperties."""
+    if node.get("type") == "array" and "maxItems" not in node:
+        unbounded = (*unbounded, path)
+    if isinstance(node.get("additionalProperties"), Mapping) and "maxProperties" not in node:
+        unbounded = (*unbounded, path)
+    yield path, node, unbounded
+    for name, child in node.get("properties", {}).items():
+        yield from _unbounded_above(child, f"{path}.{name}", unbounded)
+    if isinstance(node.get("additionalProperties"), Mapping):
+        yield from _unbounded_above(node["additionalProperties"], f"{path}{{}}", unbounded)
+    if isinstance(node.get("items"), Mapping):
+        yield from _unbounded_above(node["items"], f"{path}[]", unbounded)
+
+
+def _cel_rules() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(path, rule, unbounded lists and maps above it) for every CEL rule of every CRD."""
+    return [
+        (path, rule["rule"], unbounded)
+        for kind in sorted(CRDS)
+        for path, node, unbounded in _unbounded_above(_schema(kind), kind, ())
+        for rule in node.get("x-kubernetes-validations", [])
+    ]
+
+
+def test_every_cel_rule_has_a_python_twin() -> None:
+    rules = [rule for _, rule, _ in _cel_rules()]
+    assert rules, "no CEL rules left: drop CEL_TWINS and this test"
+    assert set(rules) == set(CEL_TWINS)
+
+
+@pytest.mark.parametrize(("path", "rule", "unbounded"), _cel_rules(), ids=[p for p, _, _ in _cel_rules()])
+def test_cel_rules_sit_below_bounded_lists_and_maps(path: str, rule: str, unbounded: tuple[str, ...]) -> None:
+    """From 1.25 the API server multiplies a rule's cost by how many times it can run: through an unbounded
+    list that is estimated from the 3 MB request limit, and v1.28 refused our HyperNode rule at 2.8x the
+    budget. A bound on every list and map above a rule keeps the estimate far from the limit."""
+    assert unbounded == (), f"{path}: {rule!r} runs under unbounded {unbounded}"
+
+
+def test_hypernode_members_bound_admits_every_storable_object() -> None:
+    """The bound exists for the cost estimate only: an object with more members would not fit in etcd
+    (1.5 MiB per value by default) even with the smallest member there is, so no Volcano object is lost."""
+    members = resolve(_schema("HyperNode"), "spec.members")
+    smallest_member = len('{"type":"Node"},')
+    assert members["maxItems"] * smallest_member > 3 * 2**20 // 2
+
+
 @pytest.mark.parametrize("kind", sorted(CRDS))
 def test_resource_lists_are_int_or_string_quantities(kind: str) -> None:
     for path, node in _walk(_schema(kind), kind):
@@ -533,11 +586,24 @@ _PY_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _one_selector(selector: Mapping[str, Any]) -> bool:
+    return sum(key in selector for key in ("exactMatch", "regexMatch", "labelMatch")) == 1
+
+
+# Every CEL rule in our CRDs, with what it means in Python. CEL's has(self.f) is "f is set".
+CEL_TWINS: dict[str, Callable[[Any], bool]] = {
+    "(has(self.exactMatch) ? 1 : 0) + (has(self.regexMatch) ? 1 : 0) + (has(self.labelMatch) ? 1 : 0) == 1": (
+        _one_selector
+    ),
+}
+
+
 def validate(value: Any, node: Schema, path: str = "") -> list[str]:
-    """Errors of ``value`` against a structural schema: type, enum, bounds, pattern, required, unknown fields.
+    """Errors of ``value`` against a structural schema: type, enum, bounds, pattern, required, unknown fields,
+    and CEL rules through their ``CEL_TWINS``.
 
     A preserve-unknown-fields node stops the walk (the API server or another component validates what is
-    below it); CEL rules (x-kubernetes-validations) are not evaluated.
+    below it), after its own rules.
     """
     errors: list[str] = []
     if node.get("x-kubernetes-int-or-string"):
@@ -545,8 +611,13 @@ def validate(value: Any, node: Schema, path: str = "") -> list[str]:
             return [f"{path}: expected an integer or a string, got {value!r}"]
     elif not _PY_TYPES[node["type"]](value):
         return [f"{path}: expected {node['type']}, got {value!r}"]
+    rule_errors = [
+        f"{path}: {rule['message']}"
+        for rule in node.get("x-kubernetes-validations", [])
+        if not CEL_TWINS[rule["rule"]](value)
+    ]
     if node.get("x-kubernetes-preserve-unknown-fields"):
-        return []
+        return rule_errors
     if "enum" in node and value not in node["enum"]:
         errors.append(f"{path}: {value!r} is not one of {node['enum']}")
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -564,11 +635,15 @@ def validate(value: Any, node: Schema, path: str = "") -> list[str]:
     if isinstance(value, list):
         if "minItems" in node and len(value) < node["minItems"]:
             errors.append(f"{path}: fewer than {node['minItems']} items")
+        if "maxItems" in node and len(value) > node["maxItems"]:
+            errors.append(f"{path}: more than {node['maxItems']} items")
         for i, item in enumerate(value):
             errors += validate(item, node["items"], f"{path}[{i}]")
     if isinstance(value, dict):
         props = node.get("properties", {})
         extra = node.get("additionalProperties")
+        if "maxProperties" in node and len(value) > node["maxProperties"]:
+            errors.append(f"{path}: more than {node['maxProperties']} properties")
         for key in node.get("required", []):
             if key not in value:
                 errors.append(f"{path}.{key}: required")
@@ -579,7 +654,7 @@ def validate(value: Any, node: Schema, path: str = "") -> list[str]:
                 errors += validate(item, extra, f"{path}.{key}")
             else:
                 errors.append(f"{path}.{key}: unknown field")
-    return errors
+    return rule_errors + errors
 
 
 def with_defaults(value: Any, node: Schema) -> Any:
@@ -934,6 +1009,16 @@ INVALID = {
     ),
     "hypernode without tier": (HYPERNODE_SPINE.replace("  tier: 2\n", ""), ".spec.tier"),
     "hypernode bad member type": (HYPERNODE_SPINE.replace("type: HyperNode", "type: Rack"), ".type"),
+    "hypernode two selectors": (
+        HYPERNODE_RACK.replace(
+            "          name: node-0\n", "          name: node-0\n        regexMatch: {pattern: x}\n"
+        ),
+        ".selector: set exactly one",
+    ),
+    "hypernode empty selector": (
+        HYPERNODE_SPINE.split("      selector:")[0] + "      selector: {}\n",
+        ".selector: set exactly one",
+    ),
 }
 
 
@@ -943,6 +1028,15 @@ def test_invalid_manifest_is_rejected(case: str) -> None:
     errors = _errors(text)
     assert errors, case
     assert any(where in e for e in errors), errors
+
+
+def test_hypernode_members_over_the_bound_are_rejected() -> None:
+    doc = _doc(HYPERNODE_SPINE)
+    limit = resolve(_schema("HyperNode"), "spec.members")["maxItems"]
+    doc["spec"]["members"] = [{"type": "HyperNode"}] * limit
+    assert validate_object(doc, "HyperNode") == []
+    doc["spec"]["members"].append({"type": "HyperNode"})
+    assert validate_object(doc, "HyperNode") == [f"HyperNode.spec.members: more than {limit} items"]
 
 
 # -- and they parse to what a Volcano user means -----------------------------------------------------------

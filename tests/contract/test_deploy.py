@@ -6,23 +6,38 @@ kube-scheduler 1.24 when its binary is present.
 """
 
 import argparse
+import asyncio
 import base64
 import functools
 import re
+import socket
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
+from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from admission.certs import MutualTLSBundle, service_dns_names
+from controllers import bootstrap
+from controllers.kube.client import ApiError, KubeClient
+from extender.api.versions import (
+    Features,
+    KubernetesVersion,
+    check_supported,
+    features,
+    parse_version,
+    scheduler_config_api_versions,
+    scheduler_image,
+    version_from_info,
+)
 from extender.deploy import cli as deploy_cli
 from extender.deploy import yamltext
 from extender.deploy.cli import add_manifests_parser, run_manifests
@@ -310,7 +325,7 @@ def test_kube_scheduler_1_24_accepts_config(api_version: str, tls: bool, tmp_pat
     effective = yaml.safe_load(written.read_text())
     [extender] = effective["extenders"]
     assert extender["urlPrefix"] == url
-    assert extender["enableHTTPS"] is tls
+    assert extender.get("enableHTTPS", False) is tls  # false is omitted (omitempty) in what it writes
     if extender_tls is not None:
         assert extender["tlsConfig"]["caFile"] == extender_tls.ca_file
         assert extender["tlsConfig"]["certFile"] == extender_tls.cert_file
@@ -338,8 +353,21 @@ def _fake_webhooks(calls: list[dict[str, Any]]) -> Callable[..., list[dict[str, 
         url_base: str | None = None,
         service: tuple[str, str] | None = None,
         port: int = 443,
+        scheduling_gates: bool = True,
+        match_conditions: bool = True,
+        scheduler_names: Sequence[str] = ("volcano",),
     ) -> list[dict[str, Any]]:
-        calls.append({"ca_bundle": ca_bundle, "url_base": url_base, "service": service, "port": port})
+        calls.append(
+            {
+                "ca_bundle": ca_bundle,
+                "url_base": url_base,
+                "service": service,
+                "port": port,
+                "scheduling_gates": scheduling_gates,
+                "match_conditions": match_conditions,
+                "scheduler_names": list(scheduler_names),
+            }
+        )
         if service is not None:
             client: dict[str, Any] = {"service": {"namespace": service[0], "name": service[1], "port": port}}
         else:
@@ -380,6 +408,14 @@ def _tls(namespace: str) -> MutualTLSBundle:
     return generate_extender_tls(namespace)
 
 
+# A release whose kube-scheduler reads each config version, and takes it by default.
+READS = {
+    API_V1: parse_version("v1.28.7"),
+    API_V1BETA3: parse_version("1.24"),
+    API_V1BETA2: parse_version("1.22"),
+}
+
+
 def _deploy(*, tls: bool = True, **kwargs: Any) -> list[Any]:
     """deploy_manifests with mutual TLS (the CLI's default) unless ``tls=False``."""
     namespace = kwargs.get("namespace", "volcano-system")
@@ -393,7 +429,7 @@ def _deploy(*, tls: bool = True, **kwargs: Any) -> list[Any]:
 @pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
 @pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
 def test_deploy_objects_are_well_formed(api_version: str, tls: bool) -> None:
-    docs = _deploy(tls=tls, namespace="batch-system", api_version=api_version)
+    docs = _deploy(tls=tls, namespace="batch-system", kubernetes_version=READS[api_version])
     # What `kubectl apply` reads back is what was built.
     assert list(yaml.safe_load_all(yamltext.dump_all(docs))) == docs
 
@@ -520,7 +556,7 @@ def _flag(command: list[str], flag: str) -> str:
 @pytest.mark.usefixtures("no_webhooks")
 @pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
 def test_deploy_mutual_tls_wiring(api_version: str) -> None:
-    docs = _deploy(namespace="batch-system", api_version=api_version)
+    docs = _deploy(namespace="batch-system", kubernetes_version=READS[api_version])
     secrets = _by_kind(docs, "Secret")
     assert set(secrets) == {"pumice-extender-tls", "pumice-kube-scheduler-extender-client"}
     for secret in secrets.values():
@@ -717,6 +753,9 @@ def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dic
     [call] = fake_webhooks
     assert call["ca_bundle"]  # a stand-in: webhook_configurations refuses an empty bundle
     assert (call["url_base"], call["service"], call["port"]) == (None, ("batch-system", "pumice"), 443)
+    # The default release (1.28) has both, and only pods of our scheduler reach the pod webhooks.
+    assert (call["scheduling_gates"], call["match_conditions"]) == (True, True)
+    assert call["scheduler_names"] == ["volcano"]
     assert [d["kind"] for d in docs[-2:]] == [
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
@@ -1034,3 +1073,446 @@ def test_kube_scheduler_binds_unless_bind_is_delegated() -> None:
     assert with_bind[0]["bindVerb"] == "bind"
     assert "bindVerb" not in without[0]
     assert without[0]["filterVerb"] == "filter"
+
+
+# --- Kubernetes versions ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1.24", KubernetesVersion(1, 24)),
+        ("v1.24", KubernetesVersion(1, 24)),
+        ("v1.28.7", KubernetesVersion(1, 28, 7)),
+        (" 1.28.0\n", KubernetesVersion(1, 28, 0)),
+        ("v1.30.0-gke.1", KubernetesVersion(1, 30, 0)),
+        ("v1.29.0-rc.1", KubernetesVersion(1, 29, 0)),
+        ("v1.27.4+k3s1", KubernetesVersion(1, 27, 4)),
+        ("v1.24.17-dirty", KubernetesVersion(1, 24, 17)),
+    ],
+)
+def test_parse_version(text: str, expected: KubernetesVersion) -> None:
+    assert parse_version(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "1", "v1", "1.x", "latest", "v1.28.7.1", "1.028", "Kubernetes v1.28.7"])
+def test_parse_version_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes version"):
+        parse_version(text)
+
+
+@pytest.mark.parametrize(
+    ("info", "expected"),
+    [
+        ({"major": "1", "minor": "28", "gitVersion": "v1.28.7"}, KubernetesVersion(1, 28, 7)),
+        ({"major": "1", "minor": "30+", "gitVersion": "v1.30.0-gke.1"}, KubernetesVersion(1, 30, 0)),
+        # Providers' minor fields carry a "+"; an unparsable gitVersion falls back to them.
+        ({"major": "1", "minor": "27+", "gitVersion": "custom-build"}, KubernetesVersion(1, 27)),
+        ({"major": "1", "minor": "24"}, KubernetesVersion(1, 24)),
+    ],
+)
+def test_version_from_info(info: dict[str, str], expected: KubernetesVersion) -> None:
+    assert version_from_info(info) == expected
+
+
+@pytest.mark.parametrize("info", [{}, {"gitVersion": "custom"}, {"major": "1", "minor": ""}])
+def test_version_from_info_rejects(info: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="no Kubernetes version"):
+        version_from_info(info)
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "match", "cel", "config"),
+    [
+        ("1.21", False, False, False, None),
+        ("1.22", False, False, False, API_V1BETA2),
+        ("1.23", False, False, False, API_V1BETA3),
+        ("1.24", False, False, False, API_V1BETA3),
+        ("1.25", False, False, True, API_V1),
+        ("1.26", False, False, True, API_V1),
+        ("1.27", True, False, True, API_V1),
+        ("v1.28.7", True, True, True, API_V1),
+        ("1.31", True, True, True, API_V1),
+        ("2.0", True, True, True, API_V1),
+    ],
+)
+def test_features_by_release(version: str, gates: bool, match: bool, cel: bool, config: str | None) -> None:
+    assert features(parse_version(version)) == Features(
+        scheduling_gates=gates,
+        match_conditions=match,
+        cel_validation=cel,
+        scheduler_config_api_version=config,
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("1.22", (API_V1BETA2,)),
+        ("1.24", (API_V1BETA3, API_V1BETA2)),
+        ("1.25", (API_V1, API_V1BETA3, API_V1BETA2)),
+        ("1.28", (API_V1, API_V1BETA3)),
+        ("1.29", (API_V1,)),
+    ],
+)
+def test_scheduler_config_versions_each_release_reads(version: str, expected: tuple[str, ...]) -> None:
+    assert scheduler_config_api_versions(parse_version(version)) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "image"),
+    [
+        ("1.24", "registry.k8s.io/kube-scheduler:v1.24.0"),
+        ("v1.24.17", "registry.k8s.io/kube-scheduler:v1.24.17"),
+        ("v1.28.7", "registry.k8s.io/kube-scheduler:v1.28.7"),
+        ("v1.30.0-gke.1", "registry.k8s.io/kube-scheduler:v1.30.0"),
+    ],
+)
+def test_scheduler_image_of_release(version: str, image: str) -> None:
+    assert scheduler_image(parse_version(version)) == image
+
+
+def test_version_spelling_and_support() -> None:
+    assert str(parse_version("1.24")) == "v1.24"
+    assert str(parse_version("v1.30.0-gke.1")) == "v1.30.0"
+    assert check_supported(parse_version("1.22")) == KubernetesVersion(1, 22)
+    with pytest.raises(ValueError, match=r"v1\.21 is older than pumice supports"):
+        check_supported(parse_version("1.21"))
+
+
+class _VersionClient:
+    def __init__(self, answer: dict[str, str] | ApiError) -> None:
+        self.answer = answer
+        self.paths: list[str] = []
+
+    async def get(self, path: str) -> dict[str, str]:
+        self.paths.append(path)
+        if isinstance(self.answer, ApiError):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "gates", "match"),
+    [
+        ({"major": "1", "minor": "26", "gitVersion": "v1.26.3"}, False, False),
+        ({"major": "1", "minor": "27+", "gitVersion": "v1.27.2-eks-1"}, True, False),
+        ({"major": "1", "minor": "28", "gitVersion": "v1.28.7"}, True, True),
+        ({"major": "2", "minor": "0"}, True, True),
+        # Unreadable: assume the oldest supported release, so nothing is registered it would refuse.
+        ({"major": "one"}, False, False),
+        (ApiError(403, {"message": "forbidden"}, "GET", "/version"), False, False),
+    ],
+)
+async def test_serve_reads_features_by_the_same_rule(
+    answer: dict[str, str] | ApiError, gates: bool, match: bool
+) -> None:
+    client = _VersionClient(answer)
+    got = await bootstrap.server_features(cast(KubeClient, client))
+    assert (got.scheduling_gates, got.match_conditions) == (gates, match)
+    assert client.paths == ["/version"]
+
+
+# --- per-release output -------------------------------------------------------------------------------------
+
+
+def _find_key(value: Any, key: str) -> list[Any]:
+    """Every value under ``key`` anywhere in ``value``."""
+    if isinstance(value, dict):
+        return [v for k, v in value.items() if k == key] + [
+            x for v in value.values() for x in _find_key(v, key)
+        ]
+    if isinstance(value, list):
+        return [x for v in value for x in _find_key(v, key)]
+    return []
+
+
+def _webhooks(docs: list[Any]) -> dict[str, dict[str, Any]]:
+    return {w["name"]: w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]}
+
+
+def _pod_webhooks(docs: list[Any]) -> list[str]:
+    return [n for n, w in _webhooks(docs).items() for r in w["rules"] if "pods" in r["resources"]]
+
+
+def _scheduler(docs: list[Any]) -> tuple[str, str]:
+    """(config apiVersion, image) of the deployed kube-scheduler."""
+    config = yaml.safe_load(
+        _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]["data"]["scheduler-config.yaml"]
+    )
+    [container] = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    return config["apiVersion"], container["image"]
+
+
+@pytest.mark.parametrize("version", ["1.24", "v1.24.17"])
+def test_deploy_for_1_24(version: str) -> None:
+    docs = _deploy(kubernetes_version=parse_version(version))
+    assert _webhooks(docs), "the job, queue and PodGroup webhooks stay"
+    assert _find_key(docs, "matchConditions") == []
+    assert _pod_webhooks(docs) == []
+    api_version, image = _scheduler(docs)
+    assert api_version == API_V1BETA3
+    assert re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v1\.24\.\d+", image)
+    assert image.endswith("v1.24.17" if version == "v1.24.17" else "v1.24.0")
+
+
+def test_deploy_for_1_27_has_gates_but_no_match_conditions() -> None:
+    docs = _deploy(kubernetes_version=parse_version("1.27"))
+    # Without matchConditions the pod webhooks would see every pod in the cluster: left out.
+    assert _find_key(docs, "matchConditions") == []
+    assert _pod_webhooks(docs) == []
+    assert _scheduler(docs) == (API_V1, "registry.k8s.io/kube-scheduler:v1.27.0")
+
+
+@pytest.mark.parametrize("version", [None, "1.28", "v1.28.7"])
+def test_deploy_for_1_28(version: str | None) -> None:
+    kwargs = {} if version is None else {"kubernetes_version": parse_version(version)}
+    docs = _deploy(scheduler_name="batch", **kwargs)
+    hooks = _webhooks(docs)
+    assert sorted(_pod_webhooks(docs)) == ["mutate-pod.pumice.dev", "validate-pod.pumice.dev"]
+    for name in _pod_webhooks(docs):
+        [condition] = hooks[name]["matchConditions"]
+        assert "'batch'" in condition["expression"]  # the deployed scheduler's pods, no others
+    api_version, image = _scheduler(docs)
+    assert api_version == API_V1
+    assert image == f"registry.k8s.io/kube-scheduler:{'v1.28.0' if version == '1.28' else 'v1.28.7'}"
+
+
+def test_deploy_explicit_config_version_must_suit_the_default_image() -> None:
+    with pytest.raises(ValueError, match=r"not supported by kube-scheduler v1\.24"):
+        _deploy(kubernetes_version=parse_version("1.24"), api_version=API_V1)
+    # With an image of their own, the caller knows what it reads.
+    docs = _deploy(kubernetes_version=parse_version("1.24"), api_version=API_V1, scheduler_image="ks:1.25")
+    assert _scheduler(docs) == (API_V1, "ks:1.25")
+    with pytest.raises(ValueError, match="older than pumice supports"):
+        _deploy(kubernetes_version=parse_version("1.21"))
+
+
+# --- CLI: --kubernetes-version and --kubeconfig -------------------------------------------------------------
+
+
+@pytest.fixture
+def fixed_tls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deploy_cli, "generate_extender_tls", _tls)
+
+
+@pytest.mark.usefixtures("fixed_tls")
+@pytest.mark.parametrize("version", ["1.24", "v1.28.7", "1.27"])
+def test_cli_deploy_for_a_release(version: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(["manifests", "deploy", "--image", "img:1", "--kubernetes-version", version], capsys)
+    assert code == 0
+    assert docs == deploy_manifests(
+        image="img:1", extender_tls=_tls("volcano-system"), kubernetes_version=parse_version(version)
+    )
+
+
+@pytest.mark.usefixtures("fixed_tls")
+def test_cli_deploy_defaults_to_the_newest_tested_release(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys)
+    assert code == 0
+    assert _scheduler(docs) == (API_V1, "registry.k8s.io/kube-scheduler:v1.28.7")
+    assert _pod_webhooks(docs)
+
+
+@pytest.mark.usefixtures("fixed_tls")
+def test_cli_deploy_explicit_choices_win(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = _run(
+        [
+            "manifests",
+            "deploy",
+            "--kubernetes-version",
+            "1.24",
+            "--api-version",
+            "v1beta2",
+            "--scheduler-image",
+            "mirror/ks:v1.24.17",
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert _scheduler(docs) == (API_V1BETA2, "mirror/ks:v1.24.17")
+
+
+@pytest.mark.parametrize(
+    ("version", "api_version", "expected"),
+    [
+        ("1.24", None, API_V1BETA3),
+        ("1.22", None, API_V1BETA2),
+        ("1.25", None, API_V1),
+        (None, None, API_V1),
+        ("1.24", "v1beta2", API_V1BETA2),
+    ],
+)
+def test_cli_scheduler_config_for_a_release(
+    version: str | None, api_version: str | None, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["manifests", "scheduler-config", "--extender-url", URL]
+    argv += ["--kubernetes-version", version] if version else []
+    argv += ["--api-version", api_version] if api_version else []
+    code, [config], _ = _run(argv, capsys)
+    assert code == 0
+    assert config["apiVersion"] == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "pods"),
+    [("1.24", []), ("1.27", []), ("1.28", ["mutate-pod.pumice.dev", "validate-pod.pumice.dev"])],
+)
+def test_cli_webhooks_for_a_release(
+    version: str, pods: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, docs, _ = _run(
+        [
+            "manifests",
+            "webhooks",
+            "--service",
+            "ns1/pumice",
+            "--kubernetes-version",
+            version,
+            "--scheduler-name",
+            "a",
+            "--scheduler-name",
+            "b",
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert sorted(_pod_webhooks(docs)) == pods
+    conditions = _find_key(docs, "matchConditions")
+    assert len(conditions) == len(pods)
+    for [condition] in conditions:
+        assert "'a'" in condition["expression"] and "'b'" in condition["expression"]
+
+
+@pytest.mark.usefixtures("fixed_tls")
+@pytest.mark.parametrize("command", ["deploy", "webhooks"])
+def test_cli_reads_the_release_from_the_cluster(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked: list[str] = []
+
+    def cluster_version(kubeconfig: str) -> KubernetesVersion:
+        asked.append(kubeconfig)
+        return parse_version("v1.24.17")
+
+    monkeypatch.setattr(deploy_cli, "cluster_version", cluster_version)
+    extra = ["--service", "ns1/pumice"] if command == "webhooks" else []
+    code, docs, _ = _run(["manifests", command, *extra, "--kubeconfig", "/k.conf"], capsys)
+    assert code == 0
+    assert asked == ["/k.conf"]
+    assert _find_key(docs, "matchConditions") == [] and _pod_webhooks(docs) == []
+    if command == "deploy":
+        assert _scheduler(docs) == (API_V1BETA3, "registry.k8s.io/kube-scheduler:v1.24.17")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "message"),
+    [
+        (
+            deploy_cli.ClusterUnreachable("connection refused"),
+            "cannot read the Kubernetes version from /k.conf",
+        ),
+        (ValueError("no Kubernetes version in /version: {}"), "no Kubernetes version"),
+        (parse_version("v1.21.14"), "older than pumice supports"),
+    ],
+)
+def test_cli_cluster_version_failures_exit_1(
+    outcome: Exception | KubernetesVersion,
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def cluster_version(kubeconfig: str) -> KubernetesVersion:
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(deploy_cli, "cluster_version", cluster_version)
+    code, docs, err = _run(["manifests", "deploy", "--kubeconfig", "/k.conf"], capsys)
+    assert (code, docs) == (1, [])
+    assert err.startswith("pumice manifests deploy: ") and message in err
+    assert "Traceback" not in err
+
+
+def _kubeconfig(path: Path, server: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return path
+
+
+async def test_cluster_version_asks_the_api_server(aiohttp_server: Any, tmp_path: Path) -> None:
+    """The real I/O path (kubeconfig, client, GET /version), against a stand-in API server."""
+    seen: list[tuple[str, str | None]] = []
+
+    async def version(request: web.Request) -> web.Response:
+        seen.append((request.path, request.headers.get("Authorization")))
+        return web.json_response({"major": "1", "minor": "27", "gitVersion": "v1.27.3"})
+
+    app = web.Application()
+    app.router.add_get("/version", version)
+    server = await aiohttp_server(app)
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.port}")
+    # The CLI runs its own event loop, as under `pumice`: off this test's loop.
+    got = await asyncio.to_thread(deploy_cli.cluster_version, str(kubeconfig))
+    assert got == KubernetesVersion(1, 27, 3)
+    assert seen == [("/version", "Bearer t")]
+
+
+async def test_cluster_version_unreachable(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again before the call: nothing listens
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+    with pytest.raises(deploy_cli.ClusterUnreachable):
+        await asyncio.to_thread(deploy_cli.cluster_version, str(kubeconfig))
+    with pytest.raises(deploy_cli.ClusterUnreachable, match="does-not-exist"):
+        await asyncio.to_thread(deploy_cli.cluster_version, str(tmp_path / "does-not-exist"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["manifests", "deploy", "--kubernetes-version", "1.21"],
+        ["manifests", "deploy", "--kubernetes-version", "latest"],
+        ["manifests", "webhooks", "--service", "a/b", "--kubernetes-version", "v1"],
+        ["manifests", "scheduler-config", "--extender-url", URL, "--kubernetes-version", "1.20"],
+        # One source for the release.
+        ["manifests", "deploy", "--kubernetes-version", "1.24", "--kubeconfig", "/k.conf"],
+        ["manifests", "webhooks", "--service", "a/b", "--kubernetes-version", "1.24", "--kubeconfig", "/k"],
+    ],
+)
+def test_cli_bad_kubernetes_versions_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _parse(argv)
+    assert exit_info.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_config_version_the_default_image_cannot_read_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parse(["manifests", "deploy", "--kubernetes-version", "1.24", "--api-version", "v1"])
+    with pytest.raises(SystemExit) as exit_info:
+        run_manifests(args)
+    assert exit_info.value.code == 2
+    assert "not supported by kube-scheduler v1.24" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["deploy", "webhooks", "scheduler-config"])
+def test_cli_help_names_the_default_release(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _parse(["manifests", command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--kubernetes-version VERSION" in text
+    assert "Default: v1.28.7, the newest release pumice is tested against" in text
+    assert ("--kubeconfig PATH read the Kubernetes release" in text) is (command != "scheduler-config")
