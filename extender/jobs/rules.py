@@ -21,7 +21,8 @@ replicas, minAvailable, maxRetry, ttlSecondsAfterFinished, unique DNS-1123 task 
 Volcano's types. Pod templates get a sanity check (containers with a name and an image, valid resource
 quantities, a known restartPolicy, the list shapes pumice edits) rather than Kubernetes' full pod
 validation, which kube-apiserver applies anyway when the job's pods are created. Ours on top: the
-:class:`~extender.api.limits.Limits` (replicas, nesting depth, quantity range).
+:class:`~extender.api.limits.Limits` (replicas, nesting depth, quantity range), and the ray plugin's head task
+and head Service name (Volcano accepts the job, then fails to create its pods or the Service).
 
 Quantities mirror what Volcano's queue webhook asks (Kubernetes' ``ValidateResourceQuantityValue``): a
 parsable quantity, not negative, an integer for integer resources (``pods`` and extended resources such as
@@ -43,6 +44,7 @@ from extender.core.errors import InvalidQuantity
 from extender.core.quantity import MILLI_RESOURCES, format_units, parse_quantity
 from extender.jobs.model import POLICY_ACTIONS, Event, Iteration, parse_duration, pod_name
 from extender.jobs.plugins.mpi import MpiPlugin
+from extender.jobs.plugins.ray import RayPlugin
 from extender.jobs.plugins.registry import PLUGIN_NAMES, check_plugin
 
 # A Kubernetes object as decoded JSON. ``Any`` stops here: rules check every value they read.
@@ -253,6 +255,9 @@ VALID_ACTIONS: Final = tuple(sorted(a.value for a in POLICY_ACTIONS))
 NUMA_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 MPI_PLUGIN: Final = "mpi"
+RAY_PLUGIN: Final = "ray"
+# What Kubernetes demands of a Service name (an RFC 1035 label), for the ray plugin's head Service.
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # What an update may change (Volcano's validateJobUpdate).
 MUTABLE_FIELDS: Final = (
@@ -385,7 +390,7 @@ def spec_errors(job: Obj, limits: Limits, *, creating: bool = False) -> list[Fie
         errors += policy_errors(task.get("policies"), f"spec.tasks[{i}].policies")
     errors += dependency_errors(tasks)
     errors += policy_errors(spec.get("policies"), "spec.policies")
-    errors += plugin_errors(spec, tasks)
+    errors += plugin_errors(spec, tasks, job_name=name)
     errors += volume_errors(spec.get("volumes"), creating=creating)
     return errors
 
@@ -1023,8 +1028,9 @@ def _find_cycle(graph: Mapping[str, Sequence[str]], order: Sequence[str]) -> lis
 
 
 # --- plugins ------------------------------------------------------------------------------------------------
-def plugin_errors(spec: Obj, tasks: Tasks) -> list[FieldError]:
-    """Every plugin is one pumice knows, with arguments it accepts; mpi's master task exists (Volcano)."""
+def plugin_errors(spec: Obj, tasks: Tasks, *, job_name: str = "") -> list[FieldError]:
+    """Every plugin is one pumice knows, with arguments it accepts; mpi's master task exists (Volcano);
+    ray's head task exists and its head Service gets a valid name (ours: Volcano would fail later)."""
     raw = spec.get("plugins")
     if raw is None:
         return []
@@ -1063,6 +1069,39 @@ def plugin_errors(spec: Obj, tasks: Tasks) -> list[FieldError]:
                         f"({_other_names(names, None)}); name a task {shown(master)} or pass --master=<task>",
                     )
                 )
+        elif name == RAY_PLUGIN:
+            errors += _ray_errors(RayPlugin.from_args(args), at, tasks, job_name)
+    return errors
+
+
+def _ray_errors(ray: RayPlugin, at: str, tasks: Tasks, job_name: str) -> list[FieldError]:
+    """Volcano's ray plugin fails to create every pod of a job without its head task, and its head Service
+    cannot be created under a name Kubernetes refuses: both are refused here instead."""
+    errors: list[FieldError] = []
+    head = ray.args.head
+    names = task_names(tasks)
+    if head not in names:
+        errors.append(
+            FieldError(
+                field=at,
+                message=f"the ray head task {shown(head)} is not a task of this job "
+                f"({_other_names(names, None)}); name a task {shown(head)} or pass --head=<task>",
+            )
+        )
+    service = f"{job_name}-head-svc"
+    if (
+        job_name
+        and not job_name_errors(job_name)
+        and not (len(service) <= MAX_NAME and _SERVICE_NAME.match(service))
+    ):
+        errors.append(
+            FieldError(
+                field="metadata.name",
+                message=f"the ray plugin's head Service would be named {service!r}, which is not a valid "
+                f"Service name (at most {MAX_NAME} characters of a-z, 0-9 and '-', starting with a letter); "
+                "shorten or rename the job",
+            )
+        )
     return errors
 
 

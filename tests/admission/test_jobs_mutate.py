@@ -165,6 +165,12 @@ CASES = [
             {"op": "add", "path": "/spec/plugins/ssh", "value": []},
         ],
     ),
+    Case(
+        "ray needs svc",
+        job_obj(tasks=[full_task("head", 1), full_task("worker", 2)], plugins={"ray": []}, **FULL),
+        [{"op": "add", "path": "/spec/plugins/svc", "value": []}],
+    ),
+    Case("hcclrank needs nothing", job_obj(tasks=FULL_TASKS, plugins={"hcclrank": []}, **FULL), []),
     Case("env alone needs nothing", job_obj(tasks=FULL_TASKS, plugins={"env": []}, **FULL), []),
     Case("no spec: nothing to default", {"metadata": {"name": "j"}}, []),
     Case(
@@ -198,6 +204,22 @@ def test_a_defaulted_job_validates() -> None:
         "ssh": [],
     }
     assert defaulted["spec"]["minAvailable"] == 3
+
+
+def test_a_defaulted_ray_job_validates() -> None:
+    """Volcano's ray example as a user writes it (no svc, no counts): defaulted, it passes validation."""
+    new = job_obj(
+        "ray-cluster-job",
+        queue=None,
+        minAvailable=3,
+        tasks=[task("head", 1, pod={"restartPolicy": "OnFailure"}), task("worker", 2)],
+        plugins={"ray": []},
+        policies=[{"event": "PodEvicted", "action": "RestartJob"}],
+    )
+    cluster = lookup()
+    defaulted = apply_patch(new, jobs.mutate(new, cluster))
+    assert defaulted["spec"]["plugins"] == {"ray": [], "svc": []}
+    assert jobs.validate(defaulted, None, cluster) == []
     assert jobs.validate(defaulted, None, cluster) == []
     assert jobs.mutate(defaulted, cluster) == []
 

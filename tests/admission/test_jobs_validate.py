@@ -599,13 +599,14 @@ DEPENDS_CASES = [
     ),
 ]
 
-KNOWN_PLUGINS = "env, mpi, pytorch, ssh, svc, tensorflow"
+KNOWN_PLUGINS = "env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow"
+RAY_TASKS = [task("head", 1), task("worker", 2)]
 PLUGIN_CASES = [
     Case("known plugins", job_obj(plugins={"svc": [], "env": None, "ssh": []}), []),
     Case(
         "unknown plugin",
-        job_obj(plugins={"ray": [], "svc": []}),
-        [f"spec.plugins[ray]: unknown job plugin 'ray'; known plugins are {KNOWN_PLUGINS}"],
+        job_obj(plugins={"mxnet": [], "svc": []}),
+        [f"spec.plugins[mxnet]: unknown job plugin 'mxnet'; known plugins are {KNOWN_PLUGINS}"],
     ),
     Case(
         "plugins not a map",
@@ -634,6 +635,74 @@ PLUGIN_CASES = [
         [],
     ),
     Case("mpi with the default master", job_obj(plugins={"mpi": ["--port=2222"]}), []),
+    Case("ray with its head task", job_obj(plugins={"ray": [], "svc": []}, tasks=RAY_TASKS), []),
+    Case("ray, head only", job_obj(plugins={"ray": []}, tasks=[task("head", 1)]), []),
+    Case(
+        "ray with named tasks, containers and ports",
+        job_obj(
+            plugins={
+                "ray": ["--head=lead", "--headContainer=main", "--dashboardPort=9000", "--clientPort=9001"]
+            },
+            tasks=[task("lead", 1), task("worker")],
+        ),
+        [],
+    ),
+    Case(
+        "ray without its head task",
+        job_obj(plugins={"ray": []}),
+        [
+            "spec.plugins[ray]: the ray head task 'head' is not a task of this job (master, worker); "
+            "name a task 'head' or pass --head=<task>"
+        ],
+    ),
+    Case(
+        "ray with a bad argument",
+        job_obj(plugins={"ray": ["--clientServerPort=10001"]}, tasks=RAY_TASKS),
+        [
+            "spec.plugins[ray]: job plugin ray: unknown argument --clientServerPort (known: --clientPort, "
+            "--dashboardPort, --head, --headContainer, --port, --worker, --workerContainer)"
+        ],
+    ),
+    Case(
+        "ray with one port twice",
+        job_obj(plugins={"ray": ["--dashboardPort=6379"]}, tasks=RAY_TASKS),
+        [
+            "spec.plugins[ray]: job plugin ray: --port=6379, --dashboardPort=6379 and --clientPort=10001 "
+            "must be three different ports"
+        ],
+    ),
+    Case(
+        # 54 characters: the pods' names fit, <job>-head-svc (63) just does.
+        "ray, the longest job name",
+        job_obj("r" * 54, plugins={"ray": []}, tasks=[task("head", 1)]),
+        [],
+    ),
+    Case(
+        "ray, a job name too long for the head Service",
+        job_obj("r" * 55, plugins={"ray": []}, tasks=[task("head", 1)]),
+        [
+            f"metadata.name: the ray plugin's head Service would be named '{'r' * 55}-head-svc', which is "
+            "not a valid Service name (at most 63 characters of a-z, 0-9 and '-', starting with a letter); "
+            "shorten or rename the job"
+        ],
+    ),
+    Case(
+        "ray, a job name that starts with a digit",
+        job_obj("7up", plugins={"ray": []}, tasks=[task("head", 1)]),
+        [
+            "metadata.name: the ray plugin's head Service would be named '7up-head-svc', which is not a "
+            "valid Service name (at most 63 characters of a-z, 0-9 and '-', starting with a letter); "
+            "shorten or rename the job"
+        ],
+    ),
+    Case("ray, no name yet (generateName)", job_obj(None, plugins={"ray": []}, tasks=[task("head", 1)]), []),
+    Case("hcclrank", job_obj(plugins={"hcclrank": ["--master=master", "--worker=worker"]}), []),
+    Case("hcclrank without its tasks", job_obj(plugins={"hcclrank": []}, tasks=[task("npu", 2)]), []),
+    Case(
+        "hcclrank with a bad argument",
+        job_obj(plugins={"hcclrank": ["--master"]}),
+        ["spec.plugins[hcclrank]: job plugin hcclrank: --master needs a value"],
+    ),
 ]
 
 

@@ -146,7 +146,7 @@ async def test_create_is_defaulted_then_admitted(client: Client) -> None:
 
 
 async def test_create_denied_names_every_field(client: Client) -> None:
-    job = vcjob(queue="team", minAvailable=5, plugins={"mpi": [], "ray": []})
+    job = vcjob(queue="team", minAvailable=5, plugins={"mpi": [], "mxnet": []})
     got = await post(client, "/jobs/validate", envelope("CREATE", "jobs", job))
     assert got["response"] == {
         "uid": UID,
@@ -159,8 +159,8 @@ async def test_create_denied_names_every_field(client: Client) -> None:
             "replicas; "
             "spec.plugins[mpi]: the mpi master task 'master' is not a task of this job "
             "(mpimaster, mpiworker); name a task 'master' or pass --master=<task>; "
-            "spec.plugins[ray]: unknown job plugin 'ray'; known plugins are env, mpi, pytorch, ssh, svc, "
-            "tensorflow",
+            "spec.plugins[mxnet]: unknown job plugin 'mxnet'; known plugins are env, hcclrank, mpi, pytorch, "
+            "ray, ssh, svc, tensorflow",
         },
     }
     assert client.app[METRICS_KEY].denied["/jobs/validate"] == 1

@@ -43,16 +43,18 @@ def make_job(plugins: dict[str, list[str]]) -> Job:
 
 
 ALL = {"tensorflow": [], "pytorch": [], "mpi": [], "ssh": [], "svc": [], "env": []}
+ORDER = ["env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank"]
 
 
 def test_plugin_names() -> None:
-    assert frozenset({"env", "svc", "ssh", "mpi", "pytorch", "tensorflow"}) == PLUGIN_NAMES
+    assert frozenset(ORDER) == PLUGIN_NAMES
 
 
 def test_build_order_is_fixed_whatever_the_spec_order() -> None:
-    forward = build_plugins(make_job(ALL))
-    backward = build_plugins(make_job(dict(reversed(ALL.items()))))
-    assert [p.name for p in forward] == ["env", "svc", "ssh", "mpi", "pytorch", "tensorflow"]
+    every: dict[str, list[str]] = {**ALL, "hcclrank": [], "ray": []}
+    forward = build_plugins(make_job(every))
+    backward = build_plugins(make_job(dict(reversed(every.items()))))
+    assert [p.name for p in forward] == ORDER
     assert [p.name for p in backward] == [p.name for p in forward]
     assert build_plugins(make_job({})) == []
 
@@ -68,8 +70,8 @@ def test_build_passes_each_plugin_its_arguments() -> None:
 @pytest.mark.parametrize(
     ("plugins", "names"),
     [
-        ({"ray": []}, "'ray'"),
-        ({"env": [], "hcclrank": []}, "'hcclrank'"),
+        ({"mxnet": []}, "'mxnet'"),
+        ({"env": [], "horovod": []}, "'horovod'"),
         ({"svc": ["--bogus"]}, "--bogus"),
         ({"mpi": ["--port=x"]}, "--port"),
     ],
@@ -86,7 +88,10 @@ def test_build_refuses_unknown_plugins_and_bad_args(plugins: dict[str, list[str]
         ("env", [], None),
         ("svc", ["--publish-not-ready-addresses=true"], None),
         ("pytorch", ["--master=m", "--worker=w", "--port=1"], None),
-        ("ray", [], "unknown job plugin 'ray' (known: env, mpi, pytorch, ssh, svc, tensorflow)"),
+        ("ray", ["--headContainer=main", "--dashboardPort=9000"], None),
+        ("hcclrank", ["--master=m"], None),
+        ("mxnet", [], "unknown job plugin 'mxnet' (known: env, hcclrank, mpi, pytorch, ray, ssh, svc, "
+         "tensorflow)"),
         ("tensorflow", ["--port=99999"],
          "job plugin tensorflow: --port=99999: must be a port number between 1 and 65535"),
         ("ssh", ["--no-root"], "job plugin ssh: unknown argument --no-root (known: --ssh-key-file-path, "

@@ -1,4 +1,5 @@
-"""Volcano's vcjob job plugins (``spec.plugins``: env, svc, ssh, pytorch, tensorflow, mpi), pure.
+"""Volcano's vcjob job plugins (``spec.plugins``: env, svc, ssh, mpi, pytorch, tensorflow, ray,
+hcclrank), pure.
 
 Each module holds one plugin with its frozen ``Args``; :mod:`.registry` names them and builds a job's list.
 """

@@ -8,13 +8,14 @@ rather than silently ignored: an unknown flag, a malformed value, a value failin
 stray positional argument raise :class:`ConfigError` naming the plugin and the argument.
 
 A plugin declares its flags as a dataclass whose fields (``snake_case``, spelt ``--kebab-case`` on the command
-line) are typed ``bool``, ``int`` or ``str``; :func:`option` attaches a value check.
+line) are typed ``bool``, ``int`` or ``str``; :func:`option` attaches a value check, and can spell a flag
+otherwise where Volcano does (the ray plugin's ``--headContainer``, ``--dashboardPort``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, get_type_hints
 
@@ -26,14 +27,20 @@ V = TypeVar("V", bool, int, str)
 Check = Callable[[Any], str | None]
 
 _CHECK: Final = "pumice.check"
+_FLAG: Final = "pumice.flag"
 # strconv.ParseBool's spellings: Go's flag package accepts these and nothing else.
 _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
-def option(default: V, *, check: Callable[[V], str | None] | None = None) -> V:
-    """A flag field with a default and an optional check returning an error text (or None when fine)."""
-    metadata: Mapping[str, Any] = {_CHECK: check} if check is not None else {}
+def option(default: V, *, check: Callable[[V], str | None] | None = None, flag: str | None = None) -> V:
+    """A flag field with a default and an optional check returning an error text (or None when fine);
+    ``flag`` names it on the command line when that is not the field's name in kebab case."""
+    metadata: dict[str, Any] = {}
+    if check is not None:
+        metadata[_CHECK] = check
+    if flag is not None:
+        metadata[_FLAG] = flag
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -67,7 +74,8 @@ def _flags(cls: type[Any]) -> dict[str, _Flag]:
         kind = hints[f.name]
         if kind not in (bool, int, str):  # pragma: no cover - a programming error in a plugin's Args
             raise TypeError(f"{cls.__name__}.{f.name}: flag fields must be bool, int or str")
-        out[f.name.replace("_", "-")] = _Flag(field=f.name, type=kind, check=f.metadata.get(_CHECK))
+        name = f.metadata.get(_FLAG) or f.name.replace("_", "-")
+        out[name] = _Flag(field=f.name, type=kind, check=f.metadata.get(_CHECK))
     return out
 
 

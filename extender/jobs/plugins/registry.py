@@ -2,11 +2,9 @@
 
 A literal table, so importing this module registers nothing anywhere. Volcano runs a job's plugins in Go map
 order, that is in no fixed order; we run them in the table's order so a pod comes out the same every time:
-the generic plugins first, then the frameworks. (The init container pytorch adds is skipped by the others
-whatever the order, see :mod:`.podedit`.)
-
-Volcano's ``hcclrank`` and ``ray`` plugins are not implemented: a job naming them is refused, not run
-without them.
+the generic plugins first, then the frameworks, then ``hcclrank``, which reads the ``RANK`` a framework
+plugin may have set. (The init container pytorch adds is skipped by the others whatever the order, see
+:mod:`.podedit`.)
 """
 
 from __future__ import annotations
@@ -18,8 +16,10 @@ from extender.core.errors import ConfigError
 from extender.jobs.model import Job, TaskSpec
 from extender.jobs.plugins.base import JobPlugin, PluginContext
 from extender.jobs.plugins.env import EnvPlugin
+from extender.jobs.plugins.hcclrank import HcclrankPlugin
 from extender.jobs.plugins.mpi import MpiPlugin
 from extender.jobs.plugins.pytorch import PytorchPlugin
+from extender.jobs.plugins.ray import RayPlugin
 from extender.jobs.plugins.ssh import SshPlugin
 from extender.jobs.plugins.svc import SvcPlugin
 from extender.jobs.plugins.tensorflow import TensorflowPlugin
@@ -33,6 +33,8 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
     "mpi": MpiPlugin.from_args,
     "pytorch": PytorchPlugin.from_args,
     "tensorflow": TensorflowPlugin.from_args,
+    "ray": RayPlugin.from_args,
+    "hcclrank": HcclrankPlugin.from_args,
 }
 
 PLUGIN_NAMES: Final = frozenset(_BUILDERS)
