@@ -10,7 +10,8 @@
   deleted after it.
 - ``fake_kubelet`` (function, async): a started FakeKubelet serving every fake node.
 
-When a test fails, the tails of every control-plane process log are attached to its report. Async
+When a test fails, the tails of every control-plane process log are attached to its report; the control
+plane's versions are printed in the header and, when one ran, just before pytest's closing line. Async
 fixtures are function-scoped on purpose: the processes live in a synchronous session fixture, so no
 event loop outlives a test.
 """
@@ -28,12 +29,13 @@ import pytest_asyncio
 from kubernetes_asyncio import client
 
 from tests.e2e import kube
-from tests.e2e.controlplane import ControlPlane, skip_reason
+from tests.e2e.controlplane import ControlPlane, ControlPlaneError, assets_dir, binary_version, skip_reason
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.pumice import ensure_pumice
 
 E2E_DIR = Path(__file__).parent
 CONTROL_PLANE = pytest.StashKey[ControlPlane]()
+CONTROL_PLANE_USED = pytest.StashKey[str]()
 
 FakeNodes = Callable[..., Awaitable[list[str]]]
 
@@ -42,6 +44,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if E2E_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.e2e)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    reason = skip_reason()
+    if reason:
+        return f"e2e control plane: none ({reason})"
+    try:
+        return (
+            f"e2e control plane: kube-apiserver {binary_version('kube-apiserver')}, "
+            f"kube-scheduler {binary_version('kube-scheduler')} from {assets_dir()}"
+        )
+    except ControlPlaneError as err:
+        return f"e2e control plane: {err}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line before pytest's closing line: which control plane ran, or why the e2e tests skipped."""
+    used = config.stash.get(CONTROL_PLANE_USED, None)
+    if used is not None:
+        terminalreporter.write_line(f"e2e control plane: {used}")
+        return
+    reason = skip_reason()
+    skipped = terminalreporter.stats.get("skipped", [])
+    if reason and any(E2E_DIR in (config.rootpath / r.nodeid.split("::")[0]).parents for r in skipped):
+        terminalreporter.write_line(f"e2e control plane: none, the e2e tests were skipped: {reason}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -63,6 +90,7 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     plane = ControlPlane()
     plane.start()
     request.config.stash[CONTROL_PLANE] = plane
+    request.config.stash[CONTROL_PLANE_USED] = plane.describe()
     try:
         yield plane
     finally:

@@ -17,6 +17,12 @@ idempotent and kills everything even after a failed ``start()``.
 
 The binaries come from ``$KUBEBUILDER_ASSETS`` (default ``/usr/local/kubebuilder/bin``); etcd may also be
 found on ``PATH``. ``missing_binaries()`` tells a caller what is absent so it can skip.
+
+Versions: the harness runs v1.24 and v1.28 control planes alike. It asks each binary for its version
+(``kube-apiserver --version``, checked against the running server's ``/version``) and adapts: the
+KubeSchedulerConfiguration ``apiVersion`` follows the kube-scheduler binary (``v1`` from 1.25 on, ``v1beta3``
+before; see ``scheduler_config_api_versions``), and only flags every supported version accepts are passed
+(the klog flags such as ``--logtostderr`` are gone from 1.26 on; logging to stderr is the default anyway).
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -48,7 +56,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 DEFAULT_ASSETS = "/usr/local/kubebuilder/bin"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
-SCHEDULER_CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1beta3"
+SCHEDULER_API_V1 = "kubescheduler.config.k8s.io/v1"
+SCHEDULER_API_V1BETA3 = "kubescheduler.config.k8s.io/v1beta3"
+SCHEDULER_API_V1BETA2 = "kubescheduler.config.k8s.io/v1beta2"
 
 _PR_SET_PDEATHSIG = 1
 
@@ -87,19 +97,91 @@ def skip_reason() -> str | None:
     )
 
 
+@dataclass(frozen=True, order=True, slots=True)
+class KubeVersion:
+    """A Kubernetes release as ``--version`` or ``/version`` tells it; compares as (major, minor, patch)."""
+
+    major: int
+    minor: int
+    patch: int = 0
+    #: the text it was parsed from, e.g. ``v1.28.7``; not compared
+    git_version: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: str) -> KubeVersion:
+        """``Kubernetes v1.28.7``, ``v1.24.17-dirty`` or ``1.25`` -> KubeVersion; ValueError otherwise."""
+        match = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?\S*", text)
+        if match is None:
+            raise ValueError(f"no Kubernetes version in {text.strip()[:200]!r}")
+        major, minor, patch = match.group(1, 2, 3)
+        return cls(int(major), int(minor), int(patch or 0), git_version=match.group(0))
+
+    def at_least(self, major: int, minor: int) -> bool:
+        return (self.major, self.minor) >= (major, minor)
+
+    def __str__(self) -> str:
+        return self.git_version or f"v{self.major}.{self.minor}.{self.patch}"
+
+
+@functools.cache
+def _binary_version(path: Path) -> KubeVersion:
+    try:
+        result = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ControlPlaneError(f"cannot run {path} --version: {err}") from err
+    try:
+        return KubeVersion.parse(result.stdout + result.stderr)
+    except ValueError as err:
+        raise ControlPlaneError(f"{path} --version (exit {result.returncode}): {err}") from err
+
+
+def binary_version(name: str) -> KubeVersion:
+    """What ``<name> --version`` reports (cached per path); ControlPlaneError when absent or unclear."""
+    binary = find_binary(name)
+    if binary is None:
+        raise ControlPlaneError(skip_reason() or f"{name} not found")
+    return _binary_version(binary.resolve())
+
+
+def scheduler_config_api_versions(version: KubeVersion) -> tuple[str, ...]:
+    """The KubeSchedulerConfiguration apiVersions kube-scheduler ``version`` loads, preferred first.
+
+    v1beta2: 1.22 to 1.27; v1beta3: 1.23 to 1.28; v1: from 1.25 on. The newest accepted one is preferred, so
+    the harness never leans on a deprecated version a later release removes.
+    """
+    accepted = []
+    if version.at_least(1, 25):
+        accepted.append(SCHEDULER_API_V1)
+    if version.at_least(1, 23) and not version.at_least(1, 29):
+        accepted.append(SCHEDULER_API_V1BETA3)
+    if version.at_least(1, 22) and not version.at_least(1, 28):
+        accepted.append(SCHEDULER_API_V1BETA2)
+    if not accepted:
+        raise ControlPlaneError(f"kube-scheduler {version} is older than any release this harness supports")
+    return tuple(accepted)
+
+
+def scheduler_config_api_version(version: KubeVersion | None = None) -> str:
+    """The apiVersion to write for kube-scheduler ``version`` (default: the binary in KUBEBUILDER_ASSETS)."""
+    return scheduler_config_api_versions(version or binary_version("kube-scheduler"))[0]
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def stock_scheduler_config(**overrides: Any) -> dict[str, Any]:
-    """A v1beta3 KubeSchedulerConfiguration with the single ``default-scheduler`` profile.
+def stock_scheduler_config(*, api_version: str | None = None, **overrides: Any) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration with the single ``default-scheduler`` profile.
 
+    ``api_version`` defaults to the one the kube-scheduler binary prefers (``scheduler_config_api_version``).
     ``clientConnection.kubeconfig`` and ``leaderElection`` are filled in by ``ControlPlane.start_scheduler``.
     """
     config: dict[str, Any] = {
-        "apiVersion": SCHEDULER_CONFIG_API_VERSION,
+        "apiVersion": api_version or scheduler_config_api_version(),
         "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": "default-scheduler"}],
     }
@@ -289,7 +371,8 @@ class ControlPlane:
 
         cp = ControlPlane()
         cp.start()                      # etcd, kube-apiserver, admin kubeconfig
-        cp.start_scheduler(stock_scheduler_config())
+        cp.version                      # KubeVersion of the running API server
+        cp.start_scheduler(stock_scheduler_config())  # or any config in cp.scheduler_config_api_version
         cp.start_process("pumice", ["pumice", "serve", ...], ready_url="https://127.0.0.1:PORT/readyz")
         ...
         cp.stop()                       # kills everything, removes the work dir (unless keep_dir)
@@ -309,6 +392,8 @@ class ControlPlane:
         self._processes: dict[str, ManagedProcess] = {}
         self._scheduler_config_text: str | None = None
         self._etcd_url = ""
+        self._apiserver_version = binary_version("kube-apiserver")
+        self._scheduler_version = binary_version("kube-scheduler")
 
     # -- public properties -------------------------------------------------------------------------
 
@@ -327,6 +412,27 @@ class ControlPlane:
     @property
     def scheduler_config_path(self) -> Path:
         return self.workdir / "scheduler-config.yaml"
+
+    @property
+    def version(self) -> KubeVersion:
+        """The API server's version: its ``/version`` once started, ``kube-apiserver --version`` before."""
+        return self._apiserver_version
+
+    @property
+    def scheduler_version(self) -> KubeVersion:
+        return self._scheduler_version
+
+    @property
+    def scheduler_config_api_version(self) -> str:
+        """The KubeSchedulerConfiguration apiVersion to generate for this control plane's kube-scheduler."""
+        return scheduler_config_api_version(self._scheduler_version)
+
+    def describe(self) -> str:
+        """One line for logs and test reports: versions and where the binaries come from."""
+        return (
+            f"kube-apiserver {self.version}, kube-scheduler {self.scheduler_version} "
+            f"(scheduler config {self.scheduler_config_api_version}) from {assets_dir()}"
+        )
 
     @property
     def processes(self) -> Mapping[str, ManagedProcess]:
@@ -385,10 +491,12 @@ class ControlPlane:
     ) -> ManagedProcess:
         """(Re)start kube-scheduler with a KubeSchedulerConfiguration.
 
-        ``config`` is a path to a YAML file, YAML text, or a mapping. ``clientConnection.kubeconfig`` is set
-        to the admin kubeconfig and ``leaderElection.leaderElect`` to false unless given. A no-op when the
-        same rendered config is already running, unless ``force``. Returns once the scheduler has processed
-        a probe pod (so its informers are synced) or raises with its log tail.
+        ``config`` is a path to a YAML file, YAML text, or a mapping. ``apiVersion`` defaults to
+        ``scheduler_config_api_version``; one this kube-scheduler does not load fails here, naming those it
+        does. ``clientConnection.kubeconfig`` is set to the admin kubeconfig and
+        ``leaderElection.leaderElect`` to false unless given. A no-op when the same rendered config is
+        already running, unless ``force``. Returns once the scheduler has processed a probe pod (so its
+        informers are synced) or raises with its log tail.
         """
         if isinstance(config, Path):
             loaded = yaml.safe_load(config.read_text())
@@ -398,7 +506,14 @@ class ControlPlane:
             loaded = json.loads(json.dumps(config))
         if not isinstance(loaded, dict):
             raise ControlPlaneError("scheduler config must be a YAML mapping")
-        loaded.setdefault("apiVersion", SCHEDULER_CONFIG_API_VERSION)
+        loaded.setdefault("apiVersion", self.scheduler_config_api_version)
+        accepted = scheduler_config_api_versions(self._scheduler_version)
+        if loaded["apiVersion"] not in accepted:
+            raise ControlPlaneError(
+                f"kube-scheduler {self._scheduler_version} does not load a KubeSchedulerConfiguration of "
+                f"apiVersion {loaded['apiVersion']}; it takes {', '.join(accepted)} "
+                "(use ControlPlane.scheduler_config_api_version)"
+            )
         loaded.setdefault("kind", "KubeSchedulerConfiguration")
         loaded.setdefault("clientConnection", {}).setdefault("kubeconfig", str(self.kubeconfig_path))
         loaded.setdefault("leaderElection", {}).setdefault("leaderElect", False)
@@ -419,7 +534,7 @@ class ControlPlane:
                 f"--config={self.scheduler_config_path}",
                 "--secure-port=0",
                 f"-v={verbosity}",
-                "--logtostderr=true",
+                # No --logtostderr: 1.26 removed the klog flags, and stderr is the default in every release.
             ],
             # 1.24's scheduler deadlocks on SIGTERM when its queue is empty (scheduleOne blocks in Pop
             # and the queue is only closed after it returns); it holds no state worth a graceful exit.
@@ -624,6 +739,11 @@ class ControlPlane:
             return _http("GET", f"{self.server_url}/api/v1/namespaces/default", self._token)[0] == 200
 
         wait_until(ready, timeout=timeout, what="kube-apiserver /readyz", proc=proc)
+        status, body = _http("GET", f"{self.server_url}/version", self._token)
+        if status == 200:
+            # The server's own word wins over the binary's (a wrapper script may report something else).
+            with contextlib.suppress(ValueError):
+                self._apiserver_version = KubeVersion.parse(str(json.loads(body).get("gitVersion", "")))
 
     def _write_kubeconfig(self) -> None:
         kubeconfig = {

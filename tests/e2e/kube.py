@@ -371,27 +371,53 @@ async def _namespaced_collections(api: client.ApiClient) -> list[str]:
 
 
 async def delete_namespace(api: client.ApiClient, name: str, *, finalizer_grace: float = 10.0) -> None:
-    """Do the namespace controller's job: empty the namespace, then delete and finalize it.
+    """Do the namespace controller's job: mark the namespace deleted, empty it, then finalize it.
 
-    Pods go first with grace 0 (bound pods would otherwise wait for a kubelet to confirm); objects with
-    finalizers nobody removes are stripped of them after ``finalizer_grace`` seconds so the namespace can go.
+    As in a real cluster the namespace is deleted first: once it is Terminating the API server's
+    NamespaceLifecycle admission refuses new objects in it, so a controller still at work (pumice's job
+    controller re-creating a job's pods, kube-scheduler or pumice writing Events) cannot refill it. Pods go
+    first with grace 0 (bound pods would otherwise wait for a kubelet to confirm); a collection found
+    non-empty is swept again; objects with finalizers nobody removes are stripped of them after
+    ``finalizer_grace`` seconds. A namespace that still holds objects then fails with their names.
     """
+    try:
+        await request(api, "DELETE", f"/api/v1/namespaces/{name}")
+    except ApiException as err:
+        if err.status != 404:
+            raise
     paths = [p.replace(quote("{ns}"), quote(name)) for p in await _namespaced_collections(api)]
     pods_path = collection_path("v1", "pods", name)
     ordered = [pods_path] + [p for p in paths if p != pods_path]
-    for path in ordered:
+
+    async def sweep(path: str) -> None:
         try:
             await request(api, "DELETE", path, params={"gracePeriodSeconds": 0})
         except ApiException as err:
             if err.status not in (404, 405):
                 raise
 
-    async def empty() -> bool:
+    for path in ordered:
+        await sweep(path)
+
+    async def leftovers() -> list[str]:
+        left = []
         for path in ordered:
-            items = (await list_objects(api, path)).get("items", [])
-            if items:
-                return False
-        return True
+            for item in (await list_objects(api, path)).get("items", []):
+                meta = item.get("metadata", {})
+                finalizers = meta.get("finalizers") or []
+                left.append(
+                    f"{path.rsplit('/', 1)[-1]}/{meta.get('name')}"
+                    + (f" (finalizers {finalizers})" if finalizers else "")
+                )
+        return left
+
+    async def empty() -> bool:
+        emptied = True
+        for path in ordered:
+            if (await list_objects(api, path, limit=1)).get("items"):
+                emptied = False
+                await sweep(path)
+        return emptied
 
     try:
         await wait_for(empty, finalizer_grace, interval=0.2, message=f"namespace {name} to be emptied")
@@ -411,9 +437,11 @@ async def delete_namespace(api: client.ApiClient, name: str, *, finalizer_grace:
                     except ApiException as err:
                         if err.status != 404:
                             raise
-        await wait_for(empty, 10.0, interval=0.2, message=f"namespace {name} to be emptied")
+        try:
+            await wait_for(empty, 10.0, interval=0.2, message=f"namespace {name} to be emptied")
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}; still there: {', '.join(await leftovers())[:2000]}") from None
     try:
-        await request(api, "DELETE", f"/api/v1/namespaces/{name}")
         namespace = await request(api, "GET", f"/api/v1/namespaces/{name}")
         namespace["spec"]["finalizers"] = []
         await request(api, "PUT", f"/api/v1/namespaces/{name}/finalize", body=namespace)

@@ -3,6 +3,11 @@
 ``ensure_pumice(control_plane)`` is idempotent: tests sharing a control plane share one pumice process
 and one kube-scheduler (with the ``volcano`` and ``default-scheduler`` profiles, so the fast path for
 other schedulers' pods runs through our extender too).
+
+pumice is started as in production outside a cluster (``--webhook-url-base``): it reads the API server's
+version itself and registers the webhooks that version supports (pod webhooks with ``matchConditions`` and
+the scheduling-gate mutation from 1.27/1.28 on, none of them on 1.24). The scheduler config is generated in
+the apiVersion this control plane's kube-scheduler loads.
 """
 
 from __future__ import annotations
@@ -27,12 +32,23 @@ class Pumice:
     webhook_url: str
 
 
+def _status_message(body: bytes) -> str:
+    """The ``message`` of a Status answer (what the API server refused, and why), else the body."""
+    try:
+        return str(json.loads(body)["message"])[:2000]
+    except (ValueError, KeyError, TypeError):
+        return repr(body[:300])
+
+
 def _apply_crds(cp: ControlPlane) -> None:
     base = f"{cp.server_url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     for doc in crd_documents():
         status, body = _http("POST", base, cp.token, doc)
         if status not in (201, 409):
-            raise ControlPlaneError(f"creating CRD {doc['metadata']['name']}: HTTP {status} {body[:300]!r}")
+            raise ControlPlaneError(
+                f"creating CRD {doc['metadata']['name']} on kube-apiserver {cp.version}: HTTP {status}: "
+                f"{_status_message(body)}"
+            )
     deadline = time.monotonic() + 30
     for doc in crd_documents():
         name = doc["metadata"]["name"]
@@ -89,7 +105,8 @@ def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = 
 def _start_scheduler(cp: ControlPlane, pumice: Pumice, bind_verb: bool) -> None:
     conf = scheduler_config(
         extender_url=pumice.extender_url,
-        api_version="kubescheduler.config.k8s.io/v1beta3",
+        # What this control plane's kube-scheduler loads: v1 from 1.25 on, v1beta3 on 1.24.
+        api_version=cp.scheduler_config_api_version,
         kubeconfig=str(cp.kubeconfig_path),
         with_default_profile=True,
         leader_elect=False,

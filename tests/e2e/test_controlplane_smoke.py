@@ -1,22 +1,35 @@
 """The harness itself: the stock kube-scheduler binds a pod to a fake node, the fake kubelet runs it,
-completes it and confirms its deletion; a pod larger than every node stays Pending with a reason."""
+completes it and confirms its deletion; a pod larger than every node stays Pending with a reason; the
+control plane's version is detected and the scheduler config written in the apiVersion it loads."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio import client
 
 from tests.e2e import kube
 from tests.e2e.conftest import FakeNodes
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane import (
+    SCHEDULER_API_V1,
+    SCHEDULER_API_V1BETA2,
+    SCHEDULER_API_V1BETA3,
+    ControlPlane,
+    ControlPlaneError,
+    KubeVersion,
+    _http,
+    binary_version,
+    scheduler_config_api_versions,
+)
 from tests.e2e.fake_kubelet import FakeKubelet
 
 pytestmark = pytest.mark.e2e
 
+# No apiVersion: start_scheduler writes the one this control plane's kube-scheduler loads.
 STOCK_CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1beta3
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
@@ -28,6 +41,43 @@ profiles:
 @pytest.fixture
 def stock_scheduler(control_plane: ControlPlane) -> None:
     control_plane.start_scheduler(STOCK_CONFIG)
+
+
+def test_versions_are_detected(control_plane: ControlPlane) -> None:
+    """The binary's ``--version`` and the server's ``/version`` agree; the config version follows them."""
+    status, body = _http("GET", f"{control_plane.server_url}/version", control_plane.token)
+    assert status == 200, body
+    served = KubeVersion.parse(json.loads(body)["gitVersion"])
+    assert served == binary_version("kube-apiserver") == control_plane.version
+    expected = SCHEDULER_API_V1 if control_plane.scheduler_version.at_least(1, 25) else SCHEDULER_API_V1BETA3
+    assert control_plane.scheduler_config_api_version == expected
+
+
+def test_scheduler_runs_the_detected_config_version(
+    stock_scheduler: None, control_plane: ControlPlane
+) -> None:
+    written = yaml.safe_load(control_plane.scheduler_config_path.read_text())
+    assert written["apiVersion"] == control_plane.scheduler_config_api_version
+    control_plane.check_alive()
+
+
+def test_a_config_version_the_scheduler_cannot_load_is_refused(control_plane: ControlPlane) -> None:
+    unknown = "kubescheduler.config.k8s.io/v1alpha1"
+    with pytest.raises(ControlPlaneError, match="does not load"):
+        control_plane.start_scheduler({"apiVersion": unknown, "profiles": [{"schedulerName": "x"}]})
+
+
+@pytest.mark.parametrize(
+    ("version", "accepted"),
+    [
+        ("v1.24.17", (SCHEDULER_API_V1BETA3, SCHEDULER_API_V1BETA2)),
+        ("v1.25.0", (SCHEDULER_API_V1, SCHEDULER_API_V1BETA3, SCHEDULER_API_V1BETA2)),
+        ("Kubernetes v1.28.7", (SCHEDULER_API_V1, SCHEDULER_API_V1BETA3)),
+        ("v1.29.0-rc.1", (SCHEDULER_API_V1,)),
+    ],
+)
+def test_scheduler_config_versions_by_release(version: str, accepted: tuple[str, ...]) -> None:
+    assert scheduler_config_api_versions(KubeVersion.parse(version)) == accepted
 
 
 async def test_pod_is_bound_and_runs(
