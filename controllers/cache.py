@@ -461,13 +461,16 @@ class ClusterCache:
             podgroups=podgroups,
             queues=self.queues.values(),
             priority_classes=self.priority_classes.values(),
-            plans=plans.nodes,
+            # A copy: the snapshot is read in the cycle's worker thread while the loop changes the book.
+            plans=dict(plans.nodes),
             scheduler_names=self.scheduler_names,
             default_queue=self.default_queue,
             used=self.node_usage.matrix(table),
             reserved=plans.reserved.matrix(table),
             queue_usage=queues,
             refused=refused,
+            # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
+            residents=self.pods.values(),
         )
 
     def snapshot(

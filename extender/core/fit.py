@@ -3,7 +3,9 @@
 Mirrors the kube-scheduler filters that do not depend on other pods: NodeUnschedulable, NodeName-free
 node selector and required node affinity (NodeAffinity), TaintToleration (NoSchedule/NoExecute), and
 NodeResourcesFit (requests ≤ free, including extended resources and the ``pods`` slot). kube-scheduler
-runs its own filters too; we evaluate the same ones so that a plan is one it will accept.
+runs its own filters too; we evaluate the same ones so that a plan is one it will accept. The filters
+that do depend on other pods (InterPodAffinity, PodTopologySpread) are in :mod:`extender.core.interpod`
+and :mod:`extender.core.spread`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import Node, NodeConstraints, Requirement
+from extender.core.model import Node, NodeConstraints, Requirement, Taint
 from extender.core.quantity import human
 from extender.core.resources import ResourceIndex, Vector
+from extender.core.selector import requirement_holds
 
 Mask = npt.NDArray[np.bool_]
 
@@ -29,36 +32,42 @@ def _requirement_matches(req: Requirement, node: Node) -> bool:
         actual: str | None = node.name if req.key == "metadata.name" else None
     else:
         actual = node.labels.get(req.key)
-    op = req.operator
-    if op == "In":
-        return actual is not None and actual in req.values
-    if op == "NotIn":
-        return actual is None or actual not in req.values
-    if op == "Exists":
-        return actual is not None
-    if op == "DoesNotExist":
-        return actual is None
-    if op in ("Gt", "Lt"):
-        if actual is None or len(req.values) != 1:
-            return False
-        try:
-            a, b = int(actual), int(req.values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
+    return requirement_holds(req, actual)
+
+
+def node_term_matches(term: tuple[Requirement, ...], node: Node) -> bool:
+    """One NodeSelectorTerm: all its requirements hold (an empty term matches nothing)."""
+    return bool(term) and all(_requirement_matches(r, node) for r in term)
+
+
+def node_affinity_reason(c: NodeConstraints, node: Node) -> str | None:
+    """The pod's nodeSelector and required node affinity alone (what topology spread's
+    ``nodeAffinityPolicy: Honor`` looks at), or None when the node satisfies both."""
+    for k, v in c.node_selector:
+        if node.labels.get(k) != v:
+            return "node does not match the pod's nodeSelector"
+    if c.affinity_terms is not None and not any(node_term_matches(t, node) for t in c.affinity_terms):
+        return "node does not match the pod's required node affinity"
+    return None
+
+
+def untolerated_taint(c: NodeConstraints, node: Node) -> Taint | None:
+    """The first NoSchedule/NoExecute taint of ``node`` the pod does not tolerate."""
+    for taint in node.taints:
+        if taint.effect in _BLOCKING_EFFECTS and not any(t.tolerates(taint) for t in c.tolerations):
+            return taint
+    return None
 
 
 def static_reason(c: NodeConstraints, node: Node) -> str | None:
     """Why ``node`` can never take a pod with constraints ``c`` (resources aside), or None."""
     if node.unschedulable:
         return "node is unschedulable (cordoned)"
+    # The node affinity and taint checks inline (not via the helpers above): this runs per node.
     for k, v in c.node_selector:
         if node.labels.get(k) != v:
             return "node does not match the pod's nodeSelector"
-    if c.affinity_terms is not None and not any(
-        term and all(_requirement_matches(r, node) for r in term) for term in c.affinity_terms
-    ):
+    if c.affinity_terms is not None and not any(node_term_matches(t, node) for t in c.affinity_terms):
         return "node does not match the pod's required node affinity"
     for taint in node.taints:
         if taint.effect in _BLOCKING_EFFECTS and not any(t.tolerates(taint) for t in c.tolerations):

@@ -93,6 +93,93 @@ class NodeConstraints:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LabelSelector:
+    """A metav1.LabelSelector: every ``match_labels`` pair and every expression (In, NotIn, Exists,
+    DoesNotExist) must hold. The empty selector matches every pod; where Kubernetes treats a *missing*
+    selector as matching nothing, the model holds None instead of a selector."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodAffinityTerm:
+    """One PodAffinityTerm, its namespaces resolved against the pod that declares it.
+
+    ``namespaces`` are the term's explicit namespaces, or the declaring pod's own namespace when the term
+    names neither namespaces nor a namespaceSelector (Kubernetes' default). ``namespace_selector`` None
+    means "no selector"; the empty selector means every namespace.
+    """
+
+    topology_key: str
+    selector: LabelSelector | None
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpreadConstraint:
+    """One topologySpreadConstraint; ``selector`` already carries the pod's ``matchLabelKeys`` values."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None
+    hard: bool  # whenUnsatisfiable: DoNotSchedule (else ScheduleAnyway)
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy (default Honor)
+    honor_taints: bool = False  # nodeTaintsPolicy (default Ignore)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreferredNodeTerm:
+    """One preferredDuringScheduling node affinity term (AND of its requirements)."""
+
+    weight: int
+    requirements: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Affinity:
+    """What a pod says about other pods, and its soft node preferences: inter-pod (anti-)affinity,
+    topology spread and preferred node affinity. A pod with none of these has ``Pod.affinity`` None,
+    which is what keeps such pods on the fast path.
+
+    Hashable, so a planner can tell pods with the same rules apart from the rest.
+    """
+
+    required: tuple[PodAffinityTerm, ...] = ()
+    required_anti: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti: tuple[WeightedPodAffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    preferred_nodes: tuple[PreferredNodeTerm, ...] = ()
+
+    @property
+    def has_pod_terms(self) -> bool:
+        """Whether it has inter-pod terms another pod can match (what makes a placed pod matter to others)."""
+        return bool(self.required or self.required_anti or self.preferred or self.preferred_anti)
+
+    @property
+    def looks_at_pods(self) -> bool:
+        """Whether placing this pod depends on other pods (inter-pod terms or topology spread)."""
+        return self.has_pod_terms or bool(self.spread)
+
+    @property
+    def hard_spread(self) -> tuple[SpreadConstraint, ...]:
+        return tuple(c for c in self.spread if c.hard)
+
+    @property
+    def soft_spread(self) -> tuple[SpreadConstraint, ...]:
+        return tuple(c for c in self.spread if not c.hard)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
     name: str
     allocatable: Mapping[str, int]
@@ -121,6 +208,8 @@ class Pod:
     gated: bool = False
     planned_node: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    # None when the pod has no inter-pod, spread or preferred node rules (the common case).
+    affinity: Affinity | None = None
 
     @property
     def key(self) -> str:

@@ -12,20 +12,26 @@ from typing import Any
 from extender.api import labels as L
 from extender.core.errors import InvalidObject, InvalidQuantity
 from extender.core.model import (
+    Affinity,
     Condition,
     GroupPhase,
+    LabelSelector,
     Node,
     NodeConstraints,
     Pod,
+    PodAffinityTerm,
     PodGroup,
     PodPhase,
     PodUID,
+    PreferredNodeTerm,
     PriorityClass,
     Queue,
     QueueState,
     Requirement,
+    SpreadConstraint,
     Taint,
     Toleration,
+    WeightedPodAffinityTerm,
 )
 from extender.core.resources import add, parse_resource_list
 
@@ -138,6 +144,131 @@ def node_constraints(spec: Obj) -> NodeConstraints:
     return NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations)
 
 
+def _selector(raw: object, where: str) -> LabelSelector | None:
+    """A metav1.LabelSelector; None when absent (which pod affinity and spread read as "no pod")."""
+    if raw is None:
+        return None
+    sel = _item(raw, where)
+    labels = tuple(sorted((str(k), str(v)) for k, v in _map(sel, "matchLabels", where).items()))
+    exprs = tuple(
+        _requirement(r, False, f"{where}.matchExpressions[{i}]")
+        for i, r in enumerate(_list(sel, "matchExpressions", where))
+    )
+    return LabelSelector(match_labels=labels, match_expressions=exprs)
+
+
+def _with_label_keys(
+    sel: LabelSelector | None, pod_labels: Mapping[str, str], keys: list[Any], operator: str
+) -> LabelSelector | None:
+    """``sel`` narrowed by ``matchLabelKeys`` (In) or ``mismatchLabelKeys`` (NotIn): each key the pod
+    has a label for becomes ``key <operator> (the pod's value)``, as kube-apiserver merges them."""
+    if sel is None:
+        return None
+    extra = tuple(
+        Requirement(key=str(k), operator=operator, values=(pod_labels[str(k)],))
+        for k in keys
+        if str(k) in pod_labels
+    )
+    if not extra:
+        return sel
+    return LabelSelector(match_labels=sel.match_labels, match_expressions=sel.match_expressions + extra)
+
+
+def _pod_term(raw: object, namespace: str, pod_labels: Mapping[str, str], where: str) -> PodAffinityTerm:
+    term = _item(raw, where)
+    key = term.get("topologyKey")
+    if not isinstance(key, str):
+        raise InvalidObject(f"{where}.topologyKey: required")
+    ns_selector = _selector(term.get("namespaceSelector"), f"{where}.namespaceSelector")
+    namespaces = frozenset(str(n) for n in _list(term, "namespaces", where))
+    if not namespaces and ns_selector is None:
+        namespaces = frozenset({namespace})  # neither given: the declaring pod's own namespace
+    sel = _selector(term.get("labelSelector"), f"{where}.labelSelector")
+    sel = _with_label_keys(sel, pod_labels, _list(term, "matchLabelKeys", where), "In")
+    sel = _with_label_keys(sel, pod_labels, _list(term, "mismatchLabelKeys", where), "NotIn")
+    return PodAffinityTerm(
+        topology_key=key, selector=sel, namespaces=namespaces, namespace_selector=ns_selector
+    )
+
+
+def _pod_terms(
+    block: Obj, namespace: str, pod_labels: Mapping[str, str], where: str
+) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+    req_where = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(
+        _pod_term(t, namespace, pod_labels, f"{req_where}[{i}]")
+        for i, t in enumerate(_list(block, "requiredDuringSchedulingIgnoredDuringExecution", where))
+    )
+    preferred: list[WeightedPodAffinityTerm] = []
+    pref_where = f"{where}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, raw in enumerate(_list(block, "preferredDuringSchedulingIgnoredDuringExecution", where)):
+        at = f"{pref_where}[{i}]"
+        w = _item(raw, at)
+        term = _pod_term(w.get("podAffinityTerm"), namespace, pod_labels, f"{at}.podAffinityTerm")
+        preferred.append(WeightedPodAffinityTerm(weight=_int(w, "weight", at, 0), term=term))
+    return required, tuple(preferred)
+
+
+def _spread(raw: object, pod_labels: Mapping[str, str], where: str) -> SpreadConstraint:
+    c = _item(raw, where)
+    key = c.get("topologyKey")
+    if not isinstance(key, str):
+        raise InvalidObject(f"{where}.topologyKey: required")
+    sel = _selector(c.get("labelSelector"), f"{where}.labelSelector")
+    return SpreadConstraint(
+        max_skew=_int(c, "maxSkew", where, 1),
+        topology_key=key,
+        selector=_with_label_keys(sel, pod_labels, _list(c, "matchLabelKeys", where), "In"),
+        hard=c.get("whenUnsatisfiable", "DoNotSchedule") != "ScheduleAnyway",
+        min_domains=_int(c, "minDomains", where, 1),
+        honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+        honor_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
+    )
+
+
+def pod_affinity(spec: Obj, namespace: str, pod_labels: Mapping[str, str]) -> Affinity | None:
+    """Inter-pod (anti-)affinity, topology spread and preferred node affinity; None when the pod has none."""
+    aff = _map(spec, "affinity", "spec")
+    required, preferred = _pod_terms(
+        _map(aff, "podAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAffinity"
+    )
+    required_anti, preferred_anti = _pod_terms(
+        _map(aff, "podAntiAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAntiAffinity"
+    )
+    spread = tuple(
+        _spread(c, pod_labels, f"spec.topologySpreadConstraints[{i}]")
+        for i, c in enumerate(_list(spec, "topologySpreadConstraints", "spec"))
+    )
+    node_aff = _map(aff, "nodeAffinity", "spec.affinity")
+    where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred_nodes: list[PreferredNodeTerm] = []
+    for i, raw in enumerate(_list(node_aff, "preferredDuringSchedulingIgnoredDuringExecution", where)):
+        at = f"{where}[{i}]"
+        w = _item(raw, at)
+        pref = _map(w, "preference", at)
+        reqs = tuple(
+            [_requirement(r, False, f"{at}.preference") for r in _list(pref, "matchExpressions", at)]
+            + [_requirement(r, True, f"{at}.preference") for r in _list(pref, "matchFields", at)]
+        )
+        weight = _int(w, "weight", at, 0)
+        if weight and reqs:  # a zero weight or an empty term is a no-op, as in kube-scheduler
+            preferred_nodes.append(PreferredNodeTerm(weight=weight, requirements=reqs))
+    out = Affinity(
+        required=required,
+        required_anti=required_anti,
+        preferred=tuple(t for t in preferred if t.weight),
+        preferred_anti=tuple(t for t in preferred_anti if t.weight),
+        spread=spread,
+        preferred_nodes=tuple(preferred_nodes),
+    )
+    return None if out == Affinity() else out
+
+
+def _task(ann: Obj, labels: Mapping[str, str]) -> str:
+    # Volcano reads the annotation first, then the label its job controller also writes.
+    return str(ann.get(L.TASK_SPEC_ANNOTATION) or "") or labels.get(L.TASK_SPEC_ANNOTATION, "")
+
+
 def parse_pod(obj: Obj) -> Pod:
     meta = _meta(obj, "Pod")
     spec = _map(obj, "spec", "Pod")
@@ -152,15 +283,17 @@ def parse_pod(obj: Obj) -> Pod:
     except ValueError:
         phase = PodPhase.UNKNOWN
     gates = _list(spec, "schedulingGates", "spec")
+    labels = {str(k): str(v) for k, v in _map(meta, "labels", "metadata").items()}
+    namespace = str(meta.get("namespace") or "default")
     return Pod(
         uid=PodUID(uid),
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=namespace,
         name=str(meta["name"]),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         requests=pod_requests(spec),
         group_name=str(group) if group else None,
         queue_name=str(ann.get(L.QUEUE_NAME_ANNOTATION) or "") or None,
-        task=str(ann.get(L.TASK_SPEC_ANNOTATION) or ""),
+        task=_task(ann, labels),
         node_name=str(spec.get("nodeName") or ""),
         phase=phase,
         priority=_int(spec, "priority", "spec", 0),
@@ -169,7 +302,8 @@ def parse_pod(obj: Obj) -> Pod:
         deleting=bool(meta.get("deletionTimestamp")),
         gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
         planned_node=str(ann.get(L.PLANNED_NODE_ANNOTATION) or ""),
-        labels={str(k): str(v) for k, v in _map(meta, "labels", "metadata").items()},
+        labels=labels,
+        affinity=pod_affinity(spec, namespace, labels),
     )
 
 

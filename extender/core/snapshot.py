@@ -8,6 +8,9 @@ against one snapshot. Matrices are ``nodes x resources`` int64 (see :class:`Reso
 - ``reserved``: requests of our waiting pods already planned onto the node (a plan is a reservation that
   every later decision respects).
 
+Pods on nodes (:class:`Residents`) are what inter-pod affinity and topology spread count: bound,
+unfinished pods of any scheduler and planned pods of ours, with their labels and inter-pod terms.
+
 Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotation (or
 ``scheduling.volcano.sh/group-name``); a pod of ours without one gets an implicit one-member group named
 ``podgroup-<uid>``, as Volcano's PodGroup controller would create.
@@ -33,6 +36,7 @@ from extender.core.model import (
     group_key,
 )
 from extender.core.resources import ResourceIndex, Vector
+from extender.core.topology import TopologyIndex
 
 
 def pod_group_key(pod: Pod) -> GroupKey:
@@ -51,6 +55,69 @@ def implicit_group(pod: Pod, default_queue: str) -> PodGroup:
         created=pod.created,
         implicit=True,
     )
+
+
+class Residents:
+    """The pods on nodes, with their node rows: bound and unfinished (any scheduler's), or waiting with a
+    live plan. Worked out on first use, and the pods with inter-pod terms separately from the rest: a
+    cycle that places only pods without inter-pod rules walks the cluster's pods once, looking for terms
+    that could match them, and never matches a selector against the others."""
+
+    def __init__(self, pods: Iterable[Pod], plans: Mapping[PodUID, str], node_pos: Mapping[str, int]) -> None:
+        self._pods = tuple(pods)
+        self._plans = plans
+        self._node_pos = node_pos
+        self._all: tuple[tuple[Pod, int], ...] | None = None
+        self._with_terms: tuple[tuple[Pod, int], ...] | None = None
+        self._by_namespace: dict[str, list[tuple[Pod, int]]] | None = None
+        self._by_label: dict[tuple[str, str, str], list[tuple[Pod, int]]] | None = None
+
+    def _row(self, p: Pod) -> int | None:
+        if p.holds_resources:
+            return self._node_pos.get(p.node_name)
+        if p.waiting:
+            node = self._plans.get(p.uid)
+            return None if node is None else self._node_pos.get(node)
+        return None
+
+    def all(self) -> tuple[tuple[Pod, int], ...]:
+        if self._all is None:
+            placed = ((p, self._row(p)) for p in self._pods)
+            self._all = tuple((p, r) for p, r in placed if r is not None)
+        return self._all
+
+    def by_namespace(self) -> Mapping[str, list[tuple[Pod, int]]]:
+        """The same, by namespace: most terms look in one namespace only."""
+        if self._by_namespace is None:
+            out: dict[str, list[tuple[Pod, int]]] = {}
+            for p, r in self.all():
+                out.setdefault(p.namespace, []).append((p, r))
+            self._by_namespace = out
+        return self._by_namespace
+
+    def by_label(self) -> Mapping[tuple[str, str, str], list[tuple[Pod, int]]]:
+        """The same by (namespace, label key, value): a selector's first ``matchLabels`` pair names the
+        only pods it can match, whatever the cluster's size."""
+        if self._by_label is None:
+            out: dict[tuple[str, str, str], list[tuple[Pod, int]]] = {}
+            for p, r in self.all():
+                for k, v in p.labels.items():
+                    out.setdefault((p.namespace, k, v), []).append((p, r))
+            self._by_label = out
+        return self._by_label
+
+    def with_terms(self) -> tuple[tuple[Pod, int], ...]:
+        """Those whose own inter-pod terms may concern an incoming pod (anti-affinity symmetry, scores)."""
+        if self._with_terms is None:
+            if self._all is not None:
+                self._with_terms = tuple(
+                    (p, r) for p, r in self._all if p.affinity is not None and p.affinity.has_pod_terms
+                )
+            else:
+                termed = (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
+                placed = ((p, self._row(p)) for p in termed)
+                self._with_terms = tuple((p, r) for p, r in placed if r is not None)
+        return self._with_terms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +142,12 @@ class Snapshot:
     refused: Mapping[PodUID, frozenset[str]] = field(default_factory=dict)
     # Requests of bound, unfinished or planned pods of ours, per queue (capability and fair share).
     queue_held: Mapping[str, Vector] = field(default_factory=dict)
+    # Node -> domain per topology key (shared by snapshots over the same node table).
+    topology: TopologyIndex
+    residents: Residents
+    # Namespace labels for namespaceSelector in pod affinity terms; None when not known (see
+    # extender.core.selector for what is decided without them).
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None
 
     @property
     def free(self) -> npt.NDArray[np.int64]:
@@ -104,6 +177,7 @@ class NodeTable:
     alloc: npt.NDArray[np.int64]
     node_pos: Mapping[str, int]
     node_names: tuple[str, ...]
+    topology: TopologyIndex
 
     def covers(self, names: Iterable[str]) -> bool:
         return set(names) <= set(self.index.names)
@@ -124,6 +198,7 @@ def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> 
         alloc=alloc,
         node_pos={n.name: i for i, n in enumerate(node_list)},
         node_names=tuple(n.name for n in node_list),
+        topology=TopologyIndex(node_list),
     )
 
 
@@ -148,6 +223,8 @@ def build_snapshot(
     reserved: npt.NDArray[np.int64] | None = None,
     queue_usage: Mapping[str, Mapping[str, int]] | None = None,
     refused: Mapping[PodUID, frozenset[str]] | None = None,
+    residents: Iterable[Pod] | None = None,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -158,6 +235,11 @@ def build_snapshot(
     (bound plus planned requests of our groups per queue).
     The cycle then costs what the pending work costs, not what the whole cluster holds. The snapshot's
     ``plans`` are the live plans (waiting pods, existing nodes) of the pods it holds.
+
+    Such a cache passes ``residents`` too: every pod it holds (at least every bound or planned one, and
+    every one in ``pods``), whose node (``nodeName``, else its plan in ``plans``) places it for inter-pod
+    affinity and topology spread. Without it those rules see the bound and planned pods among ``pods``.
+    ``namespace_labels`` (namespace name -> labels) lets a pod affinity ``namespaceSelector`` be evaluated.
     """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
@@ -245,4 +327,11 @@ def build_snapshot(
         node_names=table.node_names,
         queue_held=queue_held,
         refused={u: n for u, n in (refused or {}).items() if u in pod_map},
+        topology=table.topology,
+        residents=(
+            Residents(pod_map.values(), live_plans, node_pos)
+            if residents is None
+            else Residents(residents, all_plans, node_pos)
+        ),
+        namespace_labels=namespace_labels,
     )

@@ -18,7 +18,7 @@ import numpy as np
 from extender.core import fit
 from extender.core.errors import ConfigError
 from extender.core.hierarchy import parent_loop
-from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
+from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
 from extender.framework.session import Session, Statement, Unschedulable
 
 # Condition reasons (Volcano's where it has one).
@@ -70,16 +70,47 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
     """Place ``p`` on the best feasible node; None on success, else why not."""
     req = ssn.vector(p.uid)
     smask = ssn.pod_mask(p)
-    mask = smask & ssn.fit_mask(req)
+    rules = ssn.pod_rules(p)
+    allowed = rules.allowed(p) if rules is not None else None
+    ok = smask if allowed is None else smask & allowed
+    room = ssn.fit_mask(req)
+    mask = ok & room
     if not mask.any():
-        short = fit.shortfall(ssn.free, req, smask, ssn.snapshot.index, ssn.snapshot.node_names)
+        if rules is not None and allowed is not None and smask.any() and not ok.any():
+            return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
+        short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
         if short is None:
             return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
+        if rules is not None and allowed is not None and (refused := smask & room & ~allowed).any():
+            # The nodes with room are the ones the rules refuse: that is the part a user can change.
+            return f"{short.describe()}; nodes with room refused by its inter-pod rules: " + rules.explain(
+                p, refused
+            )
         return short.describe()
     scores = ssn.scores(req)
+    extra = ssn.pod_scores(p, mask)
+    if extra is not None:
+        scores = scores + extra
     best = int(np.argmax(np.where(mask, scores, -np.inf)))
     stmt_place(p.uid, best)
     return None
+
+
+def _changes_with_placements(p: Pod) -> bool:
+    """Whether ``p`` may fit after more pods are placed although it does not now: required pod affinity
+    (a matching pod arrives) and hard topology spread (other domains fill up). Every other rule only
+    narrows as pods are placed."""
+    a = p.affinity
+    return a is not None and bool(a.required or a.hard_spread)
+
+
+def _shape(ssn: Session, p: Pod) -> tuple[object, ...]:
+    """What decides whether ``p`` fits now: pods of one shape fit or fail alike."""
+    base = (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
+    if p.affinity is None and not ssn.rules_active:
+        return base
+    # Its own rules, and the namespace and labels other pods' terms select by.
+    return (*base, p.affinity, p.namespace, tuple(sorted(p.labels.items())))
 
 
 def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
@@ -132,34 +163,50 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     stmt = ssn.statement()
     placed = 0
     left = dict(task_need)
-    first_problem: str | None = None
 
     def place(uid: PodUID, node: int) -> None:
         stmt.place(uid, node, g.queue)
 
     # Within the statement free capacity and queue usage only shrink: a pod just like one that failed
-    # (same request, same node constraints) fails too, so it is not tried again.
-    failed: set[tuple[bytes, NodeConstraints, frozenset[str]]] = set()
-    for i, p in enumerate(waiting):
-        if placed >= need and not any(left.values()):
+    # (same request, same node constraints, same inter-pod rules and labels) fails too, so it is not
+    # tried again. A pod whose rules can loosen as others are placed is retried after any progress.
+    failed: set[tuple[object, ...]] = set()
+    why_not: dict[PodUID, str] = {}
+    pending = waiting
+    while pending:
+        retry: list[Pod] = []
+        progress = False
+        for i, p in enumerate(pending):
+            if placed >= need and not any(left.values()):
+                break
+            if placed >= need and left.get(p.task, 0) == 0:
+                continue
+            if placed + len(pending) - i + len(retry) < need:
+                break  # too few pods left to make the gang
+            loosens = p.affinity is not None and _changes_with_placements(p)
+            shape = _shape(ssn, p)
+            if not loosens and shape in failed:
+                continue
+            problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
+            if problem is None:
+                problem = _place_one(ssn, place, p)
+            if problem is not None:
+                if loosens:
+                    retry.append(p)
+                else:
+                    failed.add(shape)
+                why_not.setdefault(p.uid, problem)
+                continue
+            if why_not:
+                why_not.pop(p.uid, None)
+            progress = True
+            placed += 1
+            if left.get(p.task, 0) > 0:
+                left[p.task] -= 1
+        if not progress or (placed >= need and not any(left.values())):
             break
-        if placed >= need and left.get(p.task, 0) == 0:
-            continue
-        if placed + len(waiting) - i < need:
-            break  # too few pods left to make the gang
-        shape = (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
-        if shape in failed:
-            continue
-        problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
-        if problem is None:
-            problem = _place_one(ssn, place, p)
-        if problem is not None:
-            failed.add(shape)
-            first_problem = first_problem or problem
-            continue
-        placed += 1
-        if left.get(p.task, 0) > 0:
-            left[p.task] -= 1
+        pending = retry
+    first_problem = next(iter(why_not.values()), None)
     if placed >= need and not any(left.values()):
         stmt.commit()
         ssn.result.ready.add(g.key)

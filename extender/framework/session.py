@@ -8,22 +8,39 @@ Volcano's statement idea: a gang never holds part of the cluster it cannot use.
 Fit masks and node scores are cached per request vector and brought up to date by re-checking only the
 node rows whose free capacity changed since (the ``touched`` log); a cached value is always equal to a
 fresh computation, so caching changes no placement.
+
+Rules that look at other pods (inter-pod affinity, topology spread) and scores that depend on who the
+pod is rather than what it requests (:class:`PodScorer`) are evaluated per pod, over the counts in
+:class:`~extender.core.interpod.PodsOnNodes`, which every place and discard keeps current. That object
+is built the first time a pod with such rules is placed, or a pod on a node has terms that could concern
+any pod: until then a cycle pays nothing for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core import fit
+from extender.core.interpod import PodsOnNodes
 from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot
 from extender.framework.plugin import Plugin, Rows, Scores
+
+
+@runtime_checkable
+class PodScorer(Protocol):
+    """A ``node_score`` plugin that also scores by who the pod is (its preferences, its labels against
+    other pods), not only by its request. Such scores are computed afresh for each placement over its
+    candidate nodes (kube-scheduler normalises over the nodes that passed its filters) and never cached.
+    Return None when the pod gives the plugin nothing to prefer, which must be the cheap common case."""
+
+    def pod_score(self, ssn: Session, pod: Pod, candidates: fit.Mask) -> Scores | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +87,12 @@ class Session:
         self._scorers = [p for p in self._hooked["node_score"] if type(p).node_score is not Plugin.node_score]
         self._cache_scores = cache_scores and all(p.row_local_scores for p in self._scorers)
         self._scores: dict[bytes, tuple[Scores, int]] = {}
+        self._pod_scorers = [p for p in self._scorers if isinstance(p, PodScorer)]
+        self._interpod: PodsOnNodes | None = None
+        # True once the inter-pod state exists: from then on placements update it and a pod's labels
+        # matter to the rules of others.
+        self.rules_active = False
+        self._terms_on_nodes: bool | None = None  # whether a resident has inter-pod terms (found once)
         r = len(snapshot.index)
         # What each queue holds: bound pods plus plans not yet bound (the snapshot's totals).
         self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
@@ -108,8 +131,9 @@ class Session:
         return v
 
     def pod_mask(self, p: Pod) -> fit.Mask:
-        """Nodes ``p`` may use apart from resources: its constraints, less the nodes kube-scheduler's
-        own filters refused for it (inter-pod affinity, ports, volumes: what the core does not model)."""
+        """Nodes ``p`` may use apart from resources and other pods: its constraints, less the nodes
+        kube-scheduler's own filters refused for it (ports, volumes, and what the core cannot decide, such
+        as a namespaceSelector over namespace labels it was not given)."""
         m = self.static_mask(p.constraints)
         refused = self.snapshot.refused.get(p.uid)
         if refused:
@@ -151,6 +175,54 @@ class Session:
     def touched(self, node: int) -> None:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
         self._touched.append(node)
+
+    # --- rules that look at other pods ----------------------------------------------------------------
+    @property
+    def interpod(self) -> PodsOnNodes:
+        """The cycle's pods-on-nodes counts (built on first use, with the placements made so far)."""
+        if self._interpod is None:
+            snap = self.snapshot
+            placed = [
+                (snap.pods[uid], snap.node_pos[node])
+                for uid, node in self.plans.items()
+                if uid not in snap.plans
+            ]
+            self._interpod = PodsOnNodes(snap, placed)
+            self.rules_active = True
+        return self._interpod
+
+    def pod_rules(self, p: Pod) -> PodsOnNodes | None:
+        """The inter-pod state when any rule can concern ``p``: its own rules, or terms of pods on nodes.
+        None is the fast path: no such rule exists in this cycle."""
+        if p.affinity is None or not p.affinity.looks_at_pods:
+            if self._interpod is None:
+                if self._terms_on_nodes is None:
+                    self._terms_on_nodes = bool(self.snapshot.residents.with_terms())
+                if not self._terms_on_nodes:
+                    return None
+            elif not self._interpod.holds_terms:
+                return None
+        return self.interpod
+
+    def _placed(self, uid: PodUID, node: int, delta: int) -> None:
+        """Keep the inter-pod counts current (Statement does, for every place and undo)."""
+        if self._interpod is not None:
+            pod = self.snapshot.pods[uid]
+            if delta > 0:
+                self._interpod.add(pod, node)
+            else:
+                self._interpod.remove(pod, node)
+
+    def pod_scores(self, p: Pod, candidates: fit.Mask) -> Scores | None:
+        """Summed :class:`PodScorer` scores for placing ``p`` among ``candidates``, or None."""
+        if not self._pod_scorers:
+            return None
+        total: Scores | None = None
+        for scorer in self._pod_scorers:
+            s = scorer.pod_score(self, p, candidates)
+            if s is not None:
+                total = s if total is None else total + s
+        return total
 
     @property
     def total(self) -> Vector:
@@ -245,6 +317,8 @@ class Statement:
         self.ssn.touched(node)
         self.ssn.queue_used[queue] = self.ssn.queue_used.get(queue, np.zeros_like(v)) + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
+        if self.ssn.rules_active:
+            self.ssn._placed(uid, node, 1)
         self.ops.append((uid, node, queue))
 
     def discard(self) -> None:
@@ -254,6 +328,8 @@ class Statement:
             self.ssn.touched(node)
             self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
             del self.ssn.plans[uid]
+            if self.ssn.rules_active:
+                self.ssn._placed(uid, node, -1)
         self.ops.clear()
 
     def commit(self) -> None:

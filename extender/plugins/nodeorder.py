@@ -1,6 +1,20 @@
-"""nodeorder: kube-scheduler-style node scores: least requested, most requested, balanced allocation.
+"""nodeorder: kube-scheduler-style node scores, each 0..100 times its weight (Volcano's defaults).
 
-Scores are 0..100 per scorer, multiplied by the scorer's weight; cpu and memory only, as upstream.
+By request (cached per request vector, see :mod:`extender.framework.plugin`), cpu and memory only:
+
+- ``leastrequested.weight`` (1), ``mostrequested.weight`` (0), ``balancedresource.weight`` (1).
+
+By who the pod is (per placement, over its candidate nodes, normalised as kube-scheduler does; a pod
+without preferences in a cluster without PreferNoSchedule taints or pods with inter-pod terms skips them):
+
+- ``nodeaffinity.weight`` (2): preferred node affinity (:mod:`extender.core.prefer`);
+- ``tainttoleration.weight`` (3): fewer intolerable PreferNoSchedule taints score higher;
+- ``podaffinity.weight`` (2): preferred pod affinity/anti-affinity, both ways, and other pods' required
+  affinity (:mod:`extender.core.interpod`);
+- ``podtopologyspread.weight`` (2): ``ScheduleAnyway`` topology spread (:mod:`extender.core.spread`).
+
+``imagelocality.weight`` and ``volumebinding.weight`` are accepted and have no effect: the cache holds
+neither images nor volumes.
 
 Enable with::
 
@@ -9,6 +23,10 @@ Enable with::
         leastrequested.weight: 1
         mostrequested.weight: 0
         balancedresource.weight: 1
+        nodeaffinity.weight: 2
+        podaffinity.weight: 2
+        tainttoleration.weight: 3
+        podtopologyspread.weight: 2
 """
 
 from __future__ import annotations
@@ -19,20 +37,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from extender.core import prefer
+from extender.core.fit import Mask
+from extender.core.model import Pod, PreferredNodeTerm, Toleration
 from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
+# Volcano's argument names and defaults.
 _KNOWN = {
     "leastrequested.weight": (int, 1),
     "mostrequested.weight": (int, 0),
     "balancedresource.weight": (int, 1),
-    "nodeaffinity.weight": (int, 1),
-    "podaffinity.weight": (int, 1),
-    "tainttoleration.weight": (int, 1),
+    "nodeaffinity.weight": (int, 2),
+    "podaffinity.weight": (int, 2),
+    "tainttoleration.weight": (int, 3),
     "imagelocality.weight": (int, 1),
-    "podtopologyspread.weight": (int, 1),
+    "podtopologyspread.weight": (int, 2),
     "volumebinding.weight": (int, 1),
 }
 
@@ -46,12 +68,49 @@ class NodeorderPlugin(Plugin):
         self.least = args["leastrequested.weight"]
         self.most = args["mostrequested.weight"]
         self.balanced = args["balancedresource.weight"]
+        self.node_affinity = args["nodeaffinity.weight"]
+        self.pod_affinity = args["podaffinity.weight"]
+        self.taints = args["tainttoleration.weight"]
+        self.spread = args["podtopologyspread.weight"]
 
     def open(self, ssn: Session) -> None:
         # Per cycle, not per pod: cpu and memory allocatable as floats, and a divisor safe from zero.
         alloc = ssn.snapshot.alloc[:, :2].astype(np.float64)
         self._alloc = alloc
         self._safe = np.where(alloc > 0, alloc, 1.0)
+        # Raw per-node values of the spec-only preferences, per distinct spec (gang members share one).
+        self._prefer_taints = bool(self.taints) and prefer.has_prefer_taints(ssn.snapshot.nodes)
+        self._node_weights: dict[tuple[PreferredNodeTerm, ...], npt.NDArray[np.int64]] = {}
+        self._taint_counts: dict[tuple[Toleration, ...], npt.NDArray[np.int64]] = {}
+
+    def pod_score(self, ssn: Session, pod: Pod, candidates: Mask) -> Scores | None:
+        a = pod.affinity
+        rules = ssn.pod_rules(pod) if self.pod_affinity or self.spread else None
+        if a is None and rules is None and not self._prefer_taints:
+            return None  # the common case: nothing about this pod to prefer
+        parts: list[tuple[int, Scores | None]] = []
+        if self.node_affinity and a is not None and a.preferred_nodes:
+            raw = self._node_weights.get(a.preferred_nodes)
+            if raw is None:
+                raw = prefer.preferred_node_weights(a.preferred_nodes, ssn.snapshot.nodes)
+                self._node_weights[a.preferred_nodes] = raw
+            parts.append((self.node_affinity, prefer.normalize(raw, candidates, reverse=False)))
+        if self._prefer_taints:
+            tol = pod.constraints.tolerations
+            raw = self._taint_counts.get(tol)
+            if raw is None:
+                raw = self._taint_counts[tol] = prefer.intolerable_prefer_taints(tol, ssn.snapshot.nodes)
+            parts.append((self.taints, prefer.normalize(raw, candidates, reverse=True)))
+        if rules is not None:
+            if self.pod_affinity:
+                parts.append((self.pod_affinity, rules.affinity_scores(pod, candidates)))
+            if self.spread:
+                parts.append((self.spread, rules.spread_scores(pod, candidates)))
+        total: Scores | None = None
+        for weight, s in parts:
+            if s is not None:
+                total = weight * s if total is None else total + weight * s
+        return total
 
     def node_score(
         self,

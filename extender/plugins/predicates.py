@@ -1,9 +1,11 @@
-"""predicates: the node filters (resources, node selector and affinity, taints, cordoned nodes).
+"""predicates: the node filters (resources, node selector and affinity, taints, cordoned nodes, required
+inter-pod affinity and anti-affinity, ``DoNotSchedule`` topology spread).
 
 pumice always evaluates these filters: a plan kube-scheduler would reject is useless, so they are part of
-the framework (see :mod:`extender.core.fit`). The plugin is accepted so Volcano configurations load; its
-Volcano arguments are recognised (typos fail), but switching a filter off has no effect, since kube-scheduler
-would apply it anyway; the GPU-sharing features pumice lacks fail startup.
+the framework (see :mod:`extender.core.fit`, :mod:`extender.core.interpod`, :mod:`extender.core.spread`).
+The plugin is accepted so Volcano configurations load; its Volcano arguments are recognised (typos fail),
+but switching a filter off (``predicate.PodAffinityEnable: false`` included) has no effect, since
+kube-scheduler would apply it anyway; the GPU-sharing features pumice lacks fail startup.
 
 Enable with::
 

@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
+
 from controllers.cache import ClusterCache
 from controllers.executor import BindError
 from controllers.scheduler import Scheduler
@@ -246,3 +248,30 @@ async def test_filter_waits_for_the_loop_and_never_cycles_itself() -> None:
     s2.cache.upsert_pod(pod("q"))
     await s2.prepare("q")  # type: ignore[arg-type]
     assert s2.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.stats["cycles"] == 0
+
+
+@pytest.mark.parametrize(("web_on", "expected"), [("n1", "n2"), ("n2", "n1")])
+async def test_required_anti_affinity_counts_pods_already_running_on_nodes(
+    web_on: str, expected: str
+) -> None:
+    """The core sees every pod on a node (residents), not only the work of this cycle: a plan never needs
+    kube-scheduler to refuse it for anti-affinity against another workload's running pod."""
+    s, _ = scheduler(node("n1", "4"), node("n2", "4"))
+    for n in ("n1", "n2"):
+        s.cache.upsert_node(node(n, "4") | {"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}})
+    web = pod("web", cpu="1")
+    web["metadata"]["labels"] = {"app": "web"}
+    web["spec"].update(schedulerName="default-scheduler", nodeName=web_on)
+    web["status"]["phase"] = "Running"
+    s.cache.upsert_pod(web)
+    # The other node is busier, so every score but the rule prefers web's node.
+    filler = pod("filler", cpu="2")
+    filler["spec"].update(schedulerName="default-scheduler", nodeName=expected)
+    filler["status"]["phase"] = "Running"
+    s.cache.upsert_pod(filler)
+    shy = pod("shy", cpu="1")
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    shy["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    s.cache.upsert_pod(shy)
+    s.ensure_fresh()
+    assert s.plans.get("shy") == expected  # type: ignore[arg-type]

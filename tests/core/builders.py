@@ -75,8 +75,19 @@ def pod(
     uid: str | None = None,
     deleting: bool = False,
     extra: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    pod_affinity: Mapping[str, Any] | None = None,
+    anti_affinity: Mapping[str, Any] | None = None,
+    spread: Sequence[Mapping[str, Any]] = (),
+    preferred_nodes: Sequence[Mapping[str, Any]] = (),
+    task_label: str = "",
 ) -> Raw:
-    """``affinity`` is required node affinity: a list of terms, each a list of matchExpressions."""
+    """``affinity`` is required node affinity: a list of terms, each a list of matchExpressions.
+
+    ``pod_affinity`` / ``anti_affinity`` are raw ``podAffinity`` / ``podAntiAffinity`` blocks (see
+    :func:`required` and :func:`preferred`), ``spread`` raw topologySpreadConstraints (see
+    :func:`spread_by`), ``preferred_nodes`` raw preferred node affinity terms (see :func:`prefer_node`).
+    """
     requests: dict[str, Any] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -103,14 +114,25 @@ def pod(
         spec["nodeSelector"] = dict(selector)
     if tolerations:
         spec["tolerations"] = [dict(t) for t in tolerations]
+    aff: Raw = {}
     if affinity is not None:
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [dict(r) for r in term]} for term in affinity]
-                }
+        aff["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [dict(r) for r in term]} for term in affinity]
             }
         }
+    if preferred_nodes:
+        aff.setdefault("nodeAffinity", {})["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            dict(t) for t in preferred_nodes
+        ]
+    if pod_affinity is not None:
+        aff["podAffinity"] = dict(pod_affinity)
+    if anti_affinity is not None:
+        aff["podAntiAffinity"] = dict(anti_affinity)
+    if aff:
+        spec["affinity"] = aff
+    if spread:
+        spec["topologySpreadConstraints"] = [dict(c) for c in spread]
     meta: Raw = {
         "name": name,
         "namespace": namespace,
@@ -120,7 +142,48 @@ def pod(
     }
     if deleting:
         meta["deletionTimestamp"] = T0
+    if labels or task_label:
+        meta["labels"] = {**(labels or {}), **({L.TASK_SPEC_ANNOTATION: task_label} if task_label else {})}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def term(topology_key: str = HOSTNAME, namespaces: Sequence[str] | None = None, **match_labels: str) -> Raw:
+    """A PodAffinityTerm selecting pods by ``match_labels`` (``app="web"``)."""
+    out: Raw = {"labelSelector": {"matchLabels": dict(match_labels)}, "topologyKey": topology_key}
+    if namespaces is not None:
+        out["namespaces"] = list(namespaces)
+    return out
+
+
+def required(*terms: Raw) -> Raw:
+    """A podAffinity / podAntiAffinity block of required terms."""
+    return {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
+
+
+def preferred(*weighted: tuple[int, Raw]) -> Raw:
+    """A podAffinity / podAntiAffinity block of ``(weight, term)`` preferred terms."""
+    return {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": w, "podAffinityTerm": t} for w, t in weighted
+        ]
+    }
+
+
+def spread_by(topology_key: str = ZONE, max_skew: int = 1, hard: bool = True, **match_labels: str) -> Raw:
+    return {
+        "maxSkew": max_skew,
+        "topologyKey": topology_key,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+        "labelSelector": {"matchLabels": dict(match_labels)},
+    }
+
+
+def prefer_node(weight: int, *exprs: Mapping[str, Any]) -> Raw:
+    return {"weight": weight, "preference": {"matchExpressions": [dict(e) for e in exprs]}}
 
 
 def podgroup(

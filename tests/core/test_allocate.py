@@ -244,6 +244,16 @@ def test_not_enough_pods(min_member: int, mtm: dict[str, int], tasks: list[str],
     assert "-" not in u.message.split(":")[-1]  # never "waiting for -1 more pods"
 
 
+def test_task_named_by_label_only() -> None:
+    """Volcano's job controller also writes ``volcano.sh/task-spec`` as a label; a pod carrying only the
+    label still belongs to its task (before: "task master: 0/1 pods, waiting for 1 more")."""
+    pg = podgroup("j", 2, phase="Inqueue", min_task_member={"master": 1, "worker": 1})
+    pods = [pod("m", group="j", task_label="master"), pod("w", group="j", task="worker")]
+    result = run([node("n0", cpu="4")], pods, [pg])
+    assert result.unschedulable == {}
+    assert result.placements == {"m": "n0", "w": "n0"}
+
+
 # Elastic extras (pods beyond minMember): (id, size, min, node cpu, expected number placed)
 ELASTIC = [
     ("all-fit", 5, 2, "8", 5),

@@ -9,7 +9,19 @@ import pytest
 
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
-from extender.core.model import GroupPhase, PodPhase, QueueState, Requirement, Taint, Toleration
+from extender.core.model import (
+    GroupPhase,
+    LabelSelector,
+    PodAffinityTerm,
+    PodPhase,
+    PreferredNodeTerm,
+    QueueState,
+    Requirement,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+    WeightedPodAffinityTerm,
+)
 from extender.core.parse import (
     parse_node,
     parse_pod,
@@ -18,7 +30,20 @@ from extender.core.parse import (
     parse_queue,
     pod_requests,
 )
-from tests.core.builders import GPU, node, pod, podgroup, queue
+from tests.core.builders import (
+    GPU,
+    HOSTNAME,
+    ZONE,
+    node,
+    pod,
+    podgroup,
+    prefer_node,
+    preferred,
+    queue,
+    required,
+    spread_by,
+    term,
+)
 
 GiB = 2**30
 
@@ -379,3 +404,170 @@ def test_bad_object_names_the_field(parser: Parser, raw: Any, field: str) -> Non
         InvalidObject, match=field.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")
     ):
         parser(raw)
+
+
+# --- task name and inter-pod rules ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotation", "label", "task"),
+    [("worker", "", "worker"), ("", "master", "master"), ("worker", "master", "worker"), ("", "", "")],
+    ids=["annotation", "label-only", "annotation-wins", "neither"],
+)
+def test_task_from_annotation_then_label(annotation: str, label: str, task: str) -> None:
+    """Volcano reads ``volcano.sh/task-spec`` from the annotation, then from the label."""
+    assert parse_pod(pod("p", task=annotation, task_label=label)).task == task
+
+
+def test_pod_without_inter_pod_rules_has_no_affinity() -> None:
+    """The fast path: nothing but required node affinity and tolerations leaves ``affinity`` None."""
+    raw = pod("p", affinity=[[{"key": "a", "operator": "Exists"}]], labels={"app": "web"})
+    assert parse_pod(raw).affinity is None
+
+
+def test_pod_affinity_terms() -> None:
+    raw = pod(
+        "p",
+        namespace="ns1",
+        labels={"app": "web", "rev": "7"},
+        pod_affinity=required(term(ZONE, app="db")),
+        anti_affinity={
+            **required(term(namespaces=["other"], app="web")),
+            **preferred((30, term(app="cache"))),
+        },
+    )
+    raw["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
+        "labelSelector"
+    ]["matchExpressions"] = [{"key": "tier", "operator": "NotIn", "values": ["x"]}]
+    a = parse_pod(raw).affinity
+    assert a is not None
+    assert a.required == (
+        PodAffinityTerm(
+            topology_key=ZONE,
+            selector=LabelSelector(match_labels=(("app", "db"),)),
+            namespaces=frozenset({"ns1"}),  # neither namespaces nor a selector: the pod's own
+        ),
+    )
+    assert a.required_anti == (
+        PodAffinityTerm(
+            topology_key=HOSTNAME,
+            selector=LabelSelector(
+                match_labels=(("app", "web"),),
+                match_expressions=(Requirement(key="tier", operator="NotIn", values=("x",)),),
+            ),
+            namespaces=frozenset({"other"}),
+        ),
+    )
+    assert a.preferred_anti == (
+        WeightedPodAffinityTerm(
+            weight=30,
+            term=PodAffinityTerm(
+                topology_key=HOSTNAME,
+                selector=LabelSelector(match_labels=(("app", "cache"),)),
+                namespaces=frozenset({"ns1"}),
+            ),
+        ),
+    )
+    assert a.has_pod_terms and a.preferred == () and a.spread == ()
+
+
+def test_namespace_selector_and_label_keys() -> None:
+    t = term(app="web")
+    t["namespaceSelector"] = {}
+    t["matchLabelKeys"] = ["rev", "absent"]
+    t["mismatchLabelKeys"] = ["team"]
+    no_selector = {"topologyKey": HOSTNAME}
+    raw = pod("p", labels={"app": "web", "rev": "7", "team": "a"}, anti_affinity=required(t, no_selector))
+    a = parse_pod(raw).affinity
+    assert a is not None
+    first, second = a.required_anti
+    assert first.namespaces == frozenset() and first.namespace_selector == LabelSelector()
+    assert first.selector == LabelSelector(
+        match_labels=(("app", "web"),),
+        match_expressions=(
+            Requirement(key="rev", operator="In", values=("7",)),
+            Requirement(key="team", operator="NotIn", values=("a",)),
+        ),
+    )
+    assert second.selector is None  # a missing selector matches no pod
+
+
+def test_spread_constraints_and_preferred_nodes() -> None:
+    c = spread_by(ZONE, max_skew=2, app="web")
+    c.update(minDomains=3, nodeAffinityPolicy="Ignore", nodeTaintsPolicy="Honor", matchLabelKeys=["rev"])
+    raw = pod(
+        "p",
+        labels={"app": "web", "rev": "7"},
+        spread=[c, spread_by(HOSTNAME, hard=False)],
+        preferred_nodes=[
+            prefer_node(5, {"key": "disk", "operator": "In", "values": ["ssd"]}),
+            prefer_node(0, {"key": "x", "operator": "Exists"}),  # weight 0: a no-op
+            {"weight": 3, "preference": {}},  # an empty term matches nothing
+        ],
+    )
+    a = parse_pod(raw).affinity
+    assert a is not None
+    assert a.spread == (
+        SpreadConstraint(
+            max_skew=2,
+            topology_key=ZONE,
+            selector=LabelSelector(
+                match_labels=(("app", "web"),),
+                match_expressions=(Requirement(key="rev", operator="In", values=("7",)),),
+            ),
+            hard=True,
+            min_domains=3,
+            honor_node_affinity=False,
+            honor_taints=True,
+        ),
+        SpreadConstraint(max_skew=1, topology_key=HOSTNAME, selector=LabelSelector(), hard=False),
+    )
+    assert a.hard_spread == a.spread[:1] and a.soft_spread == a.spread[1:]
+    assert a.preferred_nodes == (
+        PreferredNodeTerm(weight=5, requirements=(Requirement(key="disk", operator="In", values=("ssd",)),)),
+    )
+    assert not a.has_pod_terms
+
+
+INTER_POD_BAD = [
+    (
+        "term-not-object",
+        {"podAffinity": required("x")},
+        "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]",
+    ),
+    ("term-no-key", {"podAntiAffinity": required({"labelSelector": {}})}, "topologyKey"),
+    (
+        "selector-not-object",
+        {"podAffinity": required({"topologyKey": "k", "labelSelector": 3})},
+        "labelSelector",
+    ),
+    (
+        "weight-not-int",
+        {
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": "9", "podAffinityTerm": term()}
+                ]
+            }
+        },
+        "weight",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("affinity", "field"), [r[1:] for r in INTER_POD_BAD], ids=[r[0] for r in INTER_POD_BAD]
+)
+def test_bad_inter_pod_rules_name_the_field(affinity: dict[str, Any], field: str) -> None:
+    raw = pod("p")
+    raw["spec"]["affinity"] = affinity
+    with pytest.raises(
+        InvalidObject, match=field.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")
+    ):
+        parse_pod(raw)
+
+
+def test_bad_spread_names_the_field() -> None:
+    raw = pod("p", spread=[{"maxSkew": "1", "topologyKey": ZONE}])
+    with pytest.raises(InvalidObject, match=r"spec\.topologySpreadConstraints\[0\]\.maxSkew"):
+        parse_pod(raw)

@@ -1,4 +1,8 @@
-"""The per-request score cache is exact: cached scores equal a fresh sum, and placements do not change."""
+"""The per-request score cache is exact: cached scores equal a fresh sum, and placements do not change.
+
+The same for the inter-pod counts a cycle keeps current as it places and discards pods: at every step
+they, and the masks and scores drawn from them, equal a count made afresh.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,30 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.core.interpod import PodsOnNodes
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
 from extender.framework.plugin import Plugin
 from extender.framework.session import CycleResult, Session
 from extender.plugins.registry import SchedulerConf
-from tests.core.builders import GPU, Raw, conf_of, conf_with, gang, node, pod, replay, snapshot
+from tests.core.builders import (
+    GPU,
+    HOSTNAME,
+    ZONE,
+    Raw,
+    conf_of,
+    conf_with,
+    gang,
+    node,
+    pod,
+    prefer_node,
+    preferred,
+    replay,
+    required,
+    snapshot,
+    spread_by,
+    term,
+)
 
 CPUS = ("250m", "500m", "1", "2")
 MEMS = ("256Mi", "1Gi", "2Gi")
@@ -33,8 +55,35 @@ CONFS = (
 )
 
 
-def _cluster(seed: int) -> Snapshot:
+APPS = ("a", "b", "c")
+
+
+def _rules(rng: random.Random) -> dict[str, object]:
+    """Pod kwargs for a random mix of inter-pod, spread and node preferences (often none)."""
+    kw: dict[str, object] = {"labels": {"app": rng.choice(APPS)}}
+    key = rng.choice((HOSTNAME, ZONE))
+    kind = rng.randrange(8)
+    if kind == 1:
+        kw["anti_affinity"] = required(term(key, app=rng.choice(APPS)))
+    elif kind == 2:
+        kw["pod_affinity"] = required(term(key, app=rng.choice(APPS)))
+    elif kind == 3:
+        kw["spread"] = [spread_by(ZONE, rng.randint(1, 2), hard=rng.random() < 0.5, app=rng.choice(APPS))]
+    elif kind == 4:
+        kw["pod_affinity"] = preferred((rng.randint(1, 100), term(key, app=rng.choice(APPS))))
+        kw["anti_affinity"] = preferred((rng.randint(1, 100), term(key, app=rng.choice(APPS))))
+    elif kind == 5:
+        kw["preferred_nodes"] = [
+            prefer_node(rng.randint(1, 100), {"key": ZONE, "operator": "In", "values": ["z1"]})
+        ]
+    return kw
+
+
+def _cluster(seed: int, rules: bool = False) -> Snapshot:
+    """A random cluster; with ``rules``, labelled nodes (zones, some PreferNoSchedule taints) and pods
+    with the mix of :func:`_rules`."""
     rng = random.Random(seed)
+    soft_taint = [{"key": "spot", "value": "", "effect": "PreferNoSchedule"}]
     nodes = [
         node(
             f"n{i:02d}",
@@ -42,13 +91,18 @@ def _cluster(seed: int) -> Snapshot:
             memory=rng.choice(("4Gi", "8Gi", "16Gi")),
             gpus=rng.choice((0, 0, 4)),
             pods=rng.choice((4, 110)),
+            labels={HOSTNAME: f"n{i:02d}", ZONE: f"z{i % 3}"} if rules else None,
+            taints=soft_taint if rules and rng.random() < 0.2 else (),
         )
         for i in range(rng.randint(10, 40))
     ]
     pods: list[Raw] = []
     for i in range(rng.randint(0, 10)):
         n = rng.choice(nodes)["metadata"]["name"]
-        pods.append(pod(f"run{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMS), node=n, phase="Running"))
+        kw = _rules(rng) if rules else {}
+        pods.append(
+            pod(f"run{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMS), node=n, phase="Running", **kw)
+        )
     groups: list[Raw] = []
     for g in range(rng.randint(1, 25)):
         size = rng.randint(1, 6)
@@ -62,6 +116,7 @@ def _cluster(seed: int) -> Snapshot:
             created=f"2024-01-01T00:00:{g:02d}Z",
             gpus=gpus,
             phase=rng.choice(("Inqueue", "Pending")),
+            **(_rules(rng) if rules else {}),
         )
         groups.append(pg)
         pods.extend(members)
@@ -76,11 +131,13 @@ def _cycle(snap: Snapshot, conf: SchedulerConf, cache: bool) -> CycleResult:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32), st.sampled_from(range(len(CONFS))))
-def test_placements_are_identical_with_and_without_the_score_cache(seed: int, which: int) -> None:
+@given(st.integers(0, 2**32), st.sampled_from(range(len(CONFS))), st.booleans())
+def test_placements_are_identical_with_and_without_the_score_cache(
+    seed: int, which: int, rules: bool
+) -> None:
     conf = conf_of(CONFS[which])
-    with_cache = _cycle(_cluster(seed), conf, cache=True)
-    without = _cycle(_cluster(seed), conf, cache=False)
+    with_cache = _cycle(_cluster(seed, rules), conf, cache=True)
+    without = _cycle(_cluster(seed, rules), conf, cache=False)
     assert with_cache.placements == without.placements
     assert with_cache.ready == without.ready
     assert with_cache.unschedulable == without.unschedulable
@@ -114,3 +171,36 @@ def test_cached_scores_always_equal_a_fresh_sum(
                 if s is not None:
                     fresh += s
             assert np.array_equal(ssn.scores(req), fresh)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops, st.lists(st.integers(0, 11), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_inter_pod_counts_always_equal_a_fresh_count(
+    operations: list[tuple[str, int, int]], probes: list[int], seed: int
+) -> None:
+    rng = random.Random(seed)
+    nodes = [
+        node(f"n{i:02d}", cpu="64", labels={HOSTNAME: f"n{i:02d}", ZONE: f"z{i % 4}"}) for i in range(64)
+    ]
+    running = [
+        pod(f"r{i}", node=f"n{rng.randrange(64):02d}", phase="Running", **_rules(rng)) for i in range(6)
+    ]
+    pods = [pod(f"p{i}", **_rules(rng)) for i in range(12)]
+    snap = snapshot(nodes, [*running, *pods])
+    ssn = Session(snap, conf_of(None).tiers())
+    state = ssn.interpod  # built up front: every place and discard below goes through its updates
+    everywhere = np.ones(len(nodes), dtype=np.bool_)
+    for _ in replay(ssn, operations):
+        placed = [(snap.pods[u], snap.node_pos[n]) for u, n in ssn.plans.items() if u not in snap.plans]
+        fresh = PodsOnNodes(snap, placed)
+        for probe in probes:
+            p = snap.pods[PodUID(f"p{probe}")]
+            mine, theirs = state.allowed(p), fresh.allowed(p)
+            assert (mine is None) == (theirs is None)
+            assert mine is None or theirs is None or np.array_equal(mine, theirs)
+            for score in ("affinity_scores", "spread_scores"):
+                a, b = getattr(state, score)(p, everywhere), getattr(fresh, score)(p, everywhere)
+                assert (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+        for kept, recounted in state.recount().values():
+            assert np.array_equal(kept, recounted)
+        assert state.holds_terms == fresh.holds_terms
