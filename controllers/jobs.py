@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
-from controllers.kube.client import ApiError, KubeClient, UnreadableResponse
+from controllers.kube.client import ApiError, KubeClient, UnreadableResponse, ignore_404
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
@@ -497,9 +497,7 @@ class JobController:
             if created:
                 self._upsert_podgroup(created)
         if plan.podgroup_patch is not None:
-            await self._ignore_404(
-                self.client.merge_patch(f"{pg_path}/{podgroup_name(job)}", plan.podgroup_patch)
-            )
+            await ignore_404(self.client.merge_patch(f"{pg_path}/{podgroup_name(job)}", plan.podgroup_patch))
         if plan.objects:  # before the pods, which mount and read them
             digest = orjson.dumps(plan.objects, option=orjson.OPT_SORT_KEYS)
             if self.applied.get(job.uid) != digest:
@@ -510,20 +508,16 @@ class JobController:
                 "deleting pods",
                 extra={"job": key, "pods": len(plan.delete_pods), "phase": job.status.phase.value},
             )
-        await bounded(
-            [self._ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods], FANOUT
-        )
+        await bounded([ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods], FANOUT)
         self.stats["pods_deleted"] += len(plan.delete_pods)
         await bounded([self._create(ns_pods, p, self._upsert_pod) for p in plan.create_pods], FANOUT)
         self.stats["pods_created"] += len(plan.create_pods)
         cmds = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{job.namespace}/commands"
         for name in plan.delete_commands:
-            await self._ignore_404(self.client.delete(f"{cmds}/{name}"))
+            await ignore_404(self.client.delete(f"{cmds}/{name}"))
         if plan.delete_job:
             log.info("job ttl expired; deleting", extra={"job": key})
-            await self._ignore_404(
-                self.client.request("DELETE", base, body={"propagationPolicy": "Background"})
-            )
+            await ignore_404(self.client.request("DELETE", base, body={"propagationPolicy": "Background"}))
         if plan.requeue_after is not None:
             self._enqueue_later(key, plan.requeue_after + 0.05)
 
@@ -535,14 +529,14 @@ class JobController:
         if pods:
             log.info("deleting pods of a deleted job", extra={"job": key, "pods": len(pods)})
         await bounded(
-            [self._ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods], FANOUT
+            [ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods], FANOUT
         )
         self.stats["pods_deleted"] += len(pods)
         for pg in list(self.podgroups.values()):
             if _job_of(pg) == key:
                 name = _meta(pg).get("name")
                 path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{ns}/podgroups/{name}"
-                await self._ignore_404(self.client.delete(path))
+                await ignore_404(self.client.delete(path))
         self.commands.pop(key, None)
 
     async def _create(self, path: str, body: Obj, record: Callable[[Obj], None] | None = None) -> Obj | None:
@@ -570,11 +564,3 @@ class JobController:
                 raise
             if obj.get("kind") == "ConfigMap":
                 await self.client.merge_patch(f"{path}/{meta.get('name')}", {"data": obj.get("data") or {}})
-
-    @staticmethod
-    async def _ignore_404(coro: Any) -> None:
-        try:
-            await coro
-        except ApiError as e:
-            if e.status != 404:
-                raise

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.client import KubeClient, ignore_404
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
@@ -87,19 +87,11 @@ class QueueCommandController:
         queue = str(target.get("name") or "")
         if state is not None and queue:
             path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues/{queue}/status"
-            await _ignore_404(self.client.merge_patch(path, {"status": {"state": state}}))
+            await ignore_404(self.client.merge_patch(path, {"status": {"state": state}}))
             log.info("queue command", extra={"queue": queue, "state": state, "command": name})
         else:
             log.warning("dropping queue command", extra={"command": name, "action": cmd.get("action")})
-        await _ignore_404(
+        await ignore_404(
             self.client.delete(f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{ns}/commands/{name}")
         )
         self.commands.pop(key, None)
-
-
-async def _ignore_404(coro: Any) -> None:
-    try:
-        await coro
-    except ApiError as e:
-        if e.status != 404:
-            raise

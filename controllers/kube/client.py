@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,6 +45,15 @@ class UnreadableResponse(ApiError):
 
 # Object metadata only: readable whatever the objects' specs hold (see Informer's fallback list).
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+
+
+async def ignore_404(call: Awaitable[object]) -> None:
+    """Await an API call for which "not found" means done (deleting what is gone, patching what went)."""
+    try:
+        await call
+    except ApiError as e:
+        if e.status != 404:
+            raise
 
 
 class KubeConfigError(Exception):

@@ -320,15 +320,22 @@ class ManagedProcess:
 
 
 def _http(
-    method: str, url: str, token: str | None = None, body: Any = None, timeout: float = 5.0
+    method: str,
+    url: str,
+    token: str | None = None,
+    body: Any = None,
+    timeout: float = 5.0,
+    *,
+    raw: bytes | None = None,
+    content_type: str = "application/json",
 ) -> tuple[int, bytes]:
     """One loopback request with the standard library (usable before and outside any event loop)."""
-    data = json.dumps(body).encode() if body is not None else None
+    data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     if data is not None:
-        request.add_header("Content-Type", "application/json")
+        request.add_header("Content-Type", content_type)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
@@ -48,20 +45,7 @@ def _raw_request(
     cp: ControlPlane, method: str, path: str, data: bytes, content_type: str
 ) -> tuple[int, bytes]:
     """A request with a body we encode ourselves (json.dumps refuses what these tests must send)."""
-    req = urllib.request.Request(f"{cp.server_url}{path}", data=data, method=method)
-    req.add_header("Authorization", f"Bearer {cp.token}")
-    req.add_header("Content-Type", content_type)
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    opener = urllib.request.build_opener(
-        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ctx)
-    )
-    try:
-        with opener.open(req, timeout=10) as resp:
-            return int(resp.status), resp.read()
-    except urllib.error.HTTPError as err:
-        return int(err.code), err.read()
+    return _http(method, f"{cp.server_url}{path}", cp.token, timeout=10, raw=data, content_type=content_type)
 
 
 def _pumice_alive(cp: ControlPlane) -> bool:
