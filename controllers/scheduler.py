@@ -92,6 +92,8 @@ class Scheduler:
         self._cycle_done = asyncio.Event()
         self._snapshot_version = -1
         self._cycling = False
+        # A filter is waiting for the next cycle (see prepare).
+        self._asked = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {
             "cycles": 0,
@@ -259,7 +261,9 @@ class Scheduler:
                 async with asyncio.timeout(self.resync):
                     await self._wake.wait()
             self._wake.clear()
-            await asyncio.sleep(self.debounce)
+            if not self._asked:  # kube-scheduler waits on a filter: no batching delay then
+                await asyncio.sleep(self.debounce)
+            self._asked = False
             try:
                 if self._cycled_at != (self.cache.version, self.plans.version):
                     await self.cycle_off_loop()
@@ -314,6 +318,7 @@ class Scheduler:
             return
         # Wait for a cycle whose snapshot already held the pod (the one under way may predate it).
         target = self.cache.version
+        self._asked = True
         self._wake.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.plan_timeout):
