@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 import e2e_throughput  # noqa: E402 (a sibling script)
 
 from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
-from tests.e2e.controlplane import free_port  # noqa: E402
+from tests.e2e.controlplane import free_port, scheduler_config_api_version  # noqa: E402
 
 
 def run(argv: list[str]) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def main() -> None:
     port = free_port()
     with_ext = scheduler_config(
         extender_url=f"http://127.0.0.1:{port}",
-        api_version="kubescheduler.config.k8s.io/v1beta3",
+        api_version=scheduler_config_api_version(),  # what the kube-scheduler in KUBEBUILDER_ASSETS loads
         leader_elect=False,
     )
     without = {k: v for k, v in with_ext.items() if k != "extenders"}

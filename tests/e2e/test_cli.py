@@ -1,4 +1,4 @@
-"""``pumice job`` / ``pumice queue`` against a real kube-apiserver (v1.24) with pumice's CRDs and webhooks.
+"""``pumice job`` / ``pumice queue`` against a real kube-apiserver with pumice's CRDs and webhooks.
 
 Each command runs as under ``pumice``: parsed by the real parser, its own event loop (in a worker
 thread, so this test's loop stays free), the control plane's kubeconfig, output captured.

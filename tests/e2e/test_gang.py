@@ -1,4 +1,4 @@
-"""Gang scheduling through pumice on a real kube-apiserver + kube-scheduler (v1.24), fake nodes and a
+"""Gang scheduling through pumice on a real kube-apiserver + kube-scheduler, fake nodes and a
 fake kubelet: all-or-nothing binding, visible reasons, prompt retry when capacity appears, competing
 gangs, and the fast path for pods of other schedulers."""
 

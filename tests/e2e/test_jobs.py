@@ -1,4 +1,4 @@
-"""The vcjob controller on a real kube-apiserver + kube-scheduler (v1.24) with fake nodes and a fake kubelet
+"""The vcjob controller on a real kube-apiserver + kube-scheduler with fake nodes and a fake kubelet
 that drives pod phases and exit codes: plugins, restart policies and maxRetry, TaskCompleted, dependsOn,
 Commands, and a restart of pumice in the middle of a job's life."""
 
