@@ -172,15 +172,10 @@ class Scheduler:
         return stale
 
     def _apply(self, snap: Snapshot, result: CycleResult, t0: float) -> None:
-        stale = (
-            self._stale_groups(snap, result.placements)
-            if self._cycled_at
-            != (
-                self.cache.version,
-                self.plans.version,
-            )
-            else set()
-        )
+        # Did anything happen while the pure part ran? Then some decisions may be stale, and what happened
+        # still needs a cycle of its own: the versions of the snapshot stay recorded, so the loop runs again.
+        external = self._cycled_at != (self.cache.version, self.plans.version)
+        stale = self._stale_groups(snap, result.placements) if external else set()
         planned = 0
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
@@ -197,10 +192,10 @@ class Scheduler:
         # Groups still holding pods without a plan are looked at again next cycle; the rest only
         # when one of their pods changes (see _work).
         self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)} | stale
-        if stale:
-            self.stats["stale_groups"] += len(stale)
+        self.stats["stale_groups"] += len(stale)
+        if external:
             self._wake.set()
-        else:
+        else:  # only our own changes since the snapshot: nothing new to look at
             self._cycled_at = (self.cache.version, self.plans.version)
         self.stats["cycles"] += 1
         self.stats["cycle_seconds"] += time.perf_counter() - t0

@@ -275,3 +275,12 @@ async def test_required_anti_affinity_counts_pods_already_running_on_nodes(
     s.cache.upsert_pod(shy)
     s.ensure_fresh()
     assert s.plans.get("shy") == expected  # type: ignore[arg-type]
+
+
+async def test_a_pod_that_arrives_during_a_cycle_gets_a_cycle_of_its_own() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_pod(pod("first"))
+    _cycle_with(s, lambda: s.cache.upsert_pod(pod("late")))
+    assert sorted(s.plans) == ["first"]
+    s.ensure_fresh()  # what the loop does on its next wake: the late pod was not taken as seen
+    assert sorted(s.plans) == ["first", "late"]
