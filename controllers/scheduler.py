@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -27,6 +28,7 @@ from extender.api import wire
 from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.snapshot import Snapshot, pod_group_key
+from extender.framework.actions import NOT_ENOUGH_RESOURCES
 from extender.framework.session import CycleResult, Session, Unschedulable
 from extender.plugins.registry import SchedulerConf, schedule
 
@@ -84,6 +86,8 @@ class Scheduler:
         self.rejected: set[PodUID] = set()
         self.touched: dict[PodUID, str] = {}
         self.backlog: set[GroupKey] = set()
+        # Groups the last cycle found short of room, untouched since (see Snapshot.settled).
+        self.settled: set[GroupKey] = set()
         # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
         self.refused: dict[PodUID, frozenset[str]] = {}
         self._cycled_at: tuple[int, int] = (-1, -1)
@@ -121,6 +125,8 @@ class Scheduler:
     def _prepare(self) -> Snapshot:
         """On the event loop: drain the changes and take an immutable snapshot of the work."""
         snap = self.cache.snapshot(self.plans, self._work(), dict(self.refused))
+        if self.settled:
+            snap = dataclasses.replace(snap, settled=frozenset(k for k in self.settled if k in snap.groups))
         self._cycled_at = (self.cache.version, self.plans.version)
         self._snapshot_version = self.cache.version
         self._cycling = True
@@ -188,7 +194,15 @@ class Scheduler:
                 self._spawn(self._touch(pod, node))
         for key in result.admitted:
             self.cache.set_group_phase(key, GroupPhase.INQUEUE)
-        self.reasons = result.unschedulable
+        # Settled groups were not looked at: their reasons stand as the earlier cycle gave them.
+        reasons = {k: self.reasons[k] for k in snap.settled if k in self.reasons}
+        reasons.update(result.unschedulable)
+        self.reasons = reasons
+        self.settled = {
+            k
+            for k, u in reasons.items()
+            if u.reason == NOT_ENOUGH_RESOURCES and k not in stale and self.cache.has_unplanned(k, self.plans)
+        }
         # Groups still holding pods without a plan are looked at again next cycle; the rest only
         # when one of their pods changes (see _work).
         self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)} | stale
@@ -220,13 +234,16 @@ class Scheduler:
         changed, groups, nodes_changed, broad = self.cache.drain_changes()
         if nodes_changed:
             self.plans.prune(self.cache.plan_is_live)
-        if broad:
+        if broad or nodes_changed:
+            self.settled.clear()  # room, nodes, queues or priorities changed: any group may fit now
             self.backlog.update(self.cache.waiting)
         self.backlog.update(groups)
+        self.settled.difference_update(groups)
         for uid in changed:
             node = self.plans.get(uid)
             if node is not None and not self.cache.plan_is_live(uid, node):
                 self.plans.discard(uid)
+                self.settled.clear()  # a reservation freed its room
             pod = self.cache.pods.get(uid)
             if pod is None or not pod.waiting:
                 # Bound, finished or deleted: nothing more to remember about its filtering.
@@ -235,6 +252,7 @@ class Scheduler:
                 self.touched.pop(uid, None)
             if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
                 self.backlog.add(pod_group_key(pod))
+                self.settled.discard(pod_group_key(pod))
                 if uid in self.unseen and pod.waiting:
                     del self.unseen[uid]
                     self.rejected.add(uid)
@@ -460,6 +478,7 @@ class Scheduler:
         """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch. Membership
         comes from the cache: a fully planned gang is in no recent (work-only) snapshot."""
         self.plans.discard(uid)
+        self.settled.clear()  # the released reservations free room
         pod = self.cache.pods.get(uid)
         if pod is not None:
             key = pod_group_key(pod)

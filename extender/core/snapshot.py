@@ -148,6 +148,10 @@ class Snapshot:
     # Namespace labels for namespaceSelector in pod affinity terms; None when not known (see
     # extender.core.selector for what is decided without them).
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
+    # Admitted groups found unplaceable (short of room) by an earlier cycle, with nothing changed since
+    # that could let them fit: allocate and backfill pass over them, keeping the cost of a cycle with
+    # the work that changed, not with a backlog (Volcano retries every job each session, its #5551).
+    settled: frozenset[GroupKey] = frozenset()
 
     @property
     def free(self) -> npt.NDArray[np.int64]:

@@ -217,8 +217,14 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
 
 
 def _admitted_by_queue(ssn: Session) -> dict[str, list[PodGroup]]:
+    """Admitted groups to place, by queue, in job order. Settled groups (see Snapshot.settled) are passed
+    over: they place nothing, so leaving them out changes no share, no order and no outcome. A group
+    admitted in this very cycle is never settled."""
     by_queue: dict[str, list[PodGroup]] = {}
+    settled = ssn.snapshot.settled
     for key in ssn.admitted:
+        if key in settled and key not in ssn.result.admitted:
+            continue
         g = ssn.snapshot.groups.get(key)
         if g is not None and g.queue in ssn.snapshot.queues:
             by_queue.setdefault(g.queue, []).append(g)

@@ -12,6 +12,7 @@ import pytest
 from controllers.cache import ClusterCache
 from controllers.executor import BindError
 from controllers.scheduler import Scheduler
+from extender.core.model import group_key
 from extender.plugins.registry import load_conf, schedule
 
 
@@ -284,3 +285,47 @@ async def test_a_pod_that_arrives_during_a_cycle_gets_a_cycle_of_its_own() -> No
     assert sorted(s.plans) == ["first"]
     s.ensure_fresh()  # what the loop does on its next wake: the late pod was not taken as seen
     assert sorted(s.plans) == ["first", "late"]
+
+
+# --- settled groups: a backlog short of room is not re-examined until something could let it fit ------
+
+
+def _stuck(s: Scheduler, name: str, cpu: str = "8") -> None:
+    s.cache.upsert_podgroup(podgroup(name, 1))
+    s.cache.upsert_pod(pod(f"{name}-0", name, cpu=cpu))
+
+
+async def test_a_group_short_of_room_is_settled_and_keeps_its_reason() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    _stuck(s, "big")
+    s.ensure_fresh()
+    reason = s.reasons[group_key("ns", "big")].message
+    assert group_key("ns", "big") in s.settled and "needs cpu 8" in reason
+    s.cache.upsert_pod(pod("small", cpu="1"))  # unrelated work arrives
+    snap = s._prepare()
+    assert group_key("ns", "big") in snap.settled
+    s._apply(snap, schedule(snap, s.conf), 0.0)
+    assert s.plans.get("small") == "n1"  # type: ignore[arg-type]
+    assert s.reasons[group_key("ns", "big")].message == reason  # still says why
+
+
+@pytest.mark.parametrize("change", ["node added", "room freed", "its pod changed"])
+async def test_a_settled_group_is_looked_at_again_when_it_could_fit(change: str) -> None:
+    s, _ = scheduler(node("n1", "4"))
+    blocker = pod("blocker", cpu="4")
+    blocker["spec"].update(schedulerName="default-scheduler", nodeName="n1")
+    blocker["status"]["phase"] = "Running"
+    s.cache.upsert_pod(blocker)
+    _stuck(s, "g", cpu="2")
+    s.ensure_fresh()
+    assert group_key("ns", "g") in s.settled and "g-0" not in s.plans
+    if change == "node added":
+        s.cache.upsert_node(node("n2", "4"))
+    elif change == "room freed":
+        blocker["status"]["phase"] = "Succeeded"
+        s.cache.upsert_pod(blocker)
+    else:
+        s.cache.remove_pod(blocker)  # the room is freed by a deletion the group does not see...
+        s.cache.upsert_pod(pod("g-0", "g", cpu="1"))  # ...and its own pod changed too
+    s.ensure_fresh()
+    assert "g-0" in s.plans
