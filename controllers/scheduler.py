@@ -1,9 +1,10 @@
 """The scheduling loop and the state the extender verbs read.
 
 The loop runs a cycle (enqueue, allocate, backfill) against a cache snapshot whenever the cache changes
-(debounced) and at least every ``resync`` seconds. Its output is a plan book (pod → node): kube-scheduler's
-filter calls are answered from it in O(1). A filter call for a pod with no plan runs a cycle first
-(pure, no I/O), so a pod that can be placed is placed on its first attempt.
+(debounced) and at least every ``resync`` seconds, its pure part in a worker thread. Its output is a plan
+book (pod → node): kube-scheduler's filter calls are answered from it in O(1). A filter for a pod with no
+plan cycles inline when few groups wait, else waits (bounded) for the loop's next cycle, so a pod that can
+be placed is placed on its first attempt and no filter carries a large backlog's cycle.
 
 After a cycle: admitted groups turn Inqueue in the cache (the status writer persists it); pods that
 kube-scheduler already found unschedulable and now have a plan are touched (annotated with the planned
@@ -68,6 +69,7 @@ class Scheduler:
         debounce: float = 0.02,
         seen_timeout: float = 1.0,
         plan_timeout: float = 1.0,
+        inline_groups: int = 64,
         heartbeat: Callable[[], None] = lambda: None,
     ) -> None:
         self.cache = cache
@@ -78,6 +80,8 @@ class Scheduler:
         self.debounce = debounce
         self.seen_timeout = seen_timeout
         self.plan_timeout = plan_timeout
+        # At most this many groups with waiting pods, a filter for an unplanned pod cycles inline.
+        self.inline_groups = inline_groups
         self.heartbeat = heartbeat
         # Pods refused at filter before the watch showed them (bounded, oldest dropped first).
         self.unseen: dict[PodUID, None] = {}
@@ -96,8 +100,6 @@ class Scheduler:
         self._cycle_done = asyncio.Event()
         self._snapshot_version = -1
         self._cycling = False
-        # A filter is waiting for the next cycle (see prepare).
-        self._asked = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = {
             "cycles": 0,
@@ -274,9 +276,9 @@ class Scheduler:
                 async with asyncio.timeout(self.resync):
                     await self._wake.wait()
             self._wake.clear()
-            if not self._asked:  # kube-scheduler waits on a filter: no batching delay then
-                await asyncio.sleep(self.debounce)
-            self._asked = False
+            # The short delay batches what arrives together (a gang's pods), also when a waiting filter
+            # woke the loop: a cycle per pod would plan gangs before they are whole.
+            await asyncio.sleep(self.debounce)
             try:
                 if self._cycled_at != (self.cache.version, self.plans.version):
                     await self.cycle_off_loop()
@@ -313,8 +315,9 @@ class Scheduler:
     # --- extender verbs (no I/O but bind) --------------------------------------------------------------
     async def prepare(self, uid: PodUID) -> None:
         """Before a filter answer: wait, briefly, for the watch to show a pod kube-scheduler already has
-        (its copy can be a few milliseconds ahead of ours), then, if the pod has no plan yet, for the
-        scheduling loop's next cycle. Never a cycle here: filters stay cheap however large the backlog.
+        (its copy can be a few milliseconds ahead of ours), then, if the pod has no plan yet, plan it: inline
+        when few groups wait (bounded work), else by waiting for the scheduling loop's next cycle, so a
+        filter never carries a large backlog's cycle.
         Polled rather than signalled for the watch, so a made-up UID costs one short bounded wait and
         leaves nothing behind."""
         if not uid or uid in self.plans:
@@ -329,9 +332,13 @@ class Scheduler:
         pod = self.cache.pods.get(uid)
         if pod is None or not pod.waiting or uid in self.plans:
             return
+        if not self._cycling and len(self.cache.waiting) <= self.inline_groups:
+            # Little is waiting: a cycle costs about what a hand-off to the worker thread does, and
+            # kube-scheduler, which calls filter one pod at a time, gets its answer at once.
+            self.ensure_fresh()
+            return
         # Wait for a cycle whose snapshot already held the pod (the one under way may predate it).
         target = self.cache.version
-        self._asked = True
         self._wake.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.plan_timeout):

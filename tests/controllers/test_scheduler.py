@@ -230,9 +230,9 @@ async def test_unrelated_changes_during_the_cycle_keep_its_placements() -> None:
     assert sorted(s.plans) == ["g-0", "g-1"] and s.stats["stale_groups"] == 0
 
 
-async def test_filter_waits_for_the_loop_and_never_cycles_itself() -> None:
+async def test_filter_waits_for_the_loop_when_much_is_waiting() -> None:
     s, _ = scheduler(node("n1", "4"))
-    s.resync, s.debounce = 10.0, 0.0
+    s.resync, s.debounce, s.inline_groups = 10.0, 0.0, 0
     loop_task = asyncio.create_task(s.run())
     try:
         s.cache.upsert_pod(pod("p"))
@@ -243,12 +243,19 @@ async def test_filter_waits_for_the_loop_and_never_cycles_itself() -> None:
         loop_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await loop_task
-    # Without the loop a filter waits at most plan_timeout and plans nothing itself.
+    # Without the loop such a filter waits at most plan_timeout and plans nothing itself.
     s2, _ = scheduler(node("n1", "4"))
-    s2.plan_timeout = 0.05
+    s2.plan_timeout, s2.inline_groups = 0.05, 0
     s2.cache.upsert_pod(pod("q"))
     await s2.prepare("q")  # type: ignore[arg-type]
     assert s2.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.stats["cycles"] == 0
+
+
+async def test_filter_plans_inline_when_little_is_waiting() -> None:
+    s, _ = scheduler(node("n1", "4"))  # no loop running: only the inline cycle can plan it
+    s.cache.upsert_pod(pod("q"))
+    await s.prepare("q")  # type: ignore[arg-type]
+    assert s.filter(pod("q"), ["n1"])["NodeNames"] == ["n1"] and s.stats["cycles"] == 1
 
 
 @pytest.mark.parametrize(("web_on", "expected"), [("n1", "n2"), ("n2", "n1")])
