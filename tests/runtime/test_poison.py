@@ -7,7 +7,6 @@ remembered as unreadable, and one it can read must not break the cycle.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from controllers.cache import ClusterCache
 from controllers.scheduler import Scheduler
 from extender.plugins.registry import load_conf
+from tests.fuzz.strategies import paths
 
 Obj = dict[str, Any]
 
@@ -122,17 +122,6 @@ BASES: dict[str, Obj] = {
 }
 
 
-def _paths(obj: object, prefix: tuple[object, ...] = ()) -> Iterator[tuple[object, ...]]:
-    if prefix:
-        yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, (*prefix, i))
-
-
 def _swapped(base: Obj, path: tuple[object, ...], value: object) -> Obj:
     out = copy.deepcopy(base)
     cur: Any = out
@@ -153,7 +142,7 @@ def _fresh() -> Scheduler:
 CASES = [
     (kind, path)
     for kind, base in BASES.items()
-    for path in _paths(base)
+    for path in paths(base)
     if path[0] != "metadata" or len(path) > 1
 ]
 
