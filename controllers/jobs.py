@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
-from controllers.kube.client import ApiError, KubeClient, UnreadableResponse, ignore_404
+from controllers.kube.client import ApiError, KubeClient, UnreadableResponse, ignore_404, object_key
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
@@ -180,13 +180,8 @@ class JobController:
             "podgroups": Handler(self._replace_podgroups, self._upsert_podgroup, self._remove_podgroup),
         }
 
-    @staticmethod
-    def _key(obj: Mapping[str, Any]) -> str:
-        meta = _meta(obj)
-        return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
     def _upsert_job(self, obj: Obj) -> None:
-        key = self._key(obj)
+        key = object_key(obj)
         if not _newer(obj, self.jobs.get(key)):
             return  # our own write already put a later version here
         self.jobs[key] = obj
@@ -195,7 +190,7 @@ class JobController:
         self.enqueue(key)
 
     def _remove_job(self, obj: Obj) -> None:
-        key = self._key(obj)
+        key = object_key(obj)
         self.deleted.add(key)
         self.unreadable.pop(key, None)
         self.jobs.pop(key, None)
@@ -215,7 +210,7 @@ class JobController:
 
     def _unreadable_jobs(self, metas: Sequence[Obj]) -> None:
         for m in metas:
-            key = self._key(m)
+            key = object_key(m)
             self.unreadable[key] = m
             self.jobs.pop(key, None)
             self.stats["invalid"] += 1
@@ -282,14 +277,14 @@ class JobController:
 
     def _upsert_podgroup(self, obj: Obj) -> None:
         job = _job_of(obj)
-        if job is not None and _newer(obj, self.podgroups.get(self._key(obj))):
-            self.podgroups[self._key(obj)] = obj
+        if job is not None and _newer(obj, self.podgroups.get(object_key(obj))):
+            self.podgroups[object_key(obj)] = obj
             self.enqueue(job)
 
     def _remove_podgroup(self, obj: Obj) -> None:
         job = _job_of(obj)
         if job is not None:
-            self.podgroups.pop(self._key(obj), None)
+            self.podgroups.pop(object_key(obj), None)
             self.enqueue(job)
 
     def _replace_podgroups(self, objs: Sequence[Obj]) -> None:

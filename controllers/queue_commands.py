@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from controllers.kube.client import KubeClient, ignore_404
+from controllers.kube.client import KubeClient, ignore_404, object_key
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
@@ -22,12 +22,6 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 _STATES = {"OpenQueue": "Open", "CloseQueue": "Closed"}
-
-
-def _key(obj: Obj) -> str:
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def _targets_a_queue(obj: Obj) -> bool:
@@ -48,11 +42,11 @@ class QueueCommandController:
 
     def _upsert(self, obj: Obj) -> None:
         if _targets_a_queue(obj):
-            self.commands[_key(obj)] = obj
-            self.queue.add(_key(obj))
+            self.commands[object_key(obj)] = obj
+            self.queue.add(object_key(obj))
 
     def _remove(self, obj: Obj) -> None:
-        self.commands.pop(_key(obj), None)
+        self.commands.pop(object_key(obj), None)
 
     def _replace(self, objs: Sequence[Obj]) -> None:
         self.commands = {}
