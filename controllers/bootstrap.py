@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controllers.cache import ClusterCache
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
 from extender.api.versions import (
@@ -20,9 +21,6 @@ from extender.api.versions import (
 from extender.settings import ServeSettings
 
 log = logging.getLogger(__name__)
-
-_QUEUES = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"
-_ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 
 # What the API server offers that changes how we integrate: the one rule in extender.api.versions.
@@ -50,19 +48,19 @@ async def server_features(client: KubeClient) -> Features:
 async def ensure_queues(client: KubeClient, cache: ClusterCache) -> None:
     """Create ``root`` and the default queue when missing (Volcano does the same at start-up)."""
     for name in (L.ROOT_QUEUE, cache.default_queue):
-        if name in cache.queues:
+        if cache.queue(name) is not None:
             continue
         spec: dict[str, Any] = {"weight": 1, "reclaimable": name != L.ROOT_QUEUE}
         if name != L.ROOT_QUEUE:
             spec["parent"] = L.ROOT_QUEUE
         body = {
-            "apiVersion": f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}",
+            "apiVersion": paths.QUEUES.api_version,
             "kind": "Queue",
             "metadata": {"name": name},
             "spec": spec,
         }
         try:
-            await client.post(_QUEUES, body)
+            await client.post(paths.QUEUES.collection(), body)
             log.info("created queue", extra={"queue": name})
         except ApiError as e:
             if e.status != 409:
@@ -79,39 +77,41 @@ async def register_webhooks(
 ) -> None:
     """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
     when neither is given, patch our CA into the ones a deployment created."""
-    if settings.webhook_url_base or settings.webhook_service:
+    if settings.webhooks.url_base or settings.webhooks.service:
         docs = configurations(
             ca_bundle=ca_pem,
-            url_base=settings.webhook_url_base,
-            service=settings.webhook_service,
+            url_base=settings.webhooks.url_base,
+            service=settings.webhooks.service,
             scheduling_gates=features.scheduling_gates,
             match_conditions=features.match_conditions,
-            scheduler_names=sorted(settings.scheduler_names),
+            scheduler_names=sorted(settings.scheduling.scheduler_names),
         )
         for doc in docs:
-            kind = (
-                "mutatingwebhookconfigurations"
+            resource = (
+                paths.MUTATING_WEBHOOK_CONFIGURATIONS
                 if doc["kind"].startswith("Mutating")
-                else "validatingwebhookconfigurations"
+                else paths.VALIDATING_WEBHOOK_CONFIGURATIONS
             )
             name = doc["metadata"]["name"]
+            path = resource.item(str(name))
             try:
-                cur = await client.get(f"{_ADMISSION}/{kind}/{name}")
+                cur = await client.get(path)
                 doc["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
-                await client.request("PUT", f"{_ADMISSION}/{kind}/{name}", body=doc)
+                await client.request("PUT", path, body=doc)
             except ApiError as e:
                 if e.status != 404:
                     raise
-                await client.post(f"{_ADMISSION}/{kind}", doc)
+                await client.post(resource.collection(), doc)
             log.info("registered webhooks", extra={"configuration": name})
         return
     bundle = base64.b64encode(ca_pem).decode()
-    for kind, name in (
-        ("mutatingwebhookconfigurations", "pumice-mutating"),
-        ("validatingwebhookconfigurations", "pumice-validating"),
+    for resource, name in (
+        (paths.MUTATING_WEBHOOK_CONFIGURATIONS, "pumice-mutating"),
+        (paths.VALIDATING_WEBHOOK_CONFIGURATIONS, "pumice-validating"),
     ):
+        path = resource.item(name)
         try:
-            cur = await client.get(f"{_ADMISSION}/{kind}/{name}")
+            cur = await client.get(path)
         except ApiError as e:
             if e.status == 404:
                 log.warning(
@@ -128,5 +128,5 @@ async def register_webhooks(
             for i, w in enumerate(cur.get("webhooks") or [])
         ]
         if ops:
-            await client.json_patch(f"{_ADMISSION}/{kind}/{name}", ops)
+            await client.json_patch(path, ops)
             log.info("patched caBundle", extra={"configuration": name})

@@ -1,11 +1,14 @@
 """ClusterCache: the single writer of the process's view of the cluster.
 
 Informers feed raw objects in; they are parsed once, here, into the frozen model. A parse failure is
-logged and the object skipped (never a crash). ``snapshot()`` is memoised on a version counter, so a
-scheduling cycle with no change since the last one costs nothing.
+logged and the object skipped (never a crash). Every stored change of a pod is told to the reservation
+ledger (:mod:`controllers.ledger`, which derives node and queue usage) and to the pending set
+(:mod:`controllers.pending`, which tracks what a cycle must look at); the cache itself keeps objects and
+the indexes that read them (group members, implicit queues, the node table).
 
-Binding is optimistic: after a successful bind the pod is *assumed* on its node until the watch shows
-the binding, so a late event from before the bind cannot make it look unplaced again.
+Binding is optimistic: after a successful bind the ledger holds the pod as *assumed* on its node, and the
+cache lays that node over the pod until the watch shows the binding, so a late event from before the
+bind cannot make it look unplaced again.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controllers.kube.informer import Handler
-from controllers.plans import PlanBook
-from controllers.usage import NodeUsage
+from controllers.ledger import Ledger
+from controllers.pending import PendingSet
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.model import (
@@ -40,11 +43,6 @@ Obj = dict[str, Any]
 _UNFINISHED = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
-def _add(acc: dict[str, int], more: Mapping[str, int]) -> None:
-    for k, v in more.items():
-        acc[k] = acc.get(k, 0) + v
-
-
 def _ref(kind: str, obj: object) -> tuple[tuple[str, str], Mapping[str, Any]]:
     """``(kind, namespace/name)`` of a raw object however odd it is, and its metadata (or {})."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
@@ -53,52 +51,51 @@ def _ref(kind: str, obj: object) -> tuple[tuple[str, str], Mapping[str, Any]]:
 
 
 class ClusterCache:
-    def __init__(self, *, scheduler_names: frozenset[str], default_queue: str = L.DEFAULT_QUEUE) -> None:
+    """The parsed objects, their indexes, and the reservation ledger's feed.
+
+    State is private; collaborators are passed in: the :class:`Ledger` (every reservation) and the
+    :class:`PendingSet` (what changed, what waits) are told of every change as it is stored."""
+
+    def __init__(
+        self,
+        *,
+        scheduler_names: frozenset[str],
+        ledger: Ledger,
+        pending: PendingSet,
+        default_queue: str = L.DEFAULT_QUEUE,
+    ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
-        self.nodes: dict[str, Node] = {}
-        self.pods: dict[PodUID, Pod] = {}
-        self.podgroups: dict[GroupKey, PodGroup] = {}
-        self.queues: dict[str, Queue] = {}
-        self.priority_classes: dict[str, PriorityClass] = {}
+        self._ledger = ledger
+        self._pending = pending
+        self._nodes: dict[str, Node] = {}
+        self._pods: dict[PodUID, Pod] = {}
+        self._podgroups: dict[GroupKey, PodGroup] = {}
+        self._queues: dict[str, Queue] = {}
+        self._priority_classes: dict[str, PriorityClass] = {}
         # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
-        self.raw_podgroups: dict[GroupKey, Obj] = {}
-        self.raw_queues: dict[str, Obj] = {}
-        self.assumed: dict[PodUID, str] = {}
+        self._raw_podgroups: dict[GroupKey, Obj] = {}
+        self._raw_queues: dict[str, Obj] = {}
         # Objects that could not be read, (kind, namespace/name) -> why; pods also by UID (filter says why).
-        self.unreadable: dict[tuple[str, str], str] = {}
-        self.unreadable_pods: dict[PodUID, str] = {}
+        self._unreadable: dict[tuple[str, str], str] = {}
+        self._unreadable_pods: dict[PodUID, str] = {}
         self.unreadable_total = 0
-        # Incremental indexes over pods (see _index).
-        self.node_usage = NodeUsage()
-        self.members: dict[GroupKey, set[PodUID]] = {}
-        self.waiting: dict[GroupKey, set[PodUID]] = {}
-        self.group_usage: dict[GroupKey, dict[str, int]] = {}
-        self.implicit_queue: dict[GroupKey, str] = {}
-        # Requests of our bound, unfinished pods per queue; rebuilt when a PodGroup's queue changes.
-        self.queue_held: dict[str, dict[str, int]] = {}
+        # Members of pumice's groups, and the queue of groups without a PodGroup (plain pods).
+        self._members: dict[GroupKey, set[PodUID]] = {}
+        self._implicit_queue: dict[GroupKey, str] = {}
+        # Bumped on every change of a stored object: "did anything happen since".
         self.version = 0
-        # What changed since the scheduler last looked (see drain_changes): it re-examines only that.
-        self.changed_pods: set[PodUID] = set()
-        self.changed_groups: set[GroupKey] = set()
-        self.nodes_changed = False
-        self.broad_change = False
         self._nodes_version = 0
         self._node_table: tuple[int, NodeTable] | None = None
-        self.listeners: list[Callable[[str], None]] = []
-        # Told when the scheduler admits a group in memory (before its status write reaches the API).
-        self.phase_listeners: list[Callable[[GroupKey, GroupPhase], None]] = []
 
     # --- change notification -------------------------------------------------------------------------
     def _changed(self, kind: str) -> None:
         self.version += 1
         if kind == "node":
             self._nodes_version += 1
-            self.nodes_changed = True
-        if kind in ("node", "queue", "priorityclass"):
-            self.broad_change = True
-        for fn in self.listeners:
-            fn(kind)
+            self._pending.nodes_changed()
+        elif kind in ("queue", "priorityclass"):
+            self._pending.room_freed()
 
     # --- pods ------------------------------------------------------------------------------------------
     def _parse(self, fn: Callable[[Obj], Any], obj: Obj, kind: str) -> Any:
@@ -109,141 +106,129 @@ class ClusterCache:
             parsed = fn(obj)
         except (InvalidObject, ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
             problem = str(e) or type(e).__name__
-            if self.unreadable.get(ref) != problem:
+            if self._unreadable.get(ref) != problem:
                 self.unreadable_total += 1
                 log.warning(
                     "skipping unreadable object", extra={"kind": kind, "object": ref[1], "error": problem}
                 )
-            self.unreadable[ref] = problem
+            self._unreadable[ref] = problem
             if kind == "Pod" and isinstance(meta.get("uid"), str):
-                self.unreadable_pods[PodUID(meta["uid"])] = problem
+                self._unreadable_pods[PodUID(meta["uid"])] = problem
             return None
-        self.unreadable.pop(ref, None)
+        self._unreadable.pop(ref, None)
         if kind == "Pod":
-            self.unreadable_pods.pop(PodUID(str(meta.get("uid"))), None)
+            self._unreadable_pods.pop(PodUID(str(meta.get("uid"))), None)
         return parsed
 
     def _forget_unreadable(self, kind: str) -> None:
         """Before a re-list of ``kind``: what is still unreadable is found again, the deleted is not."""
-        self.unreadable = {k: v for k, v in self.unreadable.items() if k[0] != kind}
+        self._unreadable = {k: v for k, v in self._unreadable.items() if k[0] != kind}
 
-    def _index(self, pod: Pod, sign: int) -> None:
-        """Add (sign=1) or remove (-1) a pod's share of the incremental indexes: node usage, and for our
-        pods group membership and the waiting set. They let a cycle look only at groups with work."""
-        if pod.holds_resources:
-            self.node_usage.add(pod.node_name, pod.requests, sign)
-        if pod.scheduler_name not in self.scheduler_names:
-            return
-        key = pod_group_key(pod)
-        if not pod.group_name:
-            self.implicit_queue[key] = pod.queue_name or self.default_queue
-        if pod.holds_resources:
-            gu = self.group_usage.setdefault(key, {})
-            for k, v in pod.requests.items():
-                gu[k] = gu.get(k, 0) + sign * v
-            q = self._queue_of(key)
-            if q is not None:
-                qu = self.queue_held.setdefault(q, {})
-                for k, v in pod.requests.items():
-                    qu[k] = qu.get(k, 0) + sign * v
-        members = self.members.setdefault(key, set())
-        if sign > 0:
-            members.add(pod.uid)
-            if pod.waiting:
-                self.waiting.setdefault(key, set()).add(pod.uid)
-            return
-        members.discard(pod.uid)
-        if not members:
-            del self.members[key]
-            self.implicit_queue.pop(key, None)
-            self.group_usage.pop(key, None)  # all zeros by now: the last holder was just subtracted
-        w = self.waiting.get(key)
-        if w is not None:
-            w.discard(pod.uid)
-            if not w:
-                del self.waiting[key]
+    def _ours(self, pod: Pod) -> GroupKey | None:
+        return pod_group_key(pod) if pod.scheduler_name in self.scheduler_names else None
 
-    def _store(self, pod: Pod) -> None:
-        self.changed_pods.add(pod.uid)
-        old = self.pods.get(pod.uid)
+    def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
+        """Store ``pod`` (None: remove) and tell the ledger what the watch showed (``seen``: the pod as
+        the API server has it, before an assumed binding is laid over it)."""
+        old = self._pods.pop(uid, None)
         if old is not None:
-            if old.holds_resources and not pod.holds_resources:
-                self.broad_change = True  # room freed: any waiting group may fit now
-            self._index(old, -1)
-        self.pods[pod.uid] = pod
-        self._index(pod, 1)
+            key = self._ours(old)
+            if key is not None:
+                members = self._members[key]
+                members.discard(uid)
+                if not members:
+                    del self._members[key]
+                    self._implicit_queue.pop(key, None)
+        key = self._ours(pod) if pod is not None else None
+        if pod is not None:
+            self._pods[uid] = pod
+            if key is not None:
+                self._members.setdefault(key, set()).add(uid)
+                if not pod.group_name:
+                    self._implicit_queue[key] = pod.queue_name or self.default_queue
+        before = self._ledger.get(uid)
+        self._ledger.observe(uid, seen, self._queue_of(key) if key is not None else None, key)
+        after = self._ledger.get(uid)
+        freed = before is not None and (after is None or after.node != before.node)
+        self._pending.pod_changed(uid, key, pod is not None and pod.waiting, freed)
 
     def upsert_pod(self, obj: Obj) -> Pod | None:
-        pod: Pod | None = self._parse(parse_pod, obj, "Pod")
-        if pod is None:
+        seen: Pod | None = self._parse(parse_pod, obj, "Pod")
+        if seen is None:
             return None
-        assumed = self.assumed.get(pod.uid)
-        if assumed is not None:
-            if pod.node_name or pod.terminal:
-                del self.assumed[pod.uid]
-            else:
-                pod = dataclasses.replace(pod, node_name=assumed)
-        if self.pods.get(pod.uid) == pod:
+        pod = seen
+        assumed = self._ledger.assumed_node(pod.uid)
+        if assumed is not None and not pod.node_name and not pod.terminal:
+            # Bound by us, not yet shown bound: an event from before the bind must not unplace it.
+            pod = dataclasses.replace(pod, node_name=assumed)
+        if self._pods.get(pod.uid) == pod:
             return pod
-        self._store(pod)
+        self._store(pod.uid, pod, seen)
         self._changed("pod")
         return pod
 
     def remove_pod(self, obj: Obj) -> None:
         uid = PodUID(str((obj.get("metadata") or {}).get("uid") or ""))
-        self.unreadable_pods.pop(uid, None)
-        self.unreadable.pop(_ref("Pod", obj)[0], None)
-        self.assumed.pop(uid, None)
-        old = self.pods.pop(uid, None)
-        if old is not None:
-            self.changed_pods.add(uid)
-            self.broad_change |= old.holds_resources
-            self._index(old, -1)
+        self._unreadable_pods.pop(uid, None)
+        self._unreadable.pop(_ref("Pod", obj)[0], None)
+        if uid in self._pods or self._ledger.get(uid) is not None:
+            self._store(uid, None, None)
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
-        # After a re-list every pod counts as changed, those gone while we were not watching included
-        # (their plans must leave the book), and room may have been freed anywhere.
-        self.changed_pods.update(self.pods)
-        self.broad_change = True
-        self.unreadable_pods = {}
+        # After a re-list every pod is stored anew; those gone while we were not watching are removed
+        # (their reservations released, their plans dropped).
+        self._unreadable_pods = {}
         self._forget_unreadable("Pod")
-        self.pods, self.members, self.waiting = {}, {}, {}
-        self.node_usage.clear()
-        self.group_usage, self.implicit_queue, self.queue_held = {}, {}, {}
+        listed: dict[PodUID, Pod] = {}
         for o in objs:
             p = self._parse(parse_pod, o, "Pod")
             if p is not None:
-                self._store(p)
+                listed[p.uid] = p
+        gone = [u for u in self._pods if u not in listed]
+        self._pending.pods_relisted(gone)
+        for uid in gone:
+            self._store(uid, None, None)
+        for p in listed.values():
+            assumed = self._ledger.assumed_node(p.uid)
+            pod = (
+                dataclasses.replace(p, node_name=assumed)
+                if assumed and not p.node_name and not p.terminal
+                else p
+            )
+            self._store(p.uid, pod, p)
         self._changed("pod")
 
     def assume_bound(self, uid: PodUID, node: str) -> None:
-        pod = self.pods.get(uid)
+        """Our bind of ``uid`` succeeded: the ledger holds it on ``node`` until the watch shows it."""
+        pod = self._pods.get(uid)
         if pod is None:
             return
-        self.assumed[uid] = node
-        self._store(dataclasses.replace(pod, node_name=node))
+        self._ledger.assume(uid, node)
+        bound = dataclasses.replace(pod, node_name=node)
+        self._pods[uid] = bound
+        self._pending.pod_changed(uid, self._ours(bound), False, False)
         self._changed("pod")
 
-    # --- nodes -----------------------------------------------------------------------------------------
+    # --- nodes ---------------------------------------------------------------------------------------
     def upsert_node(self, obj: Obj) -> None:
         n: Node | None = self._parse(parse_node, obj, "Node")
-        if n is not None and self.nodes.get(n.name) != n:
-            self.nodes[n.name] = n
+        if n is not None and self._nodes.get(n.name) != n:
+            self._nodes[n.name] = n
             self._changed("node")
 
     def remove_node(self, obj: Obj) -> None:
-        self.unreadable.pop(_ref("Node", obj)[0], None)
-        if self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
+        self._unreadable.pop(_ref("Node", obj)[0], None)
+        if self._nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
             self._changed("node")
 
     def replace_nodes(self, objs: Sequence[Obj]) -> None:
         self._forget_unreadable("Node")
-        self.nodes = {}
+        self._nodes = {}
         for o in objs:
             n = self._parse(parse_node, o, "Node")
             if n is not None:
-                self.nodes[n.name] = n
+                self._nodes[n.name] = n
         self._changed("node")
 
     # --- podgroups -------------------------------------------------------------------------------------
@@ -251,12 +236,19 @@ class ClusterCache:
         pg: PodGroup | None = self._parse(lambda o: parse_podgroup(o, self.default_queue), obj, "PodGroup")
         return pg
 
+    def _group_stored(self, key: GroupKey, old: PodGroup | None, new: PodGroup | None) -> None:
+        if (old.queue if old else None) != (new.queue if new else None):
+            self._ledger.requeue(key, self._queue_of(key))
+            if old is not None:
+                self._pending.room_freed()  # usage left a queue
+        self._pending.group_changed(key)
+
     def upsert_podgroup(self, obj: Obj) -> None:
         pg = self._pg(obj)
         if pg is None:
             return
-        self.raw_podgroups[pg.key] = obj
-        old = self.podgroups.get(pg.key)
+        self._raw_podgroups[pg.key] = obj
+        old = self._podgroups.get(pg.key)
         # An in-memory admission (Inqueue) stands until the API server shows a later phase.
         if (
             old is not None
@@ -266,88 +258,87 @@ class ClusterCache:
         ):
             pg = dataclasses.replace(pg, phase=old.phase)
         if old != pg:
-            self.changed_groups.add(pg.key)
-            self.podgroups[pg.key] = pg
-            if old is None or old.queue != pg.queue:
-                self._rebuild_queue_held()
+            self._podgroups[pg.key] = pg
+            self._group_stored(pg.key, old, pg)
             self._changed("podgroup")
 
     def remove_podgroup(self, obj: Obj) -> None:
-        self.unreadable.pop(_ref("PodGroup", obj)[0], None)
+        self._unreadable.pop(_ref("PodGroup", obj)[0], None)
         meta = obj.get("metadata") or {}
         key = group_key(str(meta.get("namespace") or "default"), str(meta.get("name")))
-        self.raw_podgroups.pop(key, None)
-        self.changed_groups.add(key)
-        if self.podgroups.pop(key, None) is not None:
-            self._rebuild_queue_held()
+        self._raw_podgroups.pop(key, None)
+        old = self._podgroups.pop(key, None)
+        self._group_stored(key, old, None)
+        if old is not None:
             self._changed("podgroup")
 
     def replace_podgroups(self, objs: Sequence[Obj]) -> None:
         self._forget_unreadable("PodGroup")
-        self.changed_groups.update(self.podgroups)  # those deleted while we were not watching too
-        self.podgroups, self.raw_podgroups = {}, {}
+        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, {}
         for o in objs:
             pg = self._pg(o)
             if pg is not None:
-                self.changed_groups.add(pg.key)
-                self.podgroups[pg.key] = pg
-                self.raw_podgroups[pg.key] = o
-        self._rebuild_queue_held()
+                self._podgroups[pg.key] = pg
+                self._raw_podgroups[pg.key] = o
+        for key in old.keys() | self._podgroups.keys():  # those deleted while we were not watching too
+            self._group_stored(key, old.get(key), self._podgroups.get(key))
         self._changed("podgroup")
 
-    def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> None:
-        pg = self.podgroups.get(key)
-        if pg is not None and pg.phase != phase:
-            self.podgroups[key] = dataclasses.replace(pg, phase=phase)
-            self._changed("podgroup")
-            for fn in self.phase_listeners:
-                fn(key, phase)
+    def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> bool:
+        """The scheduler admitted a group in memory (before its status write reaches the API); whether the
+        phase changed."""
+        pg = self._podgroups.get(key)
+        if pg is None or pg.phase == phase:
+            return False
+        self._podgroups[key] = dataclasses.replace(pg, phase=phase)
+        self._changed("podgroup")
+        return True
 
     # --- queues and priority classes -------------------------------------------------------------------
     def upsert_queue(self, obj: Obj) -> None:
         q: Queue | None = self._parse(parse_queue, obj, "Queue")
         if q is None:
             return
-        self.raw_queues[q.name] = obj
-        if self.queues.get(q.name) != q:
-            self.queues[q.name] = q
+        self._raw_queues[q.name] = obj
+        if self._queues.get(q.name) != q:
+            self._queues[q.name] = q
             self._changed("queue")
 
     def remove_queue(self, obj: Obj) -> None:
-        self.unreadable.pop(_ref("Queue", obj)[0], None)
+        self._unreadable.pop(_ref("Queue", obj)[0], None)
         name = str((obj.get("metadata") or {}).get("name"))
-        self.raw_queues.pop(name, None)
-        if self.queues.pop(name, None) is not None:
+        self._raw_queues.pop(name, None)
+        if self._queues.pop(name, None) is not None:
             self._changed("queue")
 
     def replace_queues(self, objs: Sequence[Obj]) -> None:
         self._forget_unreadable("Queue")
-        self.queues, self.raw_queues = {}, {}
+        self._queues, self._raw_queues = {}, {}
         for o in objs:
             q = self._parse(parse_queue, o, "Queue")
             if q is not None:
-                self.queues[q.name] = q
-                self.raw_queues[q.name] = o
+                self._queues[q.name] = q
+                self._raw_queues[q.name] = o
         self._changed("queue")
 
     def upsert_priority_class(self, obj: Obj) -> None:
         pc: PriorityClass | None = self._parse(parse_priority_class, obj, "PriorityClass")
-        if pc is not None and self.priority_classes.get(pc.name) != pc:
-            self.priority_classes[pc.name] = pc
+        if pc is not None and self._priority_classes.get(pc.name) != pc:
+            self._priority_classes[pc.name] = pc
             self._changed("priorityclass")
 
     def remove_priority_class(self, obj: Obj) -> None:
-        self.unreadable.pop(_ref("PriorityClass", obj)[0], None)
-        if self.priority_classes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
+        self._unreadable.pop(_ref("PriorityClass", obj)[0], None)
+        if self._priority_classes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
             self._changed("priorityclass")
 
     def replace_priority_classes(self, objs: Sequence[Obj]) -> None:
         self._forget_unreadable("PriorityClass")
-        self.priority_classes = {}
+        self._priority_classes = {}
         for o in objs:
             pc = self._parse(parse_priority_class, o, "PriorityClass")
             if pc is not None:
-                self.priority_classes[pc.name] = pc
+                self._priority_classes[pc.name] = pc
         self._changed("priorityclass")
 
     def _unreadable_listed(self, kind: str) -> Callable[[Sequence[Obj]], None]:
@@ -357,10 +348,10 @@ class ClusterCache:
         def mark(metas: Sequence[Obj]) -> None:
             for m in metas:
                 ref, meta = _ref(kind, m)
-                self.unreadable[ref] = "the API server's copy cannot be decoded (nested too deep?)"
+                self._unreadable[ref] = "the API server's copy cannot be decoded (nested too deep?)"
                 self.unreadable_total += 1
                 if kind == "Pod" and isinstance(meta.get("uid"), str):
-                    self.unreadable_pods[PodUID(meta["uid"])] = self.unreadable[ref]
+                    self._unreadable_pods[PodUID(meta["uid"])] = self._unreadable[ref]
 
         return mark
 
@@ -388,43 +379,46 @@ class ClusterCache:
 
     # --- reads -----------------------------------------------------------------------------------------
     def _queue_of(self, key: GroupKey) -> str | None:
-        pg = self.podgroups.get(key)
-        return pg.queue if pg is not None else self.implicit_queue.get(key)
-
-    def _rebuild_queue_held(self) -> None:
-        self.queue_held = {}
-        for key, usage in self.group_usage.items():
-            q = self._queue_of(key)
-            if q is not None:  # pods of a PodGroup that does not exist have no queue to charge
-                _add(self.queue_held.setdefault(q, {}), usage)
+        pg = self._podgroups.get(key)
+        return pg.queue if pg is not None else self._implicit_queue.get(key)
 
     def pod_queue(self, pod: Pod) -> str | None:
         return self._queue_of(pod_group_key(pod))
 
+    def pod(self, uid: PodUID) -> Pod | None:
+        return self._pods.get(uid)
+
+    def node(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    def members(self, key: GroupKey) -> frozenset[PodUID]:
+        return frozenset(self._members.get(key, ()))
+
+    def unreadable_pod(self, uid: PodUID) -> str | None:
+        """Why the pod with this UID cannot be read, if it cannot."""
+        return self._unreadable_pods.get(uid)
+
+    def unreadable(self) -> dict[tuple[str, str], str]:
+        return dict(self._unreadable)
+
+    def knows(self, uid: PodUID) -> bool:
+        """The watch has shown this pod (readable or not)."""
+        return uid in self._pods or uid in self._unreadable_pods
+
     def plan_is_live(self, uid: PodUID, node: str) -> bool:
         """Worth keeping: the pod still waits and the node still exists."""
-        pod = self.pods.get(uid)
-        return pod is not None and pod.waiting and node in self.nodes
-
-    def drain_changes(self) -> tuple[set[PodUID], set[GroupKey], bool, bool]:
-        """Since the last call: pods changed (added, updated, removed), PodGroups changed, whether nodes
-        changed, and whether anything changed that may let any waiting group fit (room freed, nodes,
-        queues, priority classes)."""
-        out = (self.changed_pods, self.changed_groups, self.nodes_changed, self.broad_change)
-        self.changed_pods, self.changed_groups, self.nodes_changed, self.broad_change = (
-            set(),
-            set(),
-            False,
-            False,
-        )
-        return out
-
-    def has_unplanned(self, key: GroupKey, plans: PlanBook) -> bool:
-        return any(u not in plans for u in self.waiting.get(key, ()))
+        pod = self._pods.get(uid)
+        return pod is not None and pod.waiting and node in self._nodes
 
     def unfinished_groups(self) -> set[GroupKey]:
         """PodGroups not running yet (or broken): their admission and promises matter every cycle."""
-        return {k for k, g in self.podgroups.items() if g.phase in _UNFINISHED}
+        return {k for k, g in self._podgroups.items() if g.phase in _UNFINISHED}
+
+    def raw_podgroups(self) -> list[tuple[GroupKey, Obj]]:
+        return list(self._raw_podgroups.items())
+
+    def raw_queues(self) -> list[tuple[str, Obj]]:
+        return list(self._raw_queues.items())
 
     def _table(self, wanted: set[str]) -> NodeTable:
         """The node table, rebuilt when nodes change or a pod asks for a resource it has no column for
@@ -435,14 +429,13 @@ class ClusterCache:
             or not self._node_table[1].covers(wanted)
         ):
             extra = set(self._node_table[1].index.names) if self._node_table is not None else set()
-            self._node_table = (self._nodes_version, build_node_table(self.nodes.values(), extra | wanted))
+            self._node_table = (self._nodes_version, build_node_table(self._nodes.values(), extra | wanted))
         return self._node_table[1]
 
     def _build(
         self,
         pods: list[Pod],
         podgroups: list[PodGroup],
-        plans: PlanBook,
         refused: Mapping[PodUID, frozenset[str]] | None = None,
     ) -> Snapshot:
         wanted: set[str] = set()
@@ -452,55 +445,56 @@ class ClusterCache:
         for g in podgroups:
             wanted.update(g.min_resources)
         table = self._table(wanted)
-        queues = {q: dict(u) for q, u in self.queue_held.items()}
-        for q, u in plans.queues.items():
-            _add(queues.setdefault(q, {}), u)
         return build_snapshot(
             nodes=table,
             pods=pods,
             podgroups=podgroups,
-            queues=self.queues.values(),
-            priority_classes=self.priority_classes.values(),
-            # A copy: the snapshot is read in the cycle's worker thread while the loop changes the book.
-            plans=dict(plans.nodes),
+            queues=self._queues.values(),
+            priority_classes=self._priority_classes.values(),
+            plans=self._ledger.plans(),
             scheduler_names=self.scheduler_names,
             default_queue=self.default_queue,
-            used=self.node_usage.matrix(table),
-            reserved=plans.reserved.matrix(table),
-            queue_usage=queues,
+            used=self._ledger.held_matrix(table),
+            reserved=self._ledger.planned_matrix(table),
+            queue_usage=self._ledger.queue_usage(),
             refused=refused,
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
-            residents=self.pods.values(),
+            residents=self._pods.values(),
         )
 
     def snapshot(
-        self, plans: PlanBook, work: set[GroupKey], refused: Mapping[PodUID, frozenset[str]] | None = None
+        self, work: set[GroupKey], refused: Mapping[PodUID, frozenset[str]] | None = None
     ) -> Snapshot:
-        """What a scheduling cycle needs: the groups in ``work`` with all their pods, over running totals.
-        ``plans`` must be live (see :meth:`plan_is_live`)."""
+        """What a scheduling cycle needs: the groups in ``work`` with all their pods, over the ledger's
+        running totals."""
         return self._build(
-            [self.pods[u] for k in work for u in self.members.get(k, ())],
-            [self.podgroups[k] for k in work if k in self.podgroups],
-            plans,
+            [self._pods[u] for k in work for u in self._members.get(k, ())],
+            [self._podgroups[k] for k in work if k in self._podgroups],
             refused,
         )
 
-    def status_snapshot(self, plans: PlanBook) -> Snapshot:
+    def status_snapshot(self) -> Snapshot:
         """PodGroups (the objects, not implicit groups) with their pods, over running totals: what
         status writers need, at the cost of the jobs, not of every plain pod."""
-        pods = [self.pods[u] for k in self.podgroups for u in self.members.get(k, ())]
-        return self._build(pods, list(self.podgroups.values()), plans)
+        pods = [self._pods[u] for k in self._podgroups for u in self._members.get(k, ())]
+        return self._build(pods, list(self._podgroups.values()))
 
-    def full_snapshot(self, plans: PlanBook) -> Snapshot:
+    def full_snapshot(self) -> Snapshot:
         """Every object (for status and preemption decisions, which look at running groups too)."""
-        return self._build(list(self.pods.values()), list(self.podgroups.values()), plans)
+        return self._build(list(self._pods.values()), list(self._podgroups.values()))
 
     # The admission webhooks' lookup (admission.lookup.Lookup).
     def queue(self, name: str) -> Queue | None:
-        return self.queues.get(name)
+        return self._queues.get(name)
+
+    def all_queues(self) -> list[Queue]:
+        return list(self._queues.values())
 
     def podgroup(self, namespace: str, name: str) -> PodGroup | None:
-        return self.podgroups.get(group_key(namespace, name))
+        return self._podgroups.get(group_key(namespace, name))
+
+    def group(self, key: GroupKey) -> PodGroup | None:
+        return self._podgroups.get(key)
 
     def queue_has_podgroups(self, name: str) -> bool:
-        return any(pg.queue == name for pg in self.podgroups.values())
+        return any(pg.queue == name for pg in self._podgroups.values())

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 
-EVENTS_API: Final = "/apis/events.k8s.io/v1"
 CONTROLLER: Final = "pumice.dev/pumice"
 _NOTE_MAX: Final = 1024  # the API server refuses notes over 1 kB
 
@@ -135,9 +135,7 @@ class EventRecorder:
             seen.count += 1
             series = {"series": {"count": seen.count, "lastObservedTime": micro_time(now)}}
             try:
-                await self.client.merge_patch(
-                    f"{EVENTS_API}/namespaces/{seen.namespace}/events/{seen.name}", series
-                )
+                await self.client.merge_patch(paths.EVENTS.item(seen.name, namespace=seen.namespace), series)
                 self.written += 1
                 return
             except ApiError as e:
@@ -145,7 +143,7 @@ class EventRecorder:
                     raise
         name = f"{ref.name or 'object'}.{secrets.token_hex(8)}"
         body = {
-            "apiVersion": "events.k8s.io/v1",
+            "apiVersion": paths.EVENTS.api_version,
             "kind": "Event",
             "metadata": {"name": name, "namespace": ns},
             "eventTime": micro_time(now),
@@ -167,7 +165,7 @@ class EventRecorder:
                 if v
             },
         }
-        await self.client.post(f"{EVENTS_API}/namespaces/{ns}/events", body)
+        await self.client.post(paths.EVENTS.collection(ns), body)
         self.written += 1
         self._seen[key] = _Seen(name=name, namespace=ns, count=1, first=now)
         self._seen.move_to_end(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
 
@@ -31,11 +32,11 @@ class Executor:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await self.client.post(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body)
+            await self.client.post(paths.pod_binding(namespace, name), body)
         except ApiError as e:
             if e.status == 409:
                 # Already bound: fine if it is bound where we wanted (a retried bind).
-                pod = await self.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                pod = await self.client.get(paths.PODS.item(name, namespace=namespace))
                 if (pod.get("spec") or {}).get("nodeName") == node:
                     return
             # The API server's text stays in our log: it can carry what a caller must not learn (a UID).
@@ -50,13 +51,13 @@ class Executor:
         """Annotate a waiting pod with its planned node. The update moves the pod out of kube-scheduler's
         unschedulable queue at once, instead of after its periodic flush."""
         patch = {"metadata": {"annotations": {L.PLANNED_NODE_ANNOTATION: node}}}
-        await self._patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch)
+        await self._patch(paths.PODS.item(name, namespace=namespace), patch)
 
     async def lift_gate(self, namespace: str, name: str) -> None:
         """Remove our scheduling gate, keeping any other controller's gates. A merge patch replaces the
         whole list, so read it first and send the resourceVersion: a concurrent change makes the patch
         fail with 409 and the next cycle tries again."""
-        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        path = paths.PODS.item(name, namespace=namespace)
         try:
             pod = await self.client.get(path)
         except ApiError as e:

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, UnreadableResponse, ignore_404, object_key
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
@@ -46,17 +47,18 @@ from extender.jobs.reconcile import INVALID_SPEC, CommandView, Plan, World, reco
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
-JOBS_PATH = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/jobs"
-COMMANDS_PATH = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/commands"
+# What the Job and Command informers watch (every namespace).
+JOBS_PATH = paths.JOBS.collection()
+COMMANDS_PATH = paths.COMMANDS.collection()
 # API calls in flight at once for one job (pods, plugin objects).
 FANOUT = 32
 
-# Plural paths of what plugins create, by kind.
-_KIND_PATHS = {
-    "Service": "/api/v1/namespaces/{ns}/services",
-    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
-    "Secret": "/api/v1/namespaces/{ns}/secrets",
-    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+# What plugins create, by kind.
+_PLUGIN_RESOURCES = {
+    "Service": paths.SERVICES,
+    "ConfigMap": paths.CONFIG_MAPS,
+    "Secret": paths.SECRETS,
+    "NetworkPolicy": paths.NETWORK_POLICIES,
 }
 
 
@@ -348,7 +350,7 @@ class JobController:
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
         if self.events is not None:
-            ref = Ref.of(obj, api_version=f"{L.BATCH_GROUP}/{L.BATCH_VERSION}", kind=L.JOB_KIND)
+            ref = Ref.of(obj, api_version=paths.JOBS.api_version, kind=L.JOB_KIND)
             self.events.record(ref, type_=type_, reason=reason, note=note, action="Sync")
 
     def world(self, key: str, job: Job, problems: Sequence[str] = ()) -> World:
@@ -422,9 +424,7 @@ class JobController:
         still exist: the LIST may have been cut short or unreadable."""
         ns, name = key.split("/", 1)
         try:
-            obj = await self.client.get(
-                f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{ns}/jobs/{name}"
-            )
+            obj = await self.client.get(paths.JOBS.item(name, namespace=ns))
         except UnreadableResponse:
             self.unreadable[key] = {"metadata": {"namespace": ns, "name": name}}
             return False
@@ -437,7 +437,7 @@ class JobController:
 
     async def _ssh_key(self, job: Job) -> PluginContext:
         """The key pair already in the job's ssh Secret (so a restart keeps it), else a new one."""
-        path = f"/api/v1/namespaces/{job.namespace}/secrets/{ssh_secret_name(job)}"
+        path = paths.SECRETS.item(ssh_secret_name(job), namespace=job.namespace)
         try:
             secret = await self.client.get(path)
         except ApiError as e:
@@ -460,7 +460,7 @@ class JobController:
         return ctx if ctx.ssh_private_key and ctx.ssh_public_key else generate_ssh_key()
 
     async def perform(self, key: str, job: Job, obj: Obj, plan: Plan, *, warn: bool = False) -> None:
-        base = f"/apis/{L.BATCH_GROUP}/{L.BATCH_VERSION}/namespaces/{job.namespace}/jobs/{job.name}"
+        ns = job.namespace
         for message in plan.events:
             log.log(
                 logging.WARNING if warn else logging.INFO, "job event", extra={"job": key, "detail": message}
@@ -472,7 +472,7 @@ class JobController:
                 "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
                 "status": merge_patch(obj.get("status") or {}, plan.status),
             }
-            self._upsert_job(await self.client.merge_patch(f"{base}/status", body))
+            self._upsert_job(await self.client.merge_patch(paths.JOBS.status(job.name, namespace=ns), body))
             state = plan.status.get("state") or {}
             if state.get("phase") != job.status.phase:
                 log.info(
@@ -485,14 +485,13 @@ class JobController:
                         "detail": state.get("message", ""),
                     },
                 )
-        ns_pods = f"/api/v1/namespaces/{job.namespace}/pods"
-        pg_path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{job.namespace}/podgroups"
         if plan.podgroup_create is not None:
-            created = await self._create(pg_path, plan.podgroup_create)
+            created = await self._create(paths.PODGROUPS.collection(ns), plan.podgroup_create)
             if created:
                 self._upsert_podgroup(created)
         if plan.podgroup_patch is not None:
-            await ignore_404(self.client.merge_patch(f"{pg_path}/{podgroup_name(job)}", plan.podgroup_patch))
+            pg_path = paths.PODGROUPS.item(podgroup_name(job), namespace=ns)
+            await ignore_404(self.client.merge_patch(pg_path, plan.podgroup_patch))
         if plan.objects:  # before the pods, which mount and read them
             digest = orjson.dumps(plan.objects, option=orjson.OPT_SORT_KEYS)
             if self.applied.get(job.uid) != digest:
@@ -503,16 +502,20 @@ class JobController:
                 "deleting pods",
                 extra={"job": key, "pods": len(plan.delete_pods), "phase": job.status.phase.value},
             )
-        await bounded([ignore_404(self.client.delete(f"{ns_pods}/{n}")) for n in plan.delete_pods], FANOUT)
+        await bounded(
+            [ignore_404(self.client.delete(paths.PODS.item(n, namespace=ns))) for n in plan.delete_pods],
+            FANOUT,
+        )
         self.stats["pods_deleted"] += len(plan.delete_pods)
-        await bounded([self._create(ns_pods, p, self._upsert_pod) for p in plan.create_pods], FANOUT)
+        pods = paths.PODS.collection(ns)
+        await bounded([self._create(pods, p, self._upsert_pod) for p in plan.create_pods], FANOUT)
         self.stats["pods_created"] += len(plan.create_pods)
-        cmds = f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{job.namespace}/commands"
         for name in plan.delete_commands:
-            await ignore_404(self.client.delete(f"{cmds}/{name}"))
+            await ignore_404(self.client.delete(paths.COMMANDS.item(name, namespace=ns)))
         if plan.delete_job:
             log.info("job ttl expired; deleting", extra={"job": key})
-            await ignore_404(self.client.request("DELETE", base, body={"propagationPolicy": "Background"}))
+            path = paths.JOBS.item(job.name, namespace=ns)
+            await ignore_404(self.client.request("DELETE", path, body={"propagationPolicy": "Background"}))
         if plan.requeue_after is not None:
             self._enqueue_later(key, plan.requeue_after + 0.05)
 
@@ -524,13 +527,12 @@ class JobController:
         if pods:
             log.info("deleting pods of a deleted job", extra={"job": key, "pods": len(pods)})
         await bounded(
-            [ignore_404(self.client.delete(f"/api/v1/namespaces/{ns}/pods/{n}")) for n in pods], FANOUT
+            [ignore_404(self.client.delete(paths.PODS.item(n, namespace=ns))) for n in pods], FANOUT
         )
         self.stats["pods_deleted"] += len(pods)
         for pg in list(self.podgroups.values()):
             if _job_of(pg) == key:
-                name = _meta(pg).get("name")
-                path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/namespaces/{ns}/podgroups/{name}"
+                path = paths.PODGROUPS.item(str(_meta(pg).get("name")), namespace=ns)
                 await ignore_404(self.client.delete(path))
         self.commands.pop(key, None)
 
@@ -551,11 +553,12 @@ class JobController:
         """Create a plugin object; if it exists, bring a ConfigMap's data up to date (host lists change
         with replicas). Other kinds stay as they are: a Secret's key must not change under running pods."""
         meta = _meta(obj)
-        path = _KIND_PATHS[str(obj.get("kind"))].format(ns=meta.get("namespace"))
+        resource, ns = _PLUGIN_RESOURCES[str(obj.get("kind"))], str(meta.get("namespace"))
         try:
-            await self.client.post(path, obj)
+            await self.client.post(resource.collection(ns), obj)
         except ApiError as e:
             if e.status != 409:
                 raise
             if obj.get("kind") == "ConfigMap":
-                await self.client.merge_patch(f"{path}/{meta.get('name')}", {"data": obj.get("data") or {}})
+                path = resource.item(str(meta.get("name")), namespace=ns)
+                await self.client.merge_patch(path, {"data": obj.get("data") or {}})

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from controllers.kube import paths
 from controllers.kube.client import KubeClient, ignore_404, object_key
 from controllers.kube.informer import Handler
 from controllers.workqueue import WorkQueue
-from extender.api import labels as L
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -80,12 +80,10 @@ class QueueCommandController:
         target = target if isinstance(target, dict) else {}
         queue = str(target.get("name") or "")
         if state is not None and queue:
-            path = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues/{queue}/status"
+            path = paths.QUEUES.status(queue)
             await ignore_404(self.client.merge_patch(path, {"status": {"state": state}}))
             log.info("queue command", extra={"queue": queue, "state": state, "command": name})
         else:
             log.warning("dropping queue command", extra={"command": name, "action": cmd.get("action")})
-        await ignore_404(
-            self.client.delete(f"/apis/{L.BUS_GROUP}/{L.BUS_VERSION}/namespaces/{ns}/commands/{name}")
-        )
+        await ignore_404(self.client.delete(paths.COMMANDS.item(name, namespace=ns)))
         self.commands.pop(key, None)

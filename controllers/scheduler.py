@@ -20,17 +20,17 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from controllers.cache import ClusterCache
 from controllers.executor import BindError, Executor
-from controllers.plans import PlanBook
+from controllers.state import ClusterState
 from extender.api import wire
-from extender.core.gang import MemberCounts
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.actions import NOT_ENOUGH_RESOURCES
 from extender.framework.session import CycleResult, Session, Unschedulable
+from extender.framework.victims import refuse_victims
 from extender.plugins.registry import SchedulerConf, schedule
 
 log = logging.getLogger(__name__)
@@ -57,79 +57,92 @@ def _refused(node_names: list[str], reason: str) -> wire.ExtenderFilterResult:
     }
 
 
+@dataclass(slots=True)
+class SchedulerStats:
+    """Counters for metrics. Nothing reads them to decide anything."""
+
+    cycles: int = 0
+    cycle_seconds: float = 0.0
+    binds: int = 0
+    bind_errors: int = 0
+    binds_refused: int = 0
+    touches: int = 0
+    stale_groups: int = 0
+    cycle_errors: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopSettings:
+    """How the scheduling loop paces itself."""
+
+    resync: float = 1.0  # cycle at least this often
+    debounce: float = 0.02  # batch what arrives together (a gang's pods) before a cycle
+    seen_timeout: float = 1.0  # how long a filter waits for the watch to show its pod
+    plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
+    inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
+
+
 class Scheduler:
     def __init__(
         self,
-        cache: ClusterCache,
+        state: ClusterState,
         conf: SchedulerConf,
         executor: Executor,
         *,
+        settings: LoopSettings = LoopSettings(),
         gates: bool = False,
-        resync: float = 1.0,
-        debounce: float = 0.02,
-        seen_timeout: float = 1.0,
-        plan_timeout: float = 1.0,
-        inline_groups: int = 64,
+        ready: Callable[[], bool] = lambda: True,
         heartbeat: Callable[[], None] = lambda: None,
+        admitted: Callable[[GroupKey], None] = lambda _key: None,
     ) -> None:
-        self.cache = cache
+        self.cache = state.cache
+        self.ledger = state.ledger
+        self.pending = state.pending
         self.conf = conf
         self.executor = executor
+        self.settings = settings
         self.gates = gates
-        self.resync = resync
-        self.debounce = debounce
-        self.seen_timeout = seen_timeout
-        self.plan_timeout = plan_timeout
-        # At most this many groups with waiting pods, a filter for an unplanned pod cycles inline.
-        self.inline_groups = inline_groups
+        # Readiness comes from the informers; verbs wait for it.
+        self._ready = ready
         self.heartbeat = heartbeat
+        # Told when a cycle admits a group in memory (before its status write reaches the API).
+        self._admitted = admitted
         # Pods refused at filter before the watch showed them (bounded, oldest dropped first).
         self.unseen: dict[PodUID, None] = {}
-        self.plans = PlanBook()
         self.reasons: dict[GroupKey, Unschedulable] = {}
         self.rejected: set[PodUID] = set()
         self.touched: dict[PodUID, str] = {}
-        self.backlog: set[GroupKey] = set()
-        # Groups the last cycle found short of room, untouched since (see Snapshot.settled).
-        self.settled: set[GroupKey] = set()
         # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
         self.refused: dict[PodUID, frozenset[str]] = {}
         self._cycled_at: tuple[int, int] = (-1, -1)
-        self._wake = asyncio.Event()
         # Set (and replaced) after every cycle: a filter waiting for its pod's plan awaits it.
         self._cycle_done = asyncio.Event()
         self._snapshot_version = -1
         self._cycling = False
+        # Cycles applied: the status writer waits for the first (phases are not decided before it).
+        self.decided = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self.stats = {
-            "cycles": 0,
-            "cycle_seconds": 0.0,
-            "binds": 0,
-            "bind_errors": 0,
-            "binds_refused": 0,
-            "touches": 0,
-            "stale_groups": 0,
-            "cycle_errors": 0,
-        }
-        cache.listeners.append(lambda _kind: self._wake.set())
-        # Readiness comes from the informers (set by the composition root); verbs wait for it.
-        self.ready_fn: Callable[[], bool] = lambda: True
+        self.stats = SchedulerStats()
 
     @property
     def ready(self) -> bool:
-        return self.ready_fn()
+        return self._ready()
 
     @property
     def scheduler_names(self) -> frozenset[str]:
         return self.cache.scheduler_names
 
+    def _versions(self) -> tuple[int, int]:
+        return (self.cache.version, self.ledger.plan_version)
+
     # --- cycle -------------------------------------------------------------------------------------
     def _prepare(self) -> Snapshot:
         """On the event loop: drain the changes and take an immutable snapshot of the work."""
-        snap = self.cache.snapshot(self.plans, self._work(), dict(self.refused))
-        if self.settled:
-            snap = dataclasses.replace(snap, settled=frozenset(k for k in self.settled if k in snap.groups))
-        self._cycled_at = (self.cache.version, self.plans.version)
+        snap = self.cache.snapshot(self._work(), dict(self.refused))
+        settled = self.pending.settled()
+        if settled:
+            snap = dataclasses.replace(snap, settled=frozenset(k for k in settled if k in snap.groups))
+        self._cycled_at = self._versions()
         self._snapshot_version = self.cache.version
         self._cycling = True
         return snap
@@ -158,11 +171,11 @@ class Scheduler:
         by_node: dict[str, list[PodUID]] = {}
         for uid, node in placements.items():
             key = pod_group_key(snap.pods[uid])
-            if self.cache.pods.get(uid) is not snap.pods[uid] or uid in self.plans:
+            if self.cache.pod(uid) is not snap.pods[uid] or self.ledger.get(uid) is not None:
                 stale.add(key)
             by_node.setdefault(node, []).append(uid)
         for node, uids in by_node.items():
-            current = self.cache.nodes.get(node)
+            current = self.cache.node(node)
             if current is None or current is not snap.nodes[snap.node_pos[node]]:
                 stale.update(pod_group_key(snap.pods[u]) for u in uids)
                 continue
@@ -170,51 +183,44 @@ class Scheduler:
             for u in uids:
                 for k, v in snap.pods[u].requests.items():
                     need[k] = need.get(k, 0) + v
-            used = self.cache.node_usage.by_node.get(node, {})
-            reserved = self.plans.reserved.by_node.get(node, {})
-            if any(
-                used.get(k, 0) + reserved.get(k, 0) + v > current.allocatable.get(k, 0)
-                for k, v in need.items()
-            ):
+            held = self.ledger.on_node(node)
+            if any(held.get(k, 0) + v > current.allocatable.get(k, 0) for k, v in need.items()):
                 stale.update(pod_group_key(snap.pods[u]) for u in uids)
         return stale
 
     def _apply(self, snap: Snapshot, result: CycleResult, t0: float) -> None:
         # Did anything happen while the pure part ran? Then some decisions may be stale, and what happened
         # still needs a cycle of its own: the versions of the snapshot stay recorded, so the loop runs again.
-        external = self._cycled_at != (self.cache.version, self.plans.version)
+        external = self._cycled_at != self._versions()
         stale = self._stale_groups(snap, result.placements) if external else set()
         planned = 0
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
-            if pod_group_key(pod) in stale:
+            key = pod_group_key(pod)
+            if key in stale:
                 continue
             planned += 1
-            self.plans.add(uid, node, pod.requests, self.cache.pod_queue(pod))
+            self.ledger.plan(uid, node, pod.requests, self.cache.pod_queue(pod), key)
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
                 self._spawn(self._touch(pod, node))
         for key in result.admitted:
-            self.cache.set_group_phase(key, GroupPhase.INQUEUE)
+            if self.cache.set_group_phase(key, GroupPhase.INQUEUE):
+                self._admitted(key)
         # Settled groups were not looked at: their reasons stand as the earlier cycle gave them.
         reasons = {k: self.reasons[k] for k in snap.settled if k in self.reasons}
         reasons.update(result.unschedulable)
         self.reasons = reasons
-        self.settled = {
-            k
-            for k, u in reasons.items()
-            if u.reason == NOT_ENOUGH_RESOURCES and k not in stale and self.cache.has_unplanned(k, self.plans)
-        }
-        # Groups still holding pods without a plan are looked at again next cycle; the rest only
-        # when one of their pods changes (see _work).
-        self.backlog = {k for k in snap.groups if self.cache.has_unplanned(k, self.plans)} | stale
-        self.stats["stale_groups"] += len(stale)
+        short = [k for k, u in reasons.items() if u.reason == NOT_ENOUGH_RESOURCES]
+        self.pending.after_cycle(snap.groups, short, stale)
+        self.stats.stale_groups += len(stale)
         if external:
-            self._wake.set()
+            self.pending.wakeup.set()
         else:  # only our own changes since the snapshot: nothing new to look at
-            self._cycled_at = (self.cache.version, self.plans.version)
-        self.stats["cycles"] += 1
-        self.stats["cycle_seconds"] += time.perf_counter() - t0
+            self._cycled_at = self._versions()
+        self.stats.cycles += 1
+        self.stats.cycle_seconds += time.perf_counter() - t0
+        self.decided += 1
         self._cycling = False
         self._cycle_done.set()
         self._cycle_done = asyncio.Event()
@@ -231,38 +237,30 @@ class Scheduler:
             )
 
     def _work(self) -> set[GroupKey]:
-        """The groups this cycle must look at: the backlog, groups whose pods changed, and PodGroups
-        not running yet. Plans of pods that were bound, finished or deleted leave the book here."""
-        changed, groups, nodes_changed, broad = self.cache.drain_changes()
-        if nodes_changed:
-            self.plans.prune(self.cache.plan_is_live)
-        if broad or nodes_changed:
-            self.settled.clear()  # room, nodes, queues or priorities changed: any group may fit now
-            self.backlog.update(self.cache.waiting)
-        self.backlog.update(groups)
-        self.settled.difference_update(groups)
-        for uid in changed:
-            node = self.plans.get(uid)
+        """The groups this cycle must look at: the pending set's (backlog groups with unplanned pods) and
+        PodGroups not running yet. Plans on nodes that went, or of pods that stopped waiting, are released
+        here; the filter memory of pods that stopped waiting is forgotten."""
+        changes = self.pending.drain()
+        if changes.nodes and self.ledger.prune_plans(self.cache.plan_is_live):
+            self.pending.room_freed()
+        for uid in changes.pods:
+            node = self.ledger.planned_node(uid)
             if node is not None and not self.cache.plan_is_live(uid, node):
-                self.plans.discard(uid)
-                self.settled.clear()  # a reservation freed its room
-            pod = self.cache.pods.get(uid)
+                self.ledger.release(uid)
+                self.pending.room_freed()
+            pod = self.cache.pod(uid)
             if pod is None or not pod.waiting:
                 # Bound, finished or deleted: nothing more to remember about its filtering.
                 self.refused.pop(uid, None)
                 self.rejected.discard(uid)
                 self.touched.pop(uid, None)
-            if pod is not None and pod.scheduler_name in self.cache.scheduler_names:
-                self.backlog.add(pod_group_key(pod))
-                self.settled.discard(pod_group_key(pod))
-                if uid in self.unseen and pod.waiting:
-                    del self.unseen[uid]
-                    self.rejected.add(uid)
-        work = {k for k in self.backlog if self.cache.has_unplanned(k, self.plans)}
-        return work | self.cache.unfinished_groups()
+            elif uid in self.unseen and pod.scheduler_name in self.scheduler_names:
+                del self.unseen[uid]
+                self.rejected.add(uid)
+        return self.pending.work() | self.cache.unfinished_groups()
 
     def ensure_fresh(self) -> None:
-        if self._cycled_at != (self.cache.version, self.plans.version):
+        if self._cycled_at != self._versions():
             self.cycle()
 
     async def run(self) -> None:
@@ -273,17 +271,17 @@ class Scheduler:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that arrives as
             # the wait completes, which left a zombie process serving a healthy /healthz.
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.resync):
-                    await self._wake.wait()
-            self._wake.clear()
+                async with asyncio.timeout(self.settings.resync):
+                    await self.pending.wakeup.wait()
+            self.pending.wakeup.clear()
             # The short delay batches what arrives together (a gang's pods), also when a waiting filter
             # woke the loop: a cycle per pod would plan gangs before they are whole.
-            await asyncio.sleep(self.debounce)
+            await asyncio.sleep(self.settings.debounce)
             try:
-                if self._cycled_at != (self.cache.version, self.plans.version):
+                if self._cycled_at != self._versions():
                     await self.cycle_off_loop()
             except Exception:
-                self.stats["cycle_errors"] += 1
+                self.stats.cycle_errors += 1
                 log.exception("scheduling cycle failed")
                 self._cycling = False
                 self._cycle_done.set()  # waiting filters answer from what is known
@@ -302,7 +300,7 @@ class Scheduler:
             if pod.gated and self.gates:
                 await self.executor.lift_gate(pod.namespace, pod.name)
             await self.executor.touch_planned(pod.namespace, pod.name, node)
-            self.stats["touches"] += 1
+            self.stats.touches += 1
         except Exception as e:  # retried by a later cycle; meanwhile kube-scheduler's own retry applies
             self.touched.pop(pod.uid, None)
             log.warning("touch failed", extra={"pod": pod.key, "error": str(e)})
@@ -320,50 +318,45 @@ class Scheduler:
         filter never carries a large backlog's cycle.
         Polled rather than signalled for the watch, so a made-up UID costs one short bounded wait and
         leaves nothing behind."""
-        if not uid or uid in self.plans:
+        if not uid or self.ledger.planned_node(uid) is not None:
             return
         loop = asyncio.get_running_loop()
-        if not self._known(uid):
-            deadline = loop.time() + self.seen_timeout
-            while not self._known(uid):
+        if not self.cache.knows(uid):
+            deadline = loop.time() + self.settings.seen_timeout
+            while not self.cache.knows(uid):
                 if loop.time() >= deadline:
                     return
                 await asyncio.sleep(0.005)
-        pod = self.cache.pods.get(uid)
-        if pod is None or not pod.waiting or uid in self.plans:
+        pod = self.cache.pod(uid)
+        if pod is None or not pod.waiting or self.ledger.planned_node(uid) is not None:
             return
-        if not self._cycling and len(self.cache.waiting) <= self.inline_groups:
+        if not self._cycling and self.pending.waiting_groups() <= self.settings.inline_groups:
             # Little is waiting: a cycle costs about what a hand-off to the worker thread does, and
             # kube-scheduler, which calls filter one pod at a time, gets its answer at once.
             self.ensure_fresh()
             return
         # Wait for a cycle whose snapshot already held the pod (the one under way may predate it).
         target = self.cache.version
-        self._wake.set()
+        self.pending.wakeup.set()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.plan_timeout):
+            async with asyncio.timeout(self.settings.plan_timeout):
                 while self._snapshot_version < target or self._cycling:
                     await self._cycle_done.wait()
 
-    def _known(self, uid: PodUID) -> bool:
-        return uid in self.cache.pods or uid in self.cache.unreadable_pods
-
     def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
         uid = PodUID(str((raw_pod.get("metadata") or {}).get("uid") or ""))
-        node = self.plans.get(uid)
+        node = self.ledger.planned_node(uid)
         if node is not None and node in node_names:  # the hot path: an O(1) answer from the plan
             return _pinned(node)
         # Everything below reads the pod as pumice's watch shows it, never the request body: a body is
         # not cluster state, and a pod only posted to /filter must not reserve anything.
-        pod = self.cache.pods.get(uid)
+        pod = self.cache.pod(uid)
         if pod is None:
-            problem = self.cache.unreadable_pods.get(uid)
+            problem = self.cache.unreadable_pod(uid)
             if problem is not None:
                 return _refused(node_names, f"pumice cannot read this pod: {problem}")
             self._remember_unseen(uid)
             return _refused(node_names, _UNSEEN_REASON)
-        if node is not None and node in node_names:
-            return _pinned(node)
         self.rejected.add(pod.uid)
         if node is not None:
             # kube-scheduler's own filters refused the planned node (inter-pod affinity, ports, volumes:
@@ -386,47 +379,33 @@ class Scheduler:
 
     def reason_for(self, pod: Pod) -> str:
         key = pod_group_key(pod)
-        if pod.group_name and key not in self.cache.podgroups:
+        if pod.group_name and self.cache.group(key) is None:
             return f"podgroup {key} does not exist"
         u = self.reasons.get(key)
         return u.message if u is not None else _PENDING_REASON
 
     def prioritize(self, pod: Pod, node_names: list[str]) -> list[wire.HostPriority]:
-        node = self.plans.get(pod.uid)
+        node = self.ledger.planned_node(pod.uid)
         return [{"Host": n, "Score": wire.MAX_EXTENDER_PRIORITY if n == node else 0} for n in node_names]
 
     def preempt(
         self, pod: Pod, ours: bool, victims: dict[str, wire.MetaVictims]
     ) -> dict[str, wire.MetaVictims]:
-        """Keep only nodes whose victims leave every running gang at ``minMember`` or more.
+        """Keep only the nodes whose victims pumice accepts (:func:`refuse_victims`: gangs stay at
+        ``minMember``, no plugin vetoes a victim).
 
         Our own pods never preempt through kube-scheduler: a gang pod without a plan is waiting for its
         whole gang, and evicting for one member would not place the gang."""
         if ours:
             return {}
-        snap = self.cache.full_snapshot(self.plans)
-        ssn = Session(snap, self.conf.tiers())  # the conf's victim rules (conformance) apply here too
-        out: dict[str, wire.MetaVictims] = {}
-        for node, mv in victims.items():
-            lost: dict[GroupKey, int] = {}
-            ok = True
-            for v in mv.get("Pods") or []:
-                vp = snap.pods.get(PodUID(str(v.get("UID", ""))))
-                if vp is None:
-                    continue
-                if ssn.victim_reject(vp) is not None:
-                    ok = False
-                    break
-                key = snap.group_of(vp.uid)
-                if key is not None and key in snap.groups and vp.scheduler_name in self.cache.scheduler_names:
-                    lost[key] = lost.get(key, 0) + 1
-            for key, n in lost.items():
-                counts = MemberCounts.of(snap.pods[u] for u in snap.members.get(key, ()))
-                if counts.allocated + counts.succeeded - n < snap.groups[key].min_member:
-                    ok = False
-            if ok:
-                out[node] = mv
-        return out
+        ssn = Session(self.cache.full_snapshot(), self.conf.tiers())
+        proposed = {
+            n: [PodUID(str(v.get("UID", ""))) for v in mv.get("Pods") or []] for n, mv in victims.items()
+        }
+        refused = refuse_victims(ssn, proposed)
+        for node, why in refused.items():
+            log.debug("victims refused", extra={"pod": pod.key, "node": node, "reason": why})
+        return {n: mv for n, mv in victims.items() if n not in refused}
 
     def bind_refusal(self, args: wire.ExtenderBindingArgs) -> str | None:
         """Why pumice will not bind this pod to this node, or None. A bind is carried out only for a pod
@@ -434,12 +413,12 @@ class Scheduler:
         reach the extender port must not be able to place arbitrary pods."""
         uid, node = PodUID(args["PodUID"]), args["Node"]
         who = f"pod {args['PodNamespace']}/{args['PodName']}"
-        pod = self.cache.pods.get(uid)
+        pod = self.cache.pod(uid)
         if pod is None or (pod.namespace, pod.name) != (args["PodNamespace"], args["PodName"]):
             return f"{who}: no such pod in pumice's view of the cluster"
         if pod.scheduler_name not in self.cache.scheduler_names:
             return f"{who}: not scheduled by pumice (schedulerName {pod.scheduler_name!r})"
-        planned = self.plans.get(uid)
+        planned = self.ledger.planned_node(uid)
         if planned != node:
             return f"{who}: pumice holds no reservation for it on node {node}" + (
                 f" (it is planned on {planned})" if planned else ""
@@ -449,7 +428,7 @@ class Scheduler:
     async def bind(self, args: wire.ExtenderBindingArgs) -> str:
         uid, node = PodUID(args["PodUID"]), args["Node"]
         who = f"{args['PodNamespace']}/{args['PodName']}"
-        pod = self.cache.pods.get(uid)
+        pod = self.cache.pod(uid)
         if (
             pod is not None
             and pod.node_name == node
@@ -462,18 +441,17 @@ class Scheduler:
             return ""  # already bound there (by us, or seen in the watch): a retried bind
         refusal = self.bind_refusal(args)
         if refusal is not None:
-            self.stats["binds_refused"] += 1
+            self.stats.binds_refused += 1
             log.warning("bind refused", extra={"pod": who, "node": node, "reason": refusal})
             return refusal
         try:
             await self.executor.bind(args["PodNamespace"], args["PodName"], uid, node)
         except BindError as e:
-            self.stats["bind_errors"] += 1
+            self.stats.bind_errors += 1
             self._release(uid)
             log.warning("bind failed", extra={"pod": who, "error": str(e)})
             return str(e)
-        self.stats["binds"] += 1
-        self.plans.discard(uid)
+        self.stats.binds += 1
         self.rejected.discard(uid)
         self.touched.pop(uid, None)
         self.cache.assume_bound(uid, node)
@@ -482,14 +460,13 @@ class Scheduler:
         return ""
 
     def _release(self, uid: PodUID) -> None:
-        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch. Membership
-        comes from the cache: a fully planned gang is in no recent (work-only) snapshot."""
-        self.plans.discard(uid)
-        self.settled.clear()  # the released reservations free room
-        pod = self.cache.pods.get(uid)
-        if pod is not None:
-            key = pod_group_key(pod)
-            for u in self.cache.members.get(key, ()):
-                self.plans.discard(u)
-            self.backlog.add(key)
-        self._wake.set()
+        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""
+        pod = self.cache.pod(uid)
+        if pod is None:
+            self.ledger.release(uid)
+            self.pending.room_freed()
+            return
+        key = pod_group_key(pod)
+        for u in self.cache.members(key) | {uid}:
+            self.ledger.release(u)
+        self.pending.again(key)

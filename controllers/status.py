@@ -18,9 +18,9 @@ from controllers.cache import ClusterCache
 from controllers.events import EventRecorder, Ref
 from controllers.executor import Executor
 from controllers.fanout import bounded
+from controllers.kube import paths
 from controllers.kube.client import ApiError
 from controllers.scheduler import Scheduler
-from extender.api import labels as L
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
 
@@ -61,31 +61,30 @@ class StatusWriter:
         self.errors = 0
 
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
-        if not self.scheduler.stats["cycles"]:
+        if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided
-        seen = (self.cache.version, self.scheduler.plans.version, self.scheduler.stats["cycles"])
+        seen = (self.cache.version, self.scheduler.ledger.plan_version, self.scheduler.decided)
         if self._seen == seen:
             return []  # nothing a status depends on changed since the last pass
         self._seen = seen
-        snap = self.cache.status_snapshot(self.scheduler.plans)
+        snap = self.cache.status_snapshot()
         now = rfc3339(time.time())
         out: list[tuple[str, dict[str, Any], bool, str]] = []
-        base = f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
-        for key, raw in self.cache.raw_podgroups.items():
+        for key, raw in self.cache.raw_podgroups():
             g = snap.groups.get(key)
             if g is None:
                 continue
             u = self.scheduler.reasons.get(key)
             current = raw.get("status") or {}
             desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
-            path = f"{base}/namespaces/{g.namespace}/podgroups/{g.name}"
+            path = paths.PODGROUPS.item(g.name, namespace=g.namespace)
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, False, _rv(raw)))
                 self._tell(raw, current, desired)
-        for name, raw in self.cache.raw_queues.items():
+        for name, raw in self.cache.raw_queues():
             current = raw.get("status") or {}
             desired = queue_status(snap, name, current)
-            path = f"{base}/queues/{name}"
+            path = paths.QUEUES.item(name)
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, True, _rv(raw)))
         return out
@@ -95,7 +94,7 @@ class StatusWriter:
         scheduled (once per change of message, not per pass), admission, and running."""
         if self.events is None:
             return
-        ref = Ref.of(raw, api_version=f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}", kind="PodGroup")
+        ref = Ref.of(raw, api_version=paths.PODGROUPS.api_version, kind="PodGroup")
         was, now = _unschedulable(current), _unschedulable(desired)
         if now and now != was:
             self.events.record(ref, type_="Warning", reason="Unschedulable", note=now, action="Schedule")

@@ -31,16 +31,17 @@ from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
-from controllers.cache import ClusterCache
 from controllers.cli.parser import add_cli_parsers
 from controllers.events import EventRecorder
 from controllers.executor import Executor
 from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer, tee
 from controllers.liveness import Liveness
 from controllers.queue_commands import QueueCommandController
 from controllers.scheduler import Scheduler
+from controllers.state import cluster_state
 from controllers.status import StatusWriter
 from extender.api import labels as L
 from extender.api.limits import Limits
@@ -51,16 +52,22 @@ from extender.jobs.rules import job_problems
 from extender.plugins.registry import SchedulerConf, load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Registry
-from extender.settings import ServeSettings, split_host_port
+from extender.settings import (
+    ExtenderListener,
+    SchedulingSettings,
+    ServeSettings,
+    WebhookListener,
+    split_host_port,
+)
 
 log = logging.getLogger("pumice")
 
 INFORMERS = (
-    ("nodes", "/api/v1/nodes"),
-    ("pods", "/api/v1/pods"),
-    ("podgroups", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/podgroups"),
-    ("queues", f"/apis/{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}/queues"),
-    ("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    ("nodes", paths.NODES.collection()),
+    ("pods", paths.PODS.collection()),
+    ("podgroups", paths.PODGROUPS.collection()),
+    ("queues", paths.QUEUES.collection()),
+    ("priorityclasses", paths.PRIORITY_CLASSES.collection()),
     ("jobs", JOBS_PATH),
     ("commands", COMMANDS_PATH),
 )
@@ -69,17 +76,40 @@ INFORMERS = (
 class Process:
     """What the handlers and health endpoints read: the cache, the scheduler, readiness."""
 
-    def __init__(self, settings: ServeSettings, conf: SchedulerConf, client: KubeClient) -> None:
+    def __init__(
+        self, settings: ServeSettings, conf: SchedulerConf, client: KubeClient, *, gates: bool = False
+    ) -> None:
         self.settings = settings
-        self.cache = ClusterCache(
-            scheduler_names=settings.scheduler_names, default_queue=settings.default_queue
-        )
+        self.client = client
+        self.gates = gates
+        state = cluster_state(settings.scheduling.scheduler_names, settings.scheduling.default_queue)
+        self.cache = state.cache
         self.executor = Executor(client)
         self.liveness = Liveness()
         self.events = EventRecorder(client)
+        self.limits = Limits(max_replicas=settings.scheduling.max_job_replicas)
+        self.jobs = JobController(
+            client,
+            scheduler_names=settings.scheduling.scheduler_names,
+            group_phase=self._group_phase,
+            validate=lambda obj: job_problems(obj, self.limits),
+            events=self.events,
+        )
+        self.queue_commands = QueueCommandController(client)
+        handlers = self.cache.handlers()
+        for name, h in self.jobs.handlers().items():
+            handlers[name] = tee(handlers[name], h) if name in handlers else h
+        handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
+        self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         # A loop that has not completed a pass for this long is reported unhealthy (see /healthz).
         self.scheduler = Scheduler(
-            self.cache, conf, self.executor, heartbeat=self.liveness.expect("scheduling loop", 60.0)
+            state,
+            conf,
+            self.executor,
+            gates=gates,
+            ready=lambda: self.ready,
+            heartbeat=self.liveness.expect("scheduling loop", 60.0),
+            admitted=self.jobs.group_admitted,
         )
         self.status = StatusWriter(
             self.cache,
@@ -88,23 +118,6 @@ class Process:
             heartbeat=self.liveness.expect("status writer", 120.0),
             events=self.events,
         )
-        self.limits = Limits(max_replicas=settings.max_job_replicas)
-        self.jobs = JobController(
-            client,
-            scheduler_names=settings.scheduler_names,
-            group_phase=self._group_phase,
-            validate=lambda obj: job_problems(obj, self.limits),
-            events=self.events,
-        )
-        self.queue_commands = QueueCommandController(client)
-        self.cache.phase_listeners.append(lambda key, _phase: self.jobs.group_admitted(key))
-        handlers = self.cache.handlers()
-        for name, h in self.jobs.handlers().items():
-            handlers[name] = tee(handlers[name], h) if name in handlers else h
-        handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
-        self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
-        self.client = client
-        self.gates = False
         self.metrics = Registry()
         self.latency = self.metrics.histogram(
             "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb"
@@ -120,7 +133,7 @@ class Process:
 
     @property
     def scheduler_names(self) -> frozenset[str]:
-        return self.settings.scheduler_names
+        return self.settings.scheduling.scheduler_names
 
     # admission Lookup ------------------------------------------------------------------------------
     def lookup(self) -> Process:
@@ -130,7 +143,7 @@ class Process:
 
     @property
     def default_queue(self) -> str:
-        return self.settings.default_queue
+        return self.settings.scheduling.default_queue
 
     @property
     def scheduling_gates(self) -> bool:
@@ -142,7 +155,7 @@ class Process:
     def queue_children(self, name: str) -> list[Queue]:
         return [
             q
-            for q in self.cache.queues.values()
+            for q in self.cache.all_queues()
             if (q.parent or (L.ROOT_QUEUE if q.name != L.ROOT_QUEUE else "")) == name
         ]
 
@@ -156,28 +169,33 @@ class Process:
     def register_metrics(self, admission_app: web.Application) -> None:
         s = self.scheduler.stats
         m = self.metrics
-        m.add(
-            "pumice_scheduling_cycles_total", "counter", "Scheduling cycles run.", lambda: {"": s["cycles"]}
-        )
+        m.add("pumice_scheduling_cycles_total", "counter", "Scheduling cycles run.", lambda: {"": s.cycles})
         m.add(
             "pumice_scheduling_cycle_seconds_total",
             "counter",
             "Time in cycles.",
-            lambda: {"": s["cycle_seconds"]},
+            lambda: {"": s.cycle_seconds},
         )
-        m.add("pumice_binds_total", "counter", "Successful binds.", lambda: {"": s["binds"]})
-        m.add("pumice_bind_errors_total", "counter", "Failed binds.", lambda: {"": s["bind_errors"]})
+        m.add("pumice_binds_total", "counter", "Successful binds.", lambda: {"": s.binds})
+        m.add("pumice_bind_errors_total", "counter", "Failed binds.", lambda: {"": s.bind_errors})
         m.add(
             "pumice_binds_refused_total",
             "counter",
             "Bind requests refused: no reservation of pumice's for that pod on that node.",
-            lambda: {"": s["binds_refused"]},
+            lambda: {"": s.binds_refused},
         )
+        m.add(
+            "pumice_stale_groups_total",
+            "counter",
+            "Groups whose placements a cycle dropped because an event made them stale.",
+            lambda: {"": s.stale_groups},
+        )
+        m.add("pumice_touches_total", "counter", "Pods touched after a plan.", lambda: {"": s.touches})
         m.add(
             "pumice_cycle_errors_total",
             "counter",
             "Scheduling cycles that raised.",
-            lambda: {"": s["cycle_errors"]},
+            lambda: {"": s.cycle_errors},
         )
         m.add(
             "pumice_unreadable_objects_total",
@@ -207,7 +225,18 @@ class Process:
             "Kubernetes Events written, and dropped by the rate limit.",
             lambda: {'result="written"': self.events.written, 'result="dropped"': self.events.dropped},
         )
-        m.add("pumice_planned_pods", "gauge", "Pods holding a plan.", lambda: {"": len(self.scheduler.plans)})
+        m.add(
+            "pumice_planned_pods",
+            "gauge",
+            "Pods holding a plan.",
+            lambda: {"": self.scheduler.ledger.plan_count()},
+        )
+        m.add(
+            "pumice_waiting_groups",
+            "gauge",
+            "Groups of pumice's with pods waiting for a node.",
+            lambda: {"": self.scheduler.pending.waiting_groups()},
+        )
         m.add(
             "pumice_unschedulable_podgroups",
             "gauge",
@@ -281,13 +310,17 @@ def _health_routes(app: web.Application, proc: Process) -> None:
 def _webhook_tls(settings: ServeSettings) -> tuple[ssl.SSLContext, bytes]:
     """The webhook listener's TLS context and the CA PEM for caBundle: the given files, else a fresh
     self-signed CA and serving certificate."""
-    if settings.tls_cert and settings.tls_key:
-        return _ssl_context(settings.tls_cert, settings.tls_key), Path(settings.tls_cert).read_bytes()
+    if settings.webhooks.tls_cert and settings.webhooks.tls_key:
+        return _ssl_context(settings.webhooks.tls_cert, settings.webhooks.tls_key), Path(
+            settings.webhooks.tls_cert
+        ).read_bytes()
     dns = ["localhost"]
-    if settings.webhook_service:
-        ns, name = settings.webhook_service
+    if settings.webhooks.service:
+        ns, name = settings.webhooks.service
         dns += [name, f"{name}.{ns}", f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"]
-    certs = generate_serving_certs(Path(settings.cert_dir), dns_names=dns, ip_addresses=("127.0.0.1",))
+    certs = generate_serving_certs(
+        Path(settings.webhooks.cert_dir), dns_names=dns, ip_addresses=("127.0.0.1",)
+    )
     return server_ssl_context(certs), certs.ca_pem
 
 
@@ -297,13 +330,9 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     except KubeConfigError as e:
         print(f"pumice: {e}", file=sys.stderr)
         return 2
-    proc = Process(settings, conf, client)
     features = await server_features(client)
-    proc.gates = features.scheduling_gates
-    proc.scheduler.gates = proc.gates
-
-    proc.scheduler.ready_fn = lambda: proc.ready
-    ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender_max_body)
+    proc = Process(settings, conf, client, gates=features.scheduling_gates)
+    ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender.max_body)
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc)
@@ -314,13 +343,13 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
     for r in runners:
         await r.setup()
-    await web.TCPSite(runners[0], settings.extender_host, settings.extender_port, ssl_context=ext_ssl).start()
-    await web.TCPSite(runners[1], settings.webhook_host, settings.webhook_port, ssl_context=wh_ssl).start()
+    await web.TCPSite(runners[0], settings.extender.host, settings.extender.port, ssl_context=ext_ssl).start()
+    await web.TCPSite(runners[1], settings.webhooks.host, settings.webhooks.port, ssl_context=wh_ssl).start()
     log.info(
         "serving",
         extra={
-            "extender": f"{settings.extender_host}:{settings.extender_port}",
-            "webhooks": settings.webhook_port,
+            "extender": f"{settings.extender.host}:{settings.extender.port}",
+            "webhooks": settings.webhooks.port,
         },
     )
 
@@ -412,11 +441,11 @@ def _exit_after(seconds: float, code: int) -> None:
 def _extender_tls(settings: ServeSettings) -> ssl.SSLContext | None:
     """Plain HTTP (loopback), TLS, or mutual TLS when a client CA is given: then only a caller holding a
     certificate signed by it (the kube-scheduler that ``manifests deploy`` sets up) can reach the verbs."""
-    cert, key = settings.extender_tls_cert, settings.extender_tls_key
+    cert, key = settings.extender.tls_cert, settings.extender.tls_key
     if not (cert and key):
         return None
-    if settings.extender_client_ca:
-        return mtls_server_context(cert, key, settings.extender_client_ca)
+    if settings.extender.client_ca:
+        return mtls_server_context(cert, key, settings.extender.client_ca)
     return _ssl_context(cert, key)
 
 
@@ -500,24 +529,30 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Serv
         service = (ns, name)
     return ServeSettings(
         kubeconfig=args.kubeconfig,
-        extender_host=eh,
-        extender_port=ep,
-        extender_tls_cert=args.extender_tls_cert_file,
-        extender_tls_key=args.extender_tls_key_file,
-        extender_client_ca=args.extender_client_ca_file,
-        extender_max_body=args.extender_max_body_bytes,
-        max_job_replicas=args.max_job_replicas,
-        webhook_host=wh,
-        webhook_port=wp,
-        tls_cert=args.tls_cert_file,
-        tls_key=args.tls_key_file,
-        cert_dir=args.cert_dir or tempfile.mkdtemp(prefix="pumice-certs-"),
-        webhook_url_base=args.webhook_url_base,
-        webhook_service=service,
-        scheduler_conf=args.scheduler_conf,
-        scheduler_names=frozenset(args.scheduler_name or [L.DEFAULT_SCHEDULER_NAME]),
-        default_queue=args.default_queue,
         log_level=args.log_level.upper(),
+        extender=ExtenderListener(
+            host=eh,
+            port=ep,
+            tls_cert=args.extender_tls_cert_file,
+            tls_key=args.extender_tls_key_file,
+            client_ca=args.extender_client_ca_file,
+            max_body=args.extender_max_body_bytes,
+        ),
+        webhooks=WebhookListener(
+            host=wh,
+            port=wp,
+            tls_cert=args.tls_cert_file,
+            tls_key=args.tls_key_file,
+            cert_dir=args.cert_dir or tempfile.mkdtemp(prefix="pumice-certs-"),
+            url_base=args.webhook_url_base,
+            service=service,
+        ),
+        scheduling=SchedulingSettings(
+            conf_path=args.scheduler_conf,
+            scheduler_names=frozenset(args.scheduler_name or [L.DEFAULT_SCHEDULER_NAME]),
+            default_queue=args.default_queue,
+            max_job_replicas=args.max_job_replicas,
+        ),
     )
 
 
@@ -552,7 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     handler.setFormatter(_JsonishFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.basicConfig(level=settings.log_level, handlers=[handler])
     try:
-        conf = load_conf(Path(settings.scheduler_conf).read_text() if settings.scheduler_conf else None)
+        conf = load_conf(
+            Path(settings.scheduling.conf_path).read_text() if settings.scheduling.conf_path else None
+        )
     except (ConfigError, OSError) as e:
         print(f"pumice: cannot load scheduler conf: {e}", file=sys.stderr)
         return 2

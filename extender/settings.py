@@ -1,4 +1,5 @@
-"""``pumice serve`` settings: parsed once from the command line into a frozen dataclass."""
+"""``pumice serve`` settings: parsed once from the command line into frozen dataclasses, one per part
+of the process, passed down explicitly."""
 
 from __future__ import annotations
 
@@ -6,27 +7,46 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServeSettings:
-    kubeconfig: str | None
-    extender_host: str
-    extender_port: int
-    extender_tls_cert: str | None
-    extender_tls_key: str | None
+class ExtenderListener:
+    """Where kube-scheduler calls the extender verbs."""
+
+    host: str
+    port: int
+    tls_cert: str | None = None
+    tls_key: str | None = None
     # mTLS: only callers with a client certificate signed by this CA may call the extender.
-    extender_client_ca: str | None = None
-    extender_max_body: int = 8 * 1024 * 1024
-    webhook_host: str
-    webhook_port: int
-    tls_cert: str | None
-    tls_key: str | None
+    client_ca: str | None = None
+    max_body: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookListener:
+    """Where the API server calls the admission webhooks (always TLS), and how it is told to."""
+
+    host: str
+    port: int
+    tls_cert: str | None = None
+    tls_key: str | None = None
     cert_dir: str
-    webhook_url_base: str | None
-    webhook_service: tuple[str, str] | None
-    scheduler_conf: str | None
+    url_base: str | None = None
+    service: tuple[str, str] | None = None  # (namespace, name) of the Service in front of pumice
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulingSettings:
+    conf_path: str | None = None
     scheduler_names: frozenset[str]
     default_queue: str
-    log_level: str
     max_job_replicas: int = 10_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    kubeconfig: str | None
+    log_level: str
+    extender: ExtenderListener
+    webhooks: WebhookListener
+    scheduling: SchedulingSettings
 
 
 def split_host_port(value: str) -> tuple[str, int]:

@@ -18,18 +18,18 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 import yaml
 
 from controllers.cli import output
 from controllers.cli.kubeconfig import CliError, UsageError, list_all, run_action
 from controllers.cli.output import NONE, Obj, count, field, mapping, metadata, render_table, text
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
 
-JOB_API_VERSION: Final = f"{L.BATCH_GROUP}/v1alpha1"
-COMMAND_API_VERSION: Final = f"{L.BUS_GROUP}/v1alpha1"
+JOB_API_VERSION: Final = paths.JOBS.api_version
+COMMAND_API_VERSION: Final = paths.COMMANDS.api_version
 JOB_RESOURCE: Final = f"job.{L.BATCH_GROUP}"
 COMMAND_RESOURCE: Final = f"command.{L.BUS_GROUP}"
 
@@ -368,13 +368,11 @@ def describe_job(job: Mapping[str, Any], now: datetime, events: Sequence[Mapping
 
 def jobs_path(namespace: str | None) -> str:
     """The Job collection of one namespace, or of all when ``namespace`` is None."""
-    if namespace is None:
-        return f"/apis/{JOB_API_VERSION}/jobs"
-    return f"/apis/{JOB_API_VERSION}/namespaces/{quote(namespace, safe='')}/jobs"
+    return paths.JOBS.collection(None if namespace is None else paths.segment(namespace))
 
 
 def job_path(namespace: str, name: str) -> str:
-    return f"{jobs_path(namespace)}/{quote(name, safe='')}"
+    return paths.JOBS.item(paths.segment(name), namespace=paths.segment(namespace))
 
 
 async def create_job(client: KubeClient, job: Obj) -> Obj:
@@ -395,9 +393,9 @@ async def job_events(client: KubeClient, job: Mapping[str, Any]) -> list[Obj] | 
     ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
     selector = f"involvedObject.name={name},involvedObject.kind=Job"
     try:
-        events = await list_all(client, f"/api/v1/namespaces/{quote(ns, safe='')}/events", [
-            ("fieldSelector", selector)
-        ])  # fmt: skip
+        events = await list_all(
+            client, paths.CORE_EVENTS.collection(paths.segment(ns)), [("fieldSelector", selector)]
+        )
     except ApiError:
         return None
     # batch/v1 Jobs share the kind and possibly the name; keep only events about the Volcano Job.
@@ -413,10 +411,7 @@ async def job_events(client: KubeClient, job: Mapping[str, Any]) -> list[Obj] | 
 async def command_job(client: KubeClient, namespace: str, name: str, action: str) -> Obj:
     """Create the Command for ``action`` on the Job (which must exist: its uid goes in the reference)."""
     job = await get_job(client, namespace, name)
-    return await client.post(
-        f"/apis/{COMMAND_API_VERSION}/namespaces/{quote(namespace, safe='')}/commands",
-        build_command(job, action),
-    )
+    return await client.post(paths.COMMANDS.collection(paths.segment(namespace)), build_command(job, action))
 
 
 async def delete_job(client: KubeClient, namespace: str, name: str) -> Obj:

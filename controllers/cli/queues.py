@@ -23,15 +23,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
-from urllib.parse import quote
 
 from controllers.cli import output
 from controllers.cli.kubeconfig import CliError, list_all, run_action
 from controllers.cli.output import Obj, count, field, mapping, metadata, render_table, text
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
 
-QUEUE_API_VERSION: Final = f"{L.SCHEDULING_GROUP}/{L.SCHEDULING_VERSION}"
+QUEUE_API_VERSION: Final = paths.QUEUES.api_version
 QUEUE_RESOURCE: Final = f"queue.{L.SCHEDULING_GROUP}"
 OPEN: Final = "Open"
 CLOSED: Final = "Closed"
@@ -114,11 +114,15 @@ def queue_table(queues: Sequence[Mapping[str, Any]], now: datetime, *, wide: boo
 
 
 def queues_path() -> str:
-    return f"/apis/{QUEUE_API_VERSION}/queues"
+    return paths.QUEUES.collection()
 
 
 def queue_path(name: str) -> str:
-    return f"{queues_path()}/{quote(name, safe='')}"
+    return paths.QUEUES.item(paths.segment(name))
+
+
+def queue_status_path(name: str) -> str:
+    return paths.QUEUES.status(paths.segment(name))
 
 
 async def create_queue(client: KubeClient, queue: Obj) -> Obj:
@@ -129,7 +133,7 @@ async def create_queue(client: KubeClient, queue: Obj) -> Obj:
         return created
     name = str(metadata(created).get("name", ""))
     try:
-        return await client.merge_patch(f"{queue_path(name)}/status", state_patch(str(state)))
+        return await client.merge_patch(queue_status_path(name), state_patch(str(state)))
     except ApiError as e:
         message = e.body.get("message") if isinstance(e.body, dict) else None
         raise CliError(
@@ -146,7 +150,7 @@ async def get_queue(client: KubeClient, name: str) -> Obj:
 
 
 async def set_queue_state(client: KubeClient, name: str, state: str) -> Obj:
-    return await client.merge_patch(f"{queue_path(name)}/status", state_patch(state))
+    return await client.merge_patch(queue_status_path(name), state_patch(state))
 
 
 async def set_queue_weight(client: KubeClient, name: str, weight: int) -> Obj:

@@ -16,14 +16,12 @@ can instead read it from a cluster's ``/version`` (``--kubeconfig``), the only c
 
 import argparse
 import asyncio
-import importlib
 import posixpath
 import sys
 from importlib import metadata
-from typing import Protocol, cast
 from urllib.parse import urlsplit
 
-from extender.api import versions
+from extender.api import crds, versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
 from extender.deploy import yamltext
@@ -47,10 +45,6 @@ from extender.deploy.scheduler_config import (
 _API_GROUP = "kubescheduler.config.k8s.io/"
 # Reading /version is one small GET; a cluster that cannot answer it in this time is not one to deploy to.
 _VERSION_TIMEOUT_SECONDS = 15.0
-
-
-class _CrdModule(Protocol):
-    def crd_yaml(self) -> str: ...
 
 
 def _api_version(value: str) -> str:
@@ -395,15 +389,7 @@ def _extender_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 def _print_crds() -> int:
-    try:
-        # Imported here: the CRD module is only needed by this sub-command.
-        module = cast(_CrdModule, importlib.import_module("extender.api.crds"))
-    except ModuleNotFoundError as exc:
-        if exc.name != "extender.api.crds":
-            raise
-        print("pumice manifests crds: extender.api.crds is not available in this build", file=sys.stderr)
-        return 1
-    text = module.crd_yaml()
+    text = crds.crd_yaml()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

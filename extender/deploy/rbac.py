@@ -4,10 +4,13 @@ Every row of :data:`GRANTS` names an (apiGroup, resource, verbs) that pumice's S
 that makes those calls and why. The ClusterRole is built from this table and from nothing else, so a grant
 without a caller cannot slip in; ``tests/contract/test_rbac.py`` checks that every row's code still exists
 and still mentions the resource it is granted, so a caller that goes away shows up as a failing test rather
-than as a grant nobody uses.
+than as a grant nobody uses; and that every resource of :mod:`controllers.kube.paths` the ServiceAccount's
+code builds a path for has a row.
 
 Code is named ``module:qualname``. The first name is where the call is made (or, for informers, the table of
 watched paths); further names are the helpers the call goes through or the constant that holds its path.
+Callers build their paths with :mod:`controllers.kube.paths`, so "mentions" ignores case and underscores
+(``paths.NETWORK_POLICIES`` mentions ``networkpolicies``, ``paths.pod_binding`` mentions ``binding``).
 
 Scope: what ``pumice serve`` does when started the way ``pumice manifests deploy`` starts it. In particular
 ``--webhook-service`` is always given, so pumice creates or replaces (``update``) its own webhook
@@ -42,7 +45,7 @@ _INFORMERS: Final = (
     "controllers.kube.informer:Informer._list_one_by_one",
 )
 _WATCHED: Final = ("get", "list", "watch")
-_PLUGIN_OBJECTS: Final = ("controllers.jobs:JobController._apply", "controllers.jobs:_KIND_PATHS")
+_PLUGIN_OBJECTS: Final = ("controllers.jobs:JobController._apply", "controllers.jobs:_PLUGIN_RESOURCES")
 _STATUS_WRITES: Final = (
     "controllers.status:StatusWriter._pending_writes",
     "controllers.executor:Executor.patch_status",
@@ -53,9 +56,9 @@ _STATUS_WRITES: Final = (
 class Grant:
     """Verbs on one resource, the code that calls them, and why.
 
-    ``evidence`` is what that code must mention for the grant to be believed; by default the resource path
-    (``pods/binding``: both ``pods`` and ``/binding``). ``own_webhooks`` limits the grant to pumice's own
-    webhook configurations by name (``resourceNames``).
+    ``evidence`` is what that code must mention for the grant to be believed; by default the resource and
+    subresource (``pods/binding``: both ``pods`` and ``binding``). ``own_webhooks`` limits the grant to
+    pumice's own webhook configurations by name (``resourceNames``).
     """
 
     group: str
@@ -71,7 +74,7 @@ class Grant:
         if self.evidence:
             return self.evidence
         resource, _, subresource = self.resource.partition("/")
-        return (resource, f"/{subresource}") if subresource else (resource,)
+        return (resource, subresource) if subresource else (resource,)
 
 
 GRANTS: Final[tuple[Grant, ...]] = (
@@ -170,7 +173,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=SCHEDULING_GROUP,
         resource="queues",
         verbs=("create",),
-        code=("controllers.bootstrap:ensure_queues", "controllers.bootstrap:_QUEUES"),
+        code=("controllers.bootstrap:ensure_queues",),
         why="the root and default queues, when missing (as Volcano does at start-up)",
     ),
     Grant(

@@ -24,8 +24,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.cache import ClusterCache
 from controllers.scheduler import Scheduler
+from controllers.state import cluster_state
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
@@ -82,10 +82,11 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def run(nodes: int, pods: int, concurrency: int) -> None:
-    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+    state = cluster_state(frozenset({"volcano"}))
+    cache = state.cache
     cache.replace_nodes([node(i) for i in range(nodes)])
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
-    sched = Scheduler(cache, load_conf(), StubExecutor())  # type: ignore[arg-type]
+    sched = Scheduler(state, load_conf(), StubExecutor())  # type: ignore[arg-type]
     loop_task = asyncio.create_task(sched.run())  # as in pumice serve: filters never run a cycle
     app = make_extender_app(sched, Histogram("h", "h"))
     runner = web.AppRunner(app, access_log=None)
@@ -136,7 +137,7 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
             f"  filter+bind sequential: {pods / wall:8.0f} pods/s | filter p50 {pct(lat_f, 0.5):.2f} ms"
             f" p99 {pct(lat_f, 0.99):.2f} ms | bind p50 {pct(lat_b, 0.5):.2f} ms"
             f" p99 {pct(lat_b, 0.99):.2f} ms"
-            f" | cycles {sched.stats['cycles']} ({sched.stats['cycle_seconds'] * 1000:.0f} ms total)"
+            f" | cycles {sched.stats.cycles} ({sched.stats.cycle_seconds * 1000:.0f} ms total)"
         )
 
         # 2) Fast path: pods of other schedulers.

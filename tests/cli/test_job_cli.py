@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from controllers.cli import jobs
 from controllers.cli import kubeconfig as kc
 from controllers.cli.kubeconfig import CliError, UsageError
 from controllers.cli.parser import resource_list
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from tests.cli.conftest import Cli, FakeApiServer, parse
 
@@ -397,7 +399,7 @@ async def test_suspend_resume_delete(cli: Cli, fake_api: FakeApiServer) -> None:
 
 
 async def test_missing_crds_get_a_hint(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jobs, "JOB_API_VERSION", "batch.volcano.sh/v9")
+    monkeypatch.setattr(paths, "JOBS", dataclasses.replace(paths.JOBS, version="v9"))
     result = await cli("job", "list")
     assert result.code == 1
     assert result.err == (

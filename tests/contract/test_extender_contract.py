@@ -14,9 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from controllers.cache import ClusterCache
 from controllers.executor import BindError
-from controllers.scheduler import Scheduler
+from controllers.ledger import State
+from controllers.scheduler import LoopSettings, Scheduler
+from controllers.state import cluster_state
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
@@ -55,16 +56,26 @@ class FakeExecutor:
 
 
 def make_scheduler(
-    nodes: list[dict[str, Any]], executor: FakeExecutor | None = None, *, watched: bool = True
+    nodes: list[dict[str, Any]],
+    executor: FakeExecutor | None = None,
+    *,
+    watched: bool = True,
+    ready: bool = True,
 ) -> Scheduler:
     """A scheduler over ``nodes``; with ``watched`` its watch has already shown the sample request's pod
     (pumice reads pods from its watch, never from a request body)."""
-    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
-    cache.replace_nodes(nodes)
-    cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    state = cluster_state(frozenset({"volcano"}))
+    state.cache.replace_nodes(nodes)
+    state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     if watched:
-        cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
-    sched = Scheduler(cache, load_conf(), executor or FakeExecutor(), seen_timeout=0.05, resync=0.05)  # type: ignore[arg-type]
+        state.cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
+    sched = Scheduler(
+        state,
+        load_conf(),
+        executor or FakeExecutor(),  # type: ignore[arg-type]
+        settings=LoopSettings(seen_timeout=0.05, resync=0.05),
+        ready=lambda: ready,
+    )
     return sched
 
 
@@ -128,10 +139,8 @@ async def test_filter_fast_path_for_other_schedulers(client: TestClient[Any, Any
     assert status == 200 and body["NodeNames"] == ["node-a", "node-b", "node-c"]
 
 
-async def test_filter_says_cannot_decide_before_sync(
-    client: TestClient[Any, Any], scheduler: Scheduler
-) -> None:
-    scheduler.ready_fn = lambda: False
+async def test_filter_says_cannot_decide_before_sync(aiohttp_client: Any) -> None:
+    client = await aiohttp_client(app_for(make_scheduler([node("node-a")], ready=False)))
     status, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert status == 200 and "not synced" in body["Error"]
 
@@ -156,8 +165,8 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     assert status == 200 and body == {"Error": ""}
     assert ex.binds == [("vtest", "vpod-2", req["PodUID"], planned)]
     # The pod is assumed on its node: its plan is gone and the node's capacity is taken.
-    assert req["PodUID"] not in sched.plans
-    assert sched.cache.pods[req["PodUID"]].node_name == planned
+    assert req["PodUID"] not in sched.ledger.plans()
+    assert sched.cache.pod(req["PodUID"]).node_name == planned
     status, body = await post(client, "/bind", req)  # a retried bind
     assert body == {"Error": ""} and len(ex.binds) == 1
 
@@ -167,10 +176,10 @@ async def test_bind_failure_is_reported_and_releases_the_plan(aiohttp_client: An
     client = await aiohttp_client(app_for(sched))
     planned = await _planned(client)
     uid = sample("extender-bind-request.json")["PodUID"]
-    assert uid in sched.plans
+    assert uid in sched.ledger.plans()
     status, body = await post(client, "/bind", _bind_args(Node=planned))
     assert status == 200 and "boom" in body["Error"]
-    assert uid not in sched.plans
+    assert uid not in sched.ledger.plans()
 
 
 @pytest.mark.parametrize(
@@ -279,7 +288,7 @@ async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> N
         status, body = await post(client, "/bind", args)
         assert status == 200 and body["Error"], args
     assert ex.binds == []
-    assert sched.stats["binds_refused"] == 3
+    assert sched.stats.binds_refused == 3
 
 
 async def test_bind_refuses_our_pod_without_a_reservation_or_on_another_node(aiohttp_client: Any) -> None:
@@ -321,8 +330,8 @@ async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: An
         status, body = await post(client, "/filter", phantom)
         assert status == 200 and body["NodeNames"] == []
         assert "has not shown this pod" in body["FailedAndUnresolvableNodes"]["node-b"]
-    assert not any(uid.startswith("phantom") for uid in sched.cache.pods)
-    assert not any(any(u.values()) for u in sched.cache.node_usage.by_node.values())
+    assert not any(sched.cache.knows(f"phantom-{i}") for i in range(3))  # type: ignore[arg-type]
+    assert all(r.state is State.PLANNED for r in sched.ledger.entries().values())  # nothing held
     # The real pod still gets its node.
     assert await _planned(client) == "node-b"
 
@@ -335,7 +344,10 @@ async def test_a_pod_refused_before_the_watch_showed_it_is_touched_once_planned(
     pod = sample("extender-filter-request.json")["Pod"]
     sched.cache.upsert_pod(pod)  # the watch catches up
     await asyncio.sleep(0.3)  # the loop plans it
-    assert pod["metadata"]["uid"] in sched.rejected and sched.plans.get(pod["metadata"]["uid"]) == "node-b"
+    assert (
+        pod["metadata"]["uid"] in sched.rejected
+        and sched.ledger.planned_node(pod["metadata"]["uid"]) == "node-b"
+    )
 
 
 def _gang_pods(sched: Scheduler, n: int, node_name: str, group: str = "g") -> list[str]:

@@ -2,8 +2,9 @@
 
 Three directions: everything the rendered ClusterRole grants is a row of the table; every row names code
 that exists and still mentions the resource it is granted for; and every resource pumice's own API paths
-name has a row. Plus the things least privilege rules out whatever the table says: ``*``, escalation verbs,
-grants on Secrets beyond create/get, the grants removed on purpose.
+name has a row (the paths it builds with :mod:`controllers.kube.paths`, and any literal path left). Plus the
+things least privilege rules out whatever the table says: ``*``, escalation verbs, grants on Secrets beyond
+create/get, the grants removed on purpose.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from controllers.kube import paths
 from extender.deploy.manifests import deploy_manifests, generate_extender_tls
 from extender.deploy.rbac import GRANTS, VERB_ORDER, Grant, granted_triples, pumice_rules
 
@@ -70,6 +73,16 @@ def _text(ref: str) -> str:
     return repr(obj)
 
 
+def _mentions(text: str, fragment: str) -> bool:
+    """Whether code mentions a resource, ignoring case and underscores: callers name resources through
+    controllers.kube.paths (``paths.NETWORK_POLICIES``, ``paths.pod_binding``)."""
+
+    def norm(s: str) -> str:
+        return s.lower().replace("_", "")
+
+    return norm(fragment) in norm(text)
+
+
 # --- (1) granted => in the table --------------------------------------------------------------------------
 
 
@@ -106,7 +119,7 @@ def test_table_row_names_code_that_uses_the_resource(grant: Grant) -> None:
     # The first name is where the call is made (or the informers' path table): a function or a constant.
     text = "\n".join(_text(ref) for ref in grant.code)
     for fragment in grant.fragments():
-        assert fragment in text, f"none of {grant.code} mentions {fragment!r} any more"
+        assert _mentions(text, fragment), f"none of {grant.code} mentions {fragment!r} any more"
 
 
 def test_table_verbs_are_kubernetes_verbs() -> None:
@@ -151,26 +164,53 @@ _KNOWN_RESOURCES = {
     "mutatingwebhookconfigurations",
     "validatingwebhookconfigurations",
 }
-# The pumice CLI (controllers/cli) runs with the user's credentials, not the ServiceAccount's.
+# The pumice CLI (controllers/cli) runs with the user's credentials, not the ServiceAccount's. The paths
+# module is the table of every resource, the CLI's too: what counts is which of them the code uses.
+_PATHS_MODULE = ROOT / "controllers" / "kube" / "paths.py"
 _SERVICE_ACCOUNT_CODE = [
-    *sorted(p for p in (ROOT / "controllers").rglob("*.py") if "cli" not in p.relative_to(ROOT).parts),
+    *sorted(
+        p
+        for p in (ROOT / "controllers").rglob("*.py")
+        if "cli" not in p.relative_to(ROOT).parts and p != _PATHS_MODULE
+    ),
     ROOT / "extender" / "main.py",
 ]
+_RESOURCES = {name: r for name, r in vars(paths).items() if isinstance(r, paths.Resource)}
 
 
-def test_every_resource_in_an_api_path_has_a_row() -> None:
-    table = {part for g in GRANTS for part in g.resource.split("/")}
-    seen: dict[str, str] = {}
+def _built_paths(text: str) -> Iterator[tuple[str, str]]:
+    """(apiGroup, resource) of every path ``text`` builds through controllers.kube.paths: a table row
+    (``paths.QUEUES``, ``paths.QUEUES.status``) or a subresource helper (``paths.pod_binding``)."""
+    for m in re.finditer(r"\bpaths\.([A-Z][A-Z_]*)\b(\.status\b)?", text):
+        assert m[1] in _RESOURCES, f"paths.{m[1]} is not a resource of controllers.kube.paths"
+        resource = _RESOURCES[m[1]]
+        yield resource.group, resource.plural + ("/status" if m[2] else "")
+    for m in re.finditer(r"\bpaths\.pod_([a-z]+)\b", text):
+        yield paths.PODS.group, f"pods/{m[1]}"
+
+
+def test_every_resource_the_code_builds_a_path_for_has_a_row() -> None:
+    table = {(g.group, g.resource) for g in GRANTS}
+    seen: dict[tuple[str, str], str] = {}
     for path in _SERVICE_ACCOUNT_CODE:
-        for line in path.read_text().splitlines():
-            if "/api" not in line and "/namespaces/" not in line:
-                continue
-            for segment in re.findall(r"/([a-z]+)(?=[/{\"'?]|$)", line):
-                if segment in _KNOWN_RESOURCES:
-                    seen.setdefault(segment, f"{path.relative_to(ROOT)}: {line.strip()}")
-    assert seen, "found no API paths at all: the scan is broken"
-    missing = {r: where for r, where in seen.items() if r not in table}
+        text = path.read_text()
+        # Imported as a module, so every use reads ``paths.<NAME>`` and the scan below sees it.
+        assert "from controllers.kube.paths import" not in text, (
+            f"{path}: use `from controllers.kube import paths`"
+        )
+        for built in _built_paths(text):
+            seen.setdefault(built, str(path.relative_to(ROOT)))
+    assert ("", "pods/binding") in seen, (
+        "found no paths built through controllers.kube.paths: the scan is broken"
+    )
+    missing = {f"{g or 'core'}/{r}": where for (g, r), where in seen.items() if (g, r) not in table}
     assert not missing, missing
+
+
+def test_the_scan_sees_what_a_new_caller_builds() -> None:
+    text = "await c.post(paths.pod_eviction(ns, n), b)\nawait c.merge_patch(paths.QUEUES.status(q), s)\n"
+    assert list(_built_paths(text)) == [("scheduling.volcano.sh", "queues/status"), ("", "pods/eviction")]
+    assert ("", "pods/eviction") not in {(g.group, g.resource) for g in GRANTS}  # so a caller would fail
 
 
 # --- least privilege, whatever the table says -------------------------------------------------------------

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from controllers.cache import ClusterCache
 from controllers.executor import BindError
-from controllers.scheduler import Scheduler
+from controllers.scheduler import LoopSettings, Scheduler
+from controllers.state import cluster_state
 from extender.core.model import group_key
 from extender.plugins.registry import load_conf, schedule
 
@@ -63,11 +63,15 @@ def podgroup(name: str, min_member: int) -> dict[str, Any]:
 
 
 def scheduler(*nodes: dict[str, Any]) -> tuple[Scheduler, RecordingExecutor]:
-    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
-    cache.replace_nodes(list(nodes))
-    cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    return scheduler_with(LoopSettings(), *nodes)
+
+
+def scheduler_with(settings: LoopSettings, *nodes: dict[str, Any]) -> tuple[Scheduler, RecordingExecutor]:
+    state = cluster_state(frozenset({"volcano"}))
+    state.cache.replace_nodes(list(nodes))
+    state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     ex = RecordingExecutor()
-    return Scheduler(cache, load_conf(), ex, gates=True), ex  # type: ignore[arg-type]
+    return Scheduler(state, load_conf(), ex, settings=settings, gates=True), ex  # type: ignore[arg-type]
 
 
 async def settle(s: Scheduler) -> None:
@@ -81,7 +85,7 @@ async def test_gates_are_lifted_only_when_the_whole_gang_is_planned() -> None:
         s.cache.upsert_pod(pod(f"g-{i}", "g", gated=True))
     s.cycle()
     await settle(s)
-    assert ex.lifted == [] and len(s.plans) == 0
+    assert ex.lifted == [] and len(s.ledger.plans()) == 0
     s.cache.upsert_pod(pod("g-2", "g", gated=True))
     s.cycle()
     await settle(s)
@@ -112,13 +116,13 @@ async def test_a_failed_bind_releases_the_whole_gang_for_replanning() -> None:
     for i in range(2):
         s.cache.upsert_pod(pod(f"g-{i}", "g"))
     s.cycle()
-    assert set(s.plans) == {"g-0", "g-1"}
+    assert set(s.ledger.plans()) == {"g-0", "g-1"}
     ex.fail_bind = True
     err = await s.bind({"PodName": "g-0", "PodNamespace": "ns", "PodUID": "g-0", "Node": "n1"})
     assert "conflict" in err
-    assert len(s.plans) == 0
+    assert len(s.ledger.plans()) == 0
     s.cycle()
-    assert set(s.plans) == {"g-0", "g-1"}
+    assert set(s.ledger.plans()) == {"g-0", "g-1"}
 
 
 async def test_a_plan_kube_scheduler_refuses_is_moved_to_another_node() -> None:
@@ -145,11 +149,11 @@ async def test_a_relist_drops_plans_of_pods_deleted_while_not_watching() -> None
     s, _ = scheduler(node("n1", "4"))
     s.cache.replace_pods([pod("kept"), pod("gone")])
     s.cycle()
-    assert set(s.plans) == {"kept", "gone"}
+    assert set(s.ledger.plans()) == {"kept", "gone"}
     s.cache.replace_pods([pod("kept")])  # "gone" was deleted during a watch outage
     s.cycle()
-    assert set(s.plans) == {"kept"}
-    assert s.plans.reserved.by_node["n1"]["cpu"] == 1000
+    assert set(s.ledger.plans()) == {"kept"}
+    assert s.ledger.on_node("n1")["cpu"] == 1000
 
 
 async def test_a_failed_bind_is_replanned_for_a_group_no_longer_in_the_working_snapshot() -> None:
@@ -162,15 +166,15 @@ async def test_a_failed_bind_is_replanned_for_a_group_no_longer_in_the_working_s
     s.cache.upsert_pod(bound_pod)
     s.cache.upsert_pod(pod("g-1", "g"))  # an elastic extra of a running gang
     s.cycle()
-    assert set(s.plans) == {"g-1"}
+    assert set(s.ledger.plans()) == {"g-1"}
     # Unrelated work: the next cycle's snapshot holds only the new pod, not the running group.
     s.cache.upsert_pod(pod("other"))
     s.cycle()
     ex.fail_bind = True
     assert await s.bind({"PodName": "g-1", "PodNamespace": "ns", "PodUID": "g-1", "Node": "n1"})
-    assert "g-1" not in s.plans
+    assert "g-1" not in s.ledger.plans()
     s.cycle()
-    assert "g-1" in s.plans
+    assert "g-1" in s.ledger.plans()
 
 
 # --- the cycle off the event loop: decisions a newer event made stale are not applied -----------------
@@ -192,10 +196,10 @@ async def test_placements_of_a_gang_whose_pod_went_during_the_cycle_are_dropped_
     for i in range(2):
         s.cache.upsert_pod(pod(f"g-{i}", "g"))
     _cycle_with(s, lambda: s.cache.remove_pod(pod("g-1", "g")))
-    assert len(s.plans) == 0 and s.stats["stale_groups"] == 1
+    assert len(s.ledger.plans()) == 0 and s.stats.stale_groups == 1
     s.cache.upsert_pod(pod("g-1", "g"))  # back again: the next cycle plans the gang whole
     s.ensure_fresh()
-    assert sorted(s.plans) == ["g-0", "g-1"]
+    assert sorted(s.ledger.plans()) == ["g-0", "g-1"]
 
 
 async def test_placements_on_a_node_filled_meanwhile_are_dropped() -> None:
@@ -207,9 +211,9 @@ async def test_placements_on_a_node_filled_meanwhile_are_dropped() -> None:
     other["spec"].update(schedulerName="default-scheduler", nodeName="n1")
     other["status"]["phase"] = "Running"
     _cycle_with(s, lambda: s.cache.upsert_pod(other))  # kube-scheduler bound someone else's pod there
-    assert len(s.plans) == 0
+    assert len(s.ledger.plans()) == 0
     s.ensure_fresh()
-    assert len(s.plans) == 0 and "needs cpu" in s.reason_for(s.cache.pods["g-0"])  # and it says why
+    assert len(s.ledger.plans()) == 0 and "needs cpu" in s.reason_for(s.cache.pod("g-0"))  # and it says why
 
 
 async def test_placements_on_a_node_changed_meanwhile_are_dropped_but_others_stand() -> None:
@@ -218,7 +222,7 @@ async def test_placements_on_a_node_changed_meanwhile_are_dropped_but_others_sta
     s.cache.upsert_pod(pod("b"))
     cordoned = node("n1", "1") | {"spec": {"unschedulable": True}}
     _cycle_with(s, lambda: s.cache.upsert_node(cordoned))
-    assert len(s.plans) == 1 and set(s.plans.nodes.values()) == {"n2"}
+    assert len(s.ledger.plans()) == 1 and set(s.ledger.plans().values()) == {"n2"}
 
 
 async def test_unrelated_changes_during_the_cycle_keep_its_placements() -> None:
@@ -227,35 +231,33 @@ async def test_unrelated_changes_during_the_cycle_keep_its_placements() -> None:
     for i in range(2):
         s.cache.upsert_pod(pod(f"g-{i}", "g"))
     _cycle_with(s, lambda: s.cache.upsert_pod(pod("newcomer")))
-    assert sorted(s.plans) == ["g-0", "g-1"] and s.stats["stale_groups"] == 0
+    assert sorted(s.ledger.plans()) == ["g-0", "g-1"] and s.stats.stale_groups == 0
 
 
 async def test_filter_waits_for_the_loop_when_much_is_waiting() -> None:
-    s, _ = scheduler(node("n1", "4"))
-    s.resync, s.debounce, s.inline_groups = 10.0, 0.0, 0
+    s, _ = scheduler_with(LoopSettings(resync=10.0, debounce=0.0, inline_groups=0), node("n1", "4"))
     loop_task = asyncio.create_task(s.run())
     try:
         s.cache.upsert_pod(pod("p"))
         await s.prepare("p")  # type: ignore[arg-type]
         assert s.filter(pod("p"), ["n1"])["NodeNames"] == ["n1"]
-        assert s.stats["cycles"] >= 1
+        assert s.stats.cycles >= 1
     finally:
         loop_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await loop_task
     # Without the loop such a filter waits at most plan_timeout and plans nothing itself.
-    s2, _ = scheduler(node("n1", "4"))
-    s2.plan_timeout, s2.inline_groups = 0.05, 0
+    s2, _ = scheduler_with(LoopSettings(plan_timeout=0.05, inline_groups=0), node("n1", "4"))
     s2.cache.upsert_pod(pod("q"))
     await s2.prepare("q")  # type: ignore[arg-type]
-    assert s2.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.stats["cycles"] == 0
+    assert s2.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.stats.cycles == 0
 
 
 async def test_filter_plans_inline_when_little_is_waiting() -> None:
     s, _ = scheduler(node("n1", "4"))  # no loop running: only the inline cycle can plan it
     s.cache.upsert_pod(pod("q"))
     await s.prepare("q")  # type: ignore[arg-type]
-    assert s.filter(pod("q"), ["n1"])["NodeNames"] == ["n1"] and s.stats["cycles"] == 1
+    assert s.filter(pod("q"), ["n1"])["NodeNames"] == ["n1"] and s.stats.cycles == 1
 
 
 @pytest.mark.parametrize(("web_on", "expected"), [("n1", "n2"), ("n2", "n1")])
@@ -282,16 +284,16 @@ async def test_required_anti_affinity_counts_pods_already_running_on_nodes(
     shy["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     s.cache.upsert_pod(shy)
     s.ensure_fresh()
-    assert s.plans.get("shy") == expected  # type: ignore[arg-type]
+    assert s.ledger.planned_node("shy") == expected  # type: ignore[arg-type]
 
 
 async def test_a_pod_that_arrives_during_a_cycle_gets_a_cycle_of_its_own() -> None:
     s, _ = scheduler(node("n1", "4"))
     s.cache.upsert_pod(pod("first"))
     _cycle_with(s, lambda: s.cache.upsert_pod(pod("late")))
-    assert sorted(s.plans) == ["first"]
+    assert sorted(s.ledger.plans()) == ["first"]
     s.ensure_fresh()  # what the loop does on its next wake: the late pod was not taken as seen
-    assert sorted(s.plans) == ["first", "late"]
+    assert sorted(s.ledger.plans()) == ["first", "late"]
 
 
 # --- settled groups: a backlog short of room is not re-examined until something could let it fit ------
@@ -307,12 +309,12 @@ async def test_a_group_short_of_room_is_settled_and_keeps_its_reason() -> None:
     _stuck(s, "big")
     s.ensure_fresh()
     reason = s.reasons[group_key("ns", "big")].message
-    assert group_key("ns", "big") in s.settled and "needs cpu 8" in reason
+    assert group_key("ns", "big") in s.pending.settled() and "needs cpu 8" in reason
     s.cache.upsert_pod(pod("small", cpu="1"))  # unrelated work arrives
     snap = s._prepare()
     assert group_key("ns", "big") in snap.settled
     s._apply(snap, schedule(snap, s.conf), 0.0)
-    assert s.plans.get("small") == "n1"  # type: ignore[arg-type]
+    assert s.ledger.planned_node("small") == "n1"  # type: ignore[arg-type]
     assert s.reasons[group_key("ns", "big")].message == reason  # still says why
 
 
@@ -325,7 +327,7 @@ async def test_a_settled_group_is_looked_at_again_when_it_could_fit(change: str)
     s.cache.upsert_pod(blocker)
     _stuck(s, "g", cpu="2")
     s.ensure_fresh()
-    assert group_key("ns", "g") in s.settled and "g-0" not in s.plans
+    assert group_key("ns", "g") in s.pending.settled() and "g-0" not in s.ledger.plans()
     if change == "node added":
         s.cache.upsert_node(node("n2", "4"))
     elif change == "room freed":
@@ -335,4 +337,4 @@ async def test_a_settled_group_is_looked_at_again_when_it_could_fit(change: str)
         s.cache.remove_pod(blocker)  # the room is freed by a deletion the group does not see...
         s.cache.upsert_pod(pod("g-0", "g", cpu="1"))  # ...and its own pod changed too
     s.ensure_fresh()
-    assert "g-0" in s.plans
+    assert "g-0" in s.ledger.plans()

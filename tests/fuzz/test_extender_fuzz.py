@@ -20,8 +20,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controllers.cache import ClusterCache
-from controllers.scheduler import Scheduler
+from controllers.ledger import State
+from controllers.scheduler import LoopSettings, Scheduler
+from controllers.state import cluster_state
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
@@ -62,7 +63,8 @@ class Harness:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+        state = cluster_state(frozenset({"volcano"}))
+        cache = state.cache
         cache.replace_nodes(
             [
                 {
@@ -75,7 +77,12 @@ class Harness:
         cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
         cache.upsert_pod(_sample("extender-filter-request.json")["Pod"])
         self.executor = Recorder()
-        self.sched = Scheduler(cache, load_conf(), self.executor, seen_timeout=0.0, plan_timeout=0.0)  # type: ignore[arg-type]
+        self.sched = Scheduler(
+            state,
+            load_conf(),
+            self.executor,  # type: ignore[arg-type]
+            settings=LoopSettings(seen_timeout=0.0, plan_timeout=0.0),
+        )
         self.sched.ensure_fresh()
         app = make_extender_app(self.sched, Histogram("t", "t"), max_body=256 * 1024)
         self.client: TestClient[Any, Any] = TestClient(TestServer(app), loop=self.loop)
@@ -85,11 +92,9 @@ class Harness:
         """What no request body may change. Plans are left out on purpose: a filter whose node list leaves
         out a pod's planned node is kube-scheduler saying its own filters refused that node, and pumice
         re-plans the gang, by protocol (callers are authenticated by mTLS where that matters)."""
-        c = self.sched.cache
         return (
-            sorted(c.pods),
-            {n: dict(u) for n, u in c.node_usage.by_node.items()},
-            dict(c.assumed),
+            sorted(self.sched.cache.full_snapshot().pods),
+            {u: r for u, r in self.sched.ledger.entries().items() if r.state is not State.PLANNED},
             len(self.executor.binds),
         )
 
@@ -232,7 +237,7 @@ def test_the_harness_sees_a_change(harness: Harness) -> None:
     harness.sched.ensure_fresh()
     before = harness.state()
     uid = _sample("extender-bind-request.json")["PodUID"]
-    node = harness.sched.plans.get(uid)
+    node = harness.sched.ledger.planned_node(uid)
     assert node is not None
     req = {**_sample("extender-bind-request.json"), "Node": node}
     status, raw, _ = harness.post("/bind", orjson.dumps(req))

@@ -13,13 +13,13 @@ from typing import Any
 import orjson
 import pytest
 
-from controllers.cache import ClusterCache
 from controllers.events import EventRecorder
 from controllers.jobs import JOBS_PATH, JobController
 from controllers.kube.client import KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler, Informer
 from controllers.liveness import Liveness
-from controllers.scheduler import Scheduler
+from controllers.scheduler import LoopSettings, Scheduler
+from controllers.state import cluster_state
 from extender.plugins.registry import load_conf
 from tests.runtime.fakekube import FakeKube, deep_bytes, serve
 
@@ -266,25 +266,29 @@ async def test_an_invalid_job_gets_a_reason_and_nothing_else(monkeypatch: pytest
 
 def test_a_podgroup_with_an_absurd_quantity_is_skipped_and_reported() -> None:
     """minResources.cpu: 1e400 once crash-looped pumice: the skip path's log call itself raised."""
-    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
+    cache = cluster_state(frozenset({"volcano"})).cache
     cache.upsert_podgroup(
         {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minResources": {"cpu": "1e400"}}}
     )
     cache.upsert_podgroup({"metadata": {"name": "pg2", "namespace": "ns"}, "spec": {"minMember": "x"}})
-    assert set(cache.unreadable) == {("PodGroup", "ns/pg"), ("PodGroup", "ns/pg2")}
-    assert cache.podgroups == {}
+    assert set(cache.unreadable()) == {("PodGroup", "ns/pg"), ("PodGroup", "ns/pg2")}
+    assert cache.podgroup("ns", "pg") is None and cache.podgroup("ns", "pg2") is None
 
 
 async def test_the_scheduling_loop_honours_cancellation_and_beats() -> None:
     liveness = Liveness()
     beat = liveness.expect("scheduling loop", 60)
     sched = Scheduler(
-        ClusterCache(scheduler_names=frozenset({"volcano"})), load_conf(), None, resync=0.01, heartbeat=beat
-    )  # type: ignore[arg-type]
+        cluster_state(frozenset({"volcano"})),
+        load_conf(),
+        None,  # type: ignore[arg-type]
+        settings=LoopSettings(resync=0.01),
+        heartbeat=beat,
+    )
     for _ in range(20):  # cancel at many points of the loop, waits and wake-ups included
         task = asyncio.create_task(sched.run())
         await asyncio.sleep(0.005)
-        sched._wake.set()
+        sched.pending.wakeup.set()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from controllers.cache import ClusterCache
 from controllers.scheduler import Scheduler
+from controllers.state import cluster_state
 from extender.plugins.registry import load_conf
 from tests.fuzz.strategies import paths
 
@@ -132,11 +132,11 @@ def _swapped(base: Obj, path: tuple[object, ...], value: object) -> Obj:
 
 
 def _fresh() -> Scheduler:
-    cache = ClusterCache(scheduler_names=frozenset({"volcano"}))
-    handlers = cache.handlers()
+    state = cluster_state(frozenset({"volcano"}))
+    handlers = state.cache.handlers()
     for kind, base in BASES.items():
         handlers[kind].replace([copy.deepcopy(base)])
-    return Scheduler(cache, load_conf(), None)  # type: ignore[arg-type]
+    return Scheduler(state, load_conf(), None)  # type: ignore[arg-type]
 
 
 CASES = [
@@ -163,7 +163,7 @@ def test_a_poisoned_field_never_escapes(kind: str, path: tuple[object, ...]) -> 
             ]
         )
         sched.ensure_fresh()
-    assert sched.stats["cycles"] >= 1
+    assert sched.stats.cycles >= 1
 
 
 def test_the_suite_covers_every_kind_and_many_fields() -> None:
@@ -175,4 +175,4 @@ def test_an_unreadable_object_is_remembered() -> None:
     sched.cache.handlers()["podgroups"].upsert(
         _swapped(BASES["podgroups"], ("spec", "minResources", "cpu"), "1e400")
     )
-    assert ("PodGroup", "ns/g") in sched.cache.unreadable
+    assert ("PodGroup", "ns/g") in sched.cache.unreadable()

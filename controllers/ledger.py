@@ -1,0 +1,212 @@
+"""The reservation ledger: every pod's claim on a node, through its whole life, in one place.
+
+A pod's reservation moves through these states (later work adds "waiting for victims" between planned
+and assumed, for preemption and reclaim):
+
+    planned ──bind succeeded──▶ assumed ──watch shows nodeName──▶ bound ──finished/deleted──▶ released
+       │                                        ▲
+       └──────── kube-scheduler bound it elsewhere (the watch says so) ─┘
+    planned ──pod deleted, node gone, gang re-planned, bind failed──▶ released
+
+Every pod that holds resources is here, whoever scheduled it: node totals are derived from the ledger
+alone, so "what is reserved on node n" has one answer (:meth:`on_node`). Queue totals count pumice's
+pods only (other schedulers' pods belong to no queue) and follow a PodGroup that moves to another queue
+(:meth:`requeue`).
+
+Invariant: the running totals always equal the sum over the entries (``tests/controllers/test_ledger.py``
+checks it after every step of random lifecycles).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from controllers.usage import NodeUsage
+from extender.core.model import GroupKey, Pod, PodUID
+from extender.core.snapshot import NodeTable
+
+
+class State(enum.Enum):
+    PLANNED = "planned"  # pumice chose the node; kube-scheduler has not bound it yet
+    ASSUMED = "assumed"  # bound by pumice's /bind; the watch has not shown it yet
+    BOUND = "bound"  # the watch shows the pod on the node, alive
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reservation:
+    node: str
+    requests: Mapping[str, int]
+    queue: str | None
+    group: GroupKey | None
+    state: State
+
+
+def _add(acc: dict[str, int], more: Mapping[str, int], sign: int) -> None:
+    for k, v in more.items():
+        acc[k] = acc.get(k, 0) + sign * v
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self._entries: dict[PodUID, Reservation] = {}
+        # Running totals, kept with every change of an entry: held (assumed or bound) and planned per node,
+        # and every state per queue.
+        self._held = NodeUsage()
+        self._planned = NodeUsage()
+        self._queues: dict[str, dict[str, int]] = {}
+        self._groups: dict[GroupKey, set[PodUID]] = {}
+        self._plans: dict[PodUID, str] = {}
+        # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".
+        self.plan_version = 0
+
+    # --- the one writer of entries -------------------------------------------------------------------
+    def _put(self, uid: PodUID, r: Reservation | None) -> None:
+        old = self._entries.pop(uid, None)
+        if old is not None:
+            self._account(uid, old, -1)
+        if r is not None:
+            self._entries[uid] = r
+            self._account(uid, r, 1)
+
+    def _account(self, uid: PodUID, r: Reservation, sign: int) -> None:
+        planned = r.state is State.PLANNED
+        (self._planned if planned else self._held).add(r.node, r.requests, sign)
+        if r.queue is not None:
+            _add(self._queues.setdefault(r.queue, {}), r.requests, sign)
+        if r.group is not None:
+            members = self._groups.setdefault(r.group, set())
+            if sign > 0:
+                members.add(uid)
+            else:
+                members.discard(uid)
+                if not members:
+                    del self._groups[r.group]
+        if planned:
+            if sign > 0:
+                self._plans[uid] = r.node
+            else:
+                del self._plans[uid]
+            self.plan_version += 1
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def plan(
+        self, uid: PodUID, node: str, requests: Mapping[str, int], queue: str | None, group: GroupKey | None
+    ) -> None:
+        """Reserve ``node`` for a waiting pod. A pod that is assumed or bound keeps that reservation."""
+        old = self._entries.get(uid)
+        if old is not None and old.state is not State.PLANNED:
+            return
+        self._put(
+            uid, Reservation(node=node, requests=requests, queue=queue, group=group, state=State.PLANNED)
+        )
+
+    def assume(self, uid: PodUID, node: str) -> None:
+        """Our bind of ``uid`` to ``node`` succeeded: held there until the watch says otherwise."""
+        old = self._entries.get(uid)
+        if old is None or old.state is State.BOUND:
+            return
+        self._put(
+            uid,
+            Reservation(
+                node=node, requests=old.requests, queue=old.queue, group=old.group, state=State.ASSUMED
+            ),
+        )
+
+    def assumed_node(self, uid: PodUID) -> str | None:
+        r = self._entries.get(uid)
+        return r.node if r is not None and r.state is State.ASSUMED else None
+
+    def observe(self, uid: PodUID, pod: Pod | None, queue: str | None, group: GroupKey | None) -> None:
+        """What the watch shows of ``uid`` (None: deleted). Bound and alive: held on its node, whatever a
+        plan said (kube-scheduler may have bound it elsewhere). Finished or deleted: released. Still
+        waiting: an assumed reservation stands (a watch event older than our bind), a plan stays."""
+        old = self._entries.get(uid)
+        if pod is None or pod.terminal:
+            if old is not None:
+                self._put(uid, None)
+            return
+        if pod.holds_resources:
+            r = Reservation(
+                node=pod.node_name, requests=pod.requests, queue=queue, group=group, state=State.BOUND
+            )
+            if r != old:
+                self._put(uid, r)
+            return
+        if old is None:
+            return
+        if old.state is State.BOUND:
+            self._put(uid, None)  # the watch no longer shows it bound: it is the truth for bound pods
+        elif old.state is State.PLANNED and (pod.deleting or old.group != group or old.queue != queue):
+            self._put(uid, None)  # going away, or no longer of the gang it was planned with
+
+    def release(self, uid: PodUID) -> None:
+        """Drop a plan (gang re-planned, bind failed, node refused). Held reservations leave only by watch."""
+        old = self._entries.get(uid)
+        if old is not None and old.state is State.PLANNED:
+            self._put(uid, None)
+
+    def prune_plans(self, keep: Callable[[PodUID, str], bool]) -> int:
+        """Release the plans ``keep`` rejects; how many went."""
+        gone = [uid for uid, node in self._plans.items() if not keep(uid, node)]
+        for uid in gone:
+            self._put(uid, None)
+        return len(gone)
+
+    def requeue(self, group: GroupKey, queue: str | None) -> None:
+        """A group's PodGroup now names another queue (or appeared or went): its usage moves with it."""
+        for uid in list(self._groups.get(group, ())):
+            old = self._entries[uid]
+            if old.queue != queue:
+                self._put(
+                    uid,
+                    Reservation(
+                        node=old.node, requests=old.requests, queue=queue, group=group, state=old.state
+                    ),
+                )
+
+    # --- reads ----------------------------------------------------------------------------------------
+    def get(self, uid: PodUID) -> Reservation | None:
+        return self._entries.get(uid)
+
+    def entries(self) -> dict[PodUID, Reservation]:
+        return dict(self._entries)
+
+    def planned_node(self, uid: PodUID) -> str | None:
+        return self._plans.get(uid)
+
+    def is_planned(self, uid: PodUID) -> bool:
+        return uid in self._plans
+
+    def plans(self) -> dict[PodUID, str]:
+        """A copy of every plan (a cycle's worker thread reads it while the loop changes the ledger)."""
+        return dict(self._plans)
+
+    def plan_count(self) -> int:
+        return len(self._plans)
+
+    def planned_pods(self) -> Iterator[PodUID]:
+        return iter(list(self._plans))
+
+    def on_node(self, node: str) -> dict[str, int]:
+        """Everything reserved on ``node``, in any state: the one answer."""
+        out = dict(self._held.by_node.get(node, {}))
+        _add(out, self._planned.by_node.get(node, {}), 1)
+        return out
+
+    def held_matrix(self, table: NodeTable) -> npt.NDArray[np.int64]:
+        return self._held.matrix(table)
+
+    def planned_matrix(self, table: NodeTable) -> npt.NDArray[np.int64]:
+        return self._planned.matrix(table)
+
+    def queue_usage(self) -> dict[str, dict[str, int]]:
+        """Requests of pumice's pods per queue, planned, assumed and bound (a copy)."""
+        return {q: dict(u) for q, u in self._queues.items()}
+
+    def __len__(self) -> int:
+        return len(self._entries)
