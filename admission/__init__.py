@@ -6,6 +6,6 @@ Pure rules per kind (:mod:`admission.queues`, :mod:`admission.podgroups`, :mod:`
 :class:`~extender.api.limits.Limits` first (:mod:`admission.bounds`); a Job's own rules live in the pure job
 core (:mod:`extender.jobs.rules`), so the job controller reports a job written around the webhook in the
 same words. One table (:mod:`admission.webhooks`) routes requests to them and generates the webhook
-configurations; :mod:`admission.server` is the aiohttp edge and :mod:`admission.certs` makes the TLS
-material. Importing this package imports nothing else.
+configurations; :mod:`admission.server` is the aiohttp edge, served with TLS material the composition root
+makes (:mod:`extender.tls`). Importing this package imports nothing else.
 """

@@ -10,14 +10,9 @@ from typing import Any
 from controllers.cache import ClusterCache
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.version import server_version
 from extender.api import labels as L
-from extender.api.versions import (
-    OLDEST_SUPPORTED,
-    Features,
-    KubernetesVersion,
-    features,
-    version_from_info,
-)
+from extender.api.versions import OLDEST_SUPPORTED, Features, features
 from extender.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -25,11 +20,6 @@ log = logging.getLogger(__name__)
 
 # What the API server offers that changes how we integrate: the one rule in extender.api.versions.
 ServerFeatures = Features
-
-
-async def server_version(client: KubeClient) -> KubernetesVersion:
-    """The API server's release from its ``/version``; ApiError or ValueError when it cannot be read."""
-    return version_from_info(await client.get("/version"))
 
 
 async def server_features(client: KubeClient) -> Features:

@@ -26,7 +26,6 @@ from typing import Any
 
 from aiohttp import web
 
-from admission.certs import generate_serving_certs, mtls_server_context, server_ssl_context
 from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
@@ -38,6 +37,7 @@ from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer, tee
+from controllers.kube.version import cluster_version
 from controllers.liveness import Liveness
 from controllers.queue_commands import QueueCommandController
 from controllers.scheduler import Scheduler
@@ -59,6 +59,7 @@ from extender.settings import (
     WebhookListener,
     split_host_port,
 )
+from extender.tls import generate_serving_certs, mtls_server_context, server_ssl_context
 
 log = logging.getLogger("pumice")
 
@@ -573,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
-    add_manifests_parser(sub)
+    add_manifests_parser(sub, cluster_version=cluster_version, webhook_configurations=webhook_configurations)
     add_cli_parsers(sub)
     sub.add_parser("version", help="print the version")
     args = parser.parse_args(argv)

@@ -8,7 +8,8 @@ KubeSchedulerConfiguration ``apiVersion`` kube-scheduler reads, and the kube-sch
 Invariants: features depend on (major, minor) only; a feature counts from the release where it is on by
 default (beta or GA), never from an alpha behind a gate a cluster admin would have to set; any major above 1
 has everything. Pure: no I/O, so ``pumice serve`` (which reads the server's ``/version``) and
-``pumice manifests`` (which is told the version, or reads it in its CLI layer) apply the same rule.
+``pumice manifests`` (which is told the version, or is handed a reader of ``/version`` by the composition
+root) apply the same rule.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def version_from_info(info: Mapping[str, object]) -> KubernetesVersion:
     if major is None or minor is None:
         raise ValueError(f"no Kubernetes version in /version: {dict(info)!r:.200}")
     return KubernetesVersion(int(major.group()), int(minor.group()))
+
+
+class ClusterUnreachable(Exception):
+    """A cluster could not be asked its ``/version`` at all (no usable kubeconfig, no connection, an error
+    status, no answer in time); the message says why. Whoever does that I/O raises it (``controllers.kube``),
+    and ``pumice manifests`` reports it: defined here, where both may import it, so neither imports the
+    other. An answer that names no version is a ValueError of :func:`version_from_info` instead."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

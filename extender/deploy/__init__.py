@@ -4,7 +4,8 @@
 (plain HTTP, or HTTPS with a ``tlsConfig`` of file paths); ``rbac`` is the table of API calls pumice makes,
 from which its ClusterRole is built; ``manifests`` builds everything ``kubectl apply -f -`` needs to run
 pumice plus that second kube-scheduler; ``cli`` wires them into argparse. All of it is generated for one
-Kubernetes release (:mod:`extender.api.versions`). Only ``cli`` reads a file (``--ca-file``) or talks to a
-cluster (``--kubeconfig``: one GET of ``/version``), and only ``manifests.generate_extender_tls`` draws
-fresh keys.
+Kubernetes release (:mod:`extender.api.versions`). Only ``cli`` reads a file (``--ca-file``) or has a
+cluster asked for its release (``--kubeconfig``), and it does the asking through a function the composition
+root passes in, as it does the webhook builder: nothing here imports controllers, admission or an HTTP client.
+Only ``manifests.generate_extender_tls`` draws fresh keys (with :mod:`extender.tls`).
 """

@@ -3,32 +3,40 @@
 Sub-commands: ``crds`` (Volcano-compatible CRDs), ``scheduler-config`` (a KubeSchedulerConfiguration for a
 scheduler you run yourself), ``webhooks`` (admission webhook configurations), ``deploy`` (everything: RBAC,
 pumice, a second kube-scheduler, webhooks). Output is multi-document YAML on stdout and nothing else; bad
-arguments end in an argparse usage error (exit 2), a missing optional module in a one-line error (exit 1).
+arguments end in an argparse usage error (exit 2); a cluster that cannot tell its release, or ``webhooks`` in
+a build without a webhook builder, in a one-line error (exit 1).
 
 ``deploy`` generates fresh extender certificates (and so private keys) on every run, unless
 ``--extender-plain-http``: its output is secret material, and applying it again replaces the certificates.
 
 Kubernetes version: ``scheduler-config``, ``webhooks`` and ``deploy`` generate for one release
 (``--kubernetes-version``, default :data:`extender.api.versions.DEFAULT_VERSION`); ``webhooks`` and ``deploy``
-can instead read it from a cluster's ``/version`` (``--kubeconfig``), the only call to a cluster made here.
-``scheduler-config`` cannot: its ``--kubeconfig`` already names the file kube-scheduler reads, on its host.
+can instead read it from a cluster's ``/version`` (``--kubeconfig``), the only call to a cluster a command
+makes. ``scheduler-config`` cannot: its ``--kubeconfig`` already names the file kube-scheduler reads, on its
+host.
+
+Dependencies come in through :func:`add_manifests_parser`, from the composition root (:mod:`extender.main`):
+the reader of a cluster's ``/version`` (I/O, which lives in ``controllers.kube``) and the builder of the
+webhook configurations (``admission.webhooks``). This package imports neither.
 """
 
 import argparse
-import asyncio
+import functools
 import posixpath
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from urllib.parse import urlsplit
 
 from extender.api import crds, versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
-from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
+from extender.api.versions import DEFAULT_VERSION, ClusterUnreachable, KubernetesVersion
 from extender.deploy import yamltext
 from extender.deploy.manifests import (
     DEFAULT_NAMESPACE,
     EXTENDER_CLIENT_TLS_SECRET,
     WEBHOOK_SERVICE_PORT,
+    WebhookBuilder,
     deploy_manifests,
     generate_extender_tls,
     webhook_manifests,
@@ -43,8 +51,10 @@ from extender.deploy.scheduler_config import (
 )
 
 _API_GROUP = "kubescheduler.config.k8s.io/"
-# Reading /version is one small GET; a cluster that cannot answer it in this time is not one to deploy to.
-_VERSION_TIMEOUT_SECONDS = 15.0
+
+# The release of the cluster a kubeconfig points at; raises ClusterUnreachable when the cluster cannot be
+# asked, ValueError when its answer names no version (controllers.kube.version.cluster_version).
+VersionReader = Callable[[str], KubernetesVersion]
 
 
 def _api_version(value: str) -> str:
@@ -116,14 +126,23 @@ def _default_image() -> str:
 
 def add_manifests_parser(
     subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    *,
+    cluster_version: VersionReader,
+    webhook_configurations: WebhookBuilder | None,
 ) -> argparse.ArgumentParser:
-    """Add ``manifests`` and its sub-commands; parsed args carry ``func=run_manifests``."""
+    """Add ``manifests`` and its sub-commands; parsed args carry ``func``, :func:`run_manifests` bound to
+    ``cluster_version`` (for ``--kubeconfig``) and ``webhook_configurations`` (None: a build without
+    webhooks, where ``webhooks`` fails and ``deploy`` leaves them out)."""
     parser = subparsers.add_parser(
         "manifests",
         help="print YAML manifests (CRDs, scheduler config, webhooks, full deployment)",
         description="Print Kubernetes manifests as multi-document YAML, for `kubectl apply -f -`.",
     )
-    parser.set_defaults(func=run_manifests)
+    parser.set_defaults(
+        func=functools.partial(
+            run_manifests, cluster_version=cluster_version, webhook_configurations=webhook_configurations
+        )
+    )
     commands = parser.add_subparsers(dest="manifests_command", metavar="WHAT", required=True)
 
     crds = commands.add_parser("crds", help="Volcano-compatible CustomResourceDefinitions")
@@ -261,13 +280,19 @@ def add_manifests_parser(
     return parser
 
 
-def run_manifests(args: argparse.Namespace) -> int:
-    """Print the manifests ``args`` ask for to stdout; 0 on success, 1 when an optional module is missing."""
+def run_manifests(
+    args: argparse.Namespace,
+    *,
+    cluster_version: VersionReader,
+    webhook_configurations: WebhookBuilder | None,
+) -> int:
+    """Print the manifests ``args`` ask for to stdout; 0 on success, 1 when the cluster cannot tell its
+    release or there is no webhook builder for ``webhooks``."""
     parser: argparse.ArgumentParser = args.manifests_parser
     command: str = args.manifests_command
     if command == "crds":
         return _print_crds()
-    version = _target_version(args)
+    version = _target_version(args, cluster_version)
     if version is None:
         return 1
     try:
@@ -288,19 +313,19 @@ def run_manifests(args: argparse.Namespace) -> int:
             sys.stdout.write("---\n" + scheduler_config_yaml(config))
             return 0
         if command == "webhooks":
-            return _print_webhooks(parser, args, version)
+            return _print_webhooks(parser, args, version, webhook_configurations)
         if command == "deploy":
             docs = deploy_manifests(
                 namespace=args.namespace,
                 image=args.image,
                 # The one impure step of rendering: fresh keys for every run.
                 extender_tls=None if args.extender_plain_http else generate_extender_tls(args.namespace),
+                webhook_configurations=webhook_configurations if args.webhooks else None,
                 kubernetes_version=version,
                 scheduler_image=args.scheduler_image,
                 scheduler_name=args.scheduler_name,
                 api_version=args.api_version,
                 network_policy=args.network_policy,
-                include_webhooks=args.webhooks,
             )
             sys.stdout.write(yamltext.dump_all(docs))
             return 0
@@ -309,7 +334,7 @@ def run_manifests(args: argparse.Namespace) -> int:
     parser.error(f"unknown manifests command {command!r}")
 
 
-def _target_version(args: argparse.Namespace) -> KubernetesVersion | None:
+def _target_version(args: argparse.Namespace, cluster_version: VersionReader) -> KubernetesVersion | None:
     """The release to generate for: ``--kubernetes-version``, else the ``--kubeconfig`` cluster's, else the
     default. None, with the reason on stderr, when the cluster cannot tell or is too old."""
     given: KubernetesVersion | None = args.kubernetes_version
@@ -326,33 +351,6 @@ def _target_version(args: argparse.Namespace) -> KubernetesVersion | None:
     except ValueError as exc:
         print(f"{prefix}: {exc}", file=sys.stderr)
     return None
-
-
-class ClusterUnreachable(Exception):
-    """The kubeconfig or the cluster behind it could not answer ``/version``; the message says why."""
-
-
-def cluster_version(kubeconfig: str) -> KubernetesVersion:
-    """The release of the cluster ``kubeconfig`` points at, from its ``/version``: the one API call this
-    package makes. ClusterUnreachable when it cannot be asked; ValueError when its answer names no version."""
-    # Imported here: only this path talks to a cluster and needs kubernetes-asyncio.
-    import aiohttp
-
-    from controllers.bootstrap import server_version
-    from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
-
-    async def read() -> KubernetesVersion:
-        client = KubeClient(await load_config(kubeconfig), pool=1)
-        try:
-            async with asyncio.timeout(_VERSION_TIMEOUT_SECONDS):
-                return await server_version(client)
-        finally:
-            await client.close()
-
-    try:
-        return asyncio.run(read())
-    except (KubeConfigError, ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise ClusterUnreachable(str(exc) or type(exc).__name__) from exc
 
 
 def _extender_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ExtenderTLS | None:
@@ -395,7 +393,10 @@ def _print_crds() -> int:
 
 
 def _print_webhooks(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, version: KubernetesVersion
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    version: KubernetesVersion,
+    builder: WebhookBuilder | None,
 ) -> int:
     ca_bundle = b""
     if args.ca_file is not None:
@@ -408,7 +409,11 @@ def _print_webhooks(
             parser.error(f"--ca-file: {args.ca_file} is empty")
     elif args.url_base is not None:
         parser.error("--url-base needs --ca-file (nothing patches a caBundle into URL webhooks)")
+    if builder is None:
+        print("pumice manifests webhooks: admission.webhooks is not available in this build", file=sys.stderr)
+        return 1
     configs = webhook_manifests(
+        builder,
         ca_bundle=ca_bundle,
         url_base=args.url_base,
         service=args.service,
@@ -416,8 +421,5 @@ def _print_webhooks(
         kubernetes_version=version,
         scheduler_names=args.scheduler_names or [DEFAULT_SCHEDULER_NAME],
     )
-    if configs is None:
-        print("pumice manifests webhooks: admission.webhooks is not available in this build", file=sys.stderr)
-        return 1
     sys.stdout.write(yamltext.dump_all(configs))
     return 0

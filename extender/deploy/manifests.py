@@ -6,8 +6,11 @@ the built-in ``system:kube-scheduler`` and ``system:volume-scheduler`` ClusterRo
 ``extension-apiserver-authentication-reader`` Role in kube-system, a Role for its own lease) whose ConfigMap
 points its extender at pumice's Service; with mutual TLS, the two Secrets holding the extender's serving
 certificate and kube-scheduler's client certificate; pumice's Service and Deployment; the scheduler's
-Deployment; a NetworkPolicy; and, when ``admission.webhooks`` provides them, the admission webhook
-configurations, last, once their Service exists.
+Deployment; a NetworkPolicy; and, when the caller passes a builder for them, the admission webhook
+configurations, last, once their Service exists. The builder is
+:func:`admission.webhooks.webhook_configurations`, handed in by the composition root: this package never
+imports admission (import-linter checks), and the webhook table stays the one source of what is served and
+what is registered.
 
 Extender transport: mutual TLS unless the caller asks for plain HTTP. pumice serves the extender port with
 a certificate for its Service names and accepts only clients whose certificate the same private CA signed;
@@ -26,21 +29,19 @@ so the two agree.
 Invariants: no rule grants ``*``; every object carries apiVersion, kind and metadata.name; names are fixed so
 a re-apply updates in place; the scheduler's lease is ``pumice-kube-scheduler`` in our namespace, never the
 cluster scheduler's ``kube-scheduler`` lease. Pure: :func:`deploy_manifests` reads no files, calls no API and
-draws no random numbers; the TLS material is an argument.
+draws no random numbers; the TLS material and the webhook builder are arguments.
 """
 
 import base64
 import copy
 import datetime as dt
 import hashlib
-import importlib
 import re
-from collections.abc import Callable, Sequence
-from typing import Any, Final, cast
+from collections.abc import Sequence
+from typing import Any, Final, Protocol, cast
 
 from cryptography import x509
 
-from admission.certs import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
@@ -52,6 +53,7 @@ from extender.deploy.scheduler_config import (
     scheduler_config_yaml,
 )
 from extender.deploy.yamltext import Json, Manifest
+from extender.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 
 DEFAULT_NAMESPACE: Final = "volcano-system"
 DEFAULT_SCHEDULER_IMAGE: Final = versions.scheduler_image(DEFAULT_VERSION)
@@ -91,7 +93,22 @@ _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 _PLACEHOLDER_CA: Final = b"pumice patches the real CA bundle in at startup"
 
-WebhookBuilder = Callable[..., list[dict[str, Any]]]
+
+class WebhookBuilder(Protocol):
+    """What builds the webhook configurations (:func:`admission.webhooks.webhook_configurations`): the
+    keywords this module passes, nothing more."""
+
+    def __call__(
+        self,
+        *,
+        ca_bundle: bytes,
+        url_base: str | None,
+        service: tuple[str, str] | None,
+        port: int,
+        scheduling_gates: bool,
+        match_conditions: bool,
+        scheduler_names: Sequence[str],
+    ) -> list[dict[str, Any]]: ...
 
 
 def _labels(app: str, component: str) -> dict[str, Json]:
@@ -343,23 +360,8 @@ def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str
     }
 
 
-def _load_webhook_builder() -> WebhookBuilder | None:
-    """``admission.webhooks.webhook_configurations`` if that module provides it, else None.
-
-    Looked up at call time so deploy output works before (and without) the admission package; an ImportError
-    raised *inside* that module is a bug and propagates.
-    """
-    try:
-        module = importlib.import_module("admission.webhooks")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("admission", "admission.webhooks"):
-            return None
-        raise
-    builder = getattr(module, "webhook_configurations", None)
-    return cast(WebhookBuilder, builder) if callable(builder) else None
-
-
 def webhook_manifests(
+    builder: WebhookBuilder,
     *,
     ca_bundle: bytes = b"",
     url_base: str | None = None,
@@ -367,8 +369,8 @@ def webhook_manifests(
     port: int = WEBHOOK_SERVICE_PORT,
     kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
-) -> list[Manifest] | None:
-    """The admission webhook configurations from ``admission.webhooks``, or None when it is not available.
+) -> list[Manifest]:
+    """The admission webhook configurations ``builder`` makes, ready to apply.
 
     Only what an API server of ``kubernetes_version`` accepts: pod webhooks need ``matchConditions`` (to
     see only pods of ``scheduler_names``) and the gating one also needs scheduling gates; without them the
@@ -379,9 +381,6 @@ def webhook_manifests(
     resets fields it manages, so re-applying this output never wipes the CA pumice patched in. Until pumice
     has started, calls to these webhooks fail TLS verification and their failurePolicy decides.
     """
-    builder = _load_webhook_builder()
-    if builder is None:
-        return None
     # The builder rightly refuses an empty bundle; hand it a stand-in that is stripped again below.
     features = versions.features(kubernetes_version)
     configs = copy.deepcopy(
@@ -443,17 +442,19 @@ def deploy_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     image: str,
     extender_tls: MutualTLSBundle | None,
+    webhook_configurations: WebhookBuilder | None,
     kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
     scheduler_image: str | None = None,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     api_version: str | None = None,
     network_policy: bool = True,
-    include_webhooks: bool = True,
 ) -> list[Manifest]:
     """Every object that runs pumice and its kube-scheduler in ``namespace``, in ``kubectl apply`` order.
 
     ``extender_tls`` (from :func:`generate_extender_tls`) makes kube-scheduler and pumice talk mutual TLS;
     None keeps the extender on plain HTTP. It has no default, so no caller gets plain HTTP by omission.
+    ``webhook_configurations`` builds the admission webhook configurations (see :func:`webhook_manifests`);
+    None leaves them out. No default either, so none goes missing by omission.
     ``kubernetes_version`` is the cluster's release: it picks the webhooks (see :func:`webhook_manifests`),
     ``scheduler_image`` (default: the upstream kube-scheduler of that release) and ``api_version``, the
     KubeSchedulerConfiguration version that image reads (default: the newest one that release reads). An
@@ -519,14 +520,12 @@ def deploy_manifests(
         )
     )
     webhooks: list[Manifest] = []
-    if include_webhooks:
-        webhooks = (
-            webhook_manifests(
-                service=(namespace, APP),
-                kubernetes_version=kubernetes_version,
-                scheduler_names=[scheduler_name],
-            )
-            or []
+    if webhook_configurations is not None:
+        webhooks = webhook_manifests(
+            webhook_configurations,
+            service=(namespace, APP),
+            kubernetes_version=kubernetes_version,
+            scheduler_names=[scheduler_name],
         )
     webhook_names = sorted(
         {MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION}

@@ -14,9 +14,9 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from admission.certs import generate_serving_certs, server_ssl_context, service_dns_names
 from admission.lookup import StaticLookup
 from admission.server import make_admission_app
+from extender.tls import generate_serving_certs, server_ssl_context, service_dns_names
 
 
 def test_files_and_names(tmp_path: Path) -> None:

@@ -12,9 +12,7 @@ import functools
 import re
 import socket
 import subprocess
-import sys
-import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,11 +23,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from admission.certs import MutualTLSBundle, service_dns_names
+from admission.webhooks import webhook_configurations
 from controllers import bootstrap
+from controllers.kube import version as kube_version
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import crds
 from extender.api.versions import (
+    ClusterUnreachable,
     Features,
     KubernetesVersion,
     check_supported,
@@ -41,8 +41,14 @@ from extender.api.versions import (
 )
 from extender.deploy import cli as deploy_cli
 from extender.deploy import yamltext
-from extender.deploy.cli import add_manifests_parser, run_manifests
-from extender.deploy.manifests import deploy_manifests, generate_extender_tls, pumice_rules
+from extender.deploy.cli import VersionReader, add_manifests_parser, run_manifests
+from extender.deploy.manifests import (
+    WebhookBuilder,
+    deploy_manifests,
+    generate_extender_tls,
+    pumice_rules,
+    webhook_manifests,
+)
 from extender.deploy.scheduler_config import (
     API_V1,
     API_V1BETA2,
@@ -52,6 +58,8 @@ from extender.deploy.scheduler_config import (
     scheduler_config,
     scheduler_config_yaml,
 )
+from extender.main import main as pumice_main
+from extender.tls import MutualTLSBundle, service_dns_names
 
 K8S_SRC_DIRS = (
     Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config"),
@@ -341,13 +349,9 @@ def test_kube_scheduler_1_24_accepts_config(api_version: str, tls: bool, tmp_pat
 # --- deploy manifests ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_webhooks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Deploy output as if admission.webhooks did not exist (None in sys.modules halts the import)."""
-    monkeypatch.setitem(sys.modules, "admission.webhooks", None)
+def _fake_webhooks(calls: list[dict[str, Any]]) -> WebhookBuilder:
+    """A webhook builder that records its calls and makes one webhook per configuration."""
 
-
-def _fake_webhooks(calls: list[dict[str, Any]]) -> Callable[..., list[dict[str, Any]]]:
     def webhook_configurations(
         *,
         ca_bundle: bytes,
@@ -390,15 +394,6 @@ def _fake_webhooks(calls: list[dict[str, Any]]) -> Callable[..., list[dict[str, 
     return webhook_configurations
 
 
-@pytest.fixture
-def fake_webhooks(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    calls: list[dict[str, Any]] = []
-    module = types.ModuleType("admission.webhooks")
-    module.__dict__["webhook_configurations"] = _fake_webhooks(calls)
-    monkeypatch.setitem(sys.modules, "admission.webhooks", module)
-    return calls
-
-
 def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
@@ -418,19 +413,26 @@ READS = {
 
 
 def _deploy(*, tls: bool = True, **kwargs: Any) -> list[Any]:
-    """deploy_manifests with mutual TLS (the CLI's default) unless ``tls=False``."""
+    """deploy_manifests with mutual TLS (the CLI's default) unless ``tls=False``, and the real webhook
+    builder (what ``pumice`` passes in) unless ``webhook_configurations`` says otherwise."""
     namespace = kwargs.get("namespace", "volcano-system")
     docs: list[Any] = deploy_manifests(
-        **{"image": "example/pumice:1", "extender_tls": _tls(namespace) if tls else None, **kwargs}
+        **{
+            "image": "example/pumice:1",
+            "extender_tls": _tls(namespace) if tls else None,
+            "webhook_configurations": webhook_configurations,
+            **kwargs,
+        }
     )
     return docs
 
 
-@pytest.mark.usefixtures("no_webhooks")
 @pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
 @pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
 def test_deploy_objects_are_well_formed(api_version: str, tls: bool) -> None:
-    docs = _deploy(tls=tls, namespace="batch-system", kubernetes_version=READS[api_version])
+    docs = _deploy(
+        webhook_configurations=None, tls=tls, namespace="batch-system", kubernetes_version=READS[api_version]
+    )
     # What `kubectl apply` reads back is what was built.
     assert list(yaml.safe_load_all(yamltext.dump_all(docs))) == docs
 
@@ -454,10 +456,9 @@ def test_deploy_objects_are_well_formed(api_version: str, tls: bool) -> None:
     }
 
 
-@pytest.mark.usefixtures("no_webhooks")
 @pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
 def test_deploy_references_resolve(tls: bool) -> None:
-    docs = _deploy(tls=tls, namespace="batch-system")
+    docs = _deploy(webhook_configurations=None, tls=tls, namespace="batch-system")
     secrets = _by_kind(docs, "Secret")
     config_maps = _by_kind(docs, "ConfigMap")
     accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
@@ -495,11 +496,14 @@ def test_deploy_references_resolve(tls: bool) -> None:
     assert container_ports == {"extender": 8888, "webhook": 8443}
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_deploy_plain_http_pumice_and_scheduler_containers() -> None:
     """--extender-plain-http: what deploy printed before mutual TLS."""
     docs = _deploy(
-        tls=False, namespace="batch-system", scheduler_image="example/ks:1", scheduler_name="batch"
+        webhook_configurations=None,
+        tls=False,
+        namespace="batch-system",
+        scheduler_image="example/ks:1",
+        scheduler_name="batch",
     )
     deployments = _by_kind(docs, "Deployment")
     [pumice] = deployments["pumice"]["spec"]["template"]["spec"]["containers"]
@@ -554,10 +558,11 @@ def _flag(command: list[str], flag: str) -> str:
     return command[command.index(flag) + 1]
 
 
-@pytest.mark.usefixtures("no_webhooks")
 @pytest.mark.parametrize("api_version", SUPPORTED_API_VERSIONS)
 def test_deploy_mutual_tls_wiring(api_version: str) -> None:
-    docs = _deploy(namespace="batch-system", kubernetes_version=READS[api_version])
+    docs = _deploy(
+        webhook_configurations=None, namespace="batch-system", kubernetes_version=READS[api_version]
+    )
     secrets = _by_kind(docs, "Secret")
     assert set(secrets) == {"pumice-extender-tls", "pumice-kube-scheduler-extender-client"}
     for secret in secrets.values():
@@ -603,10 +608,9 @@ def test_deploy_mutual_tls_wiring(api_version: str) -> None:
     assert "insecure" not in extender["tlsConfig"]
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_deploy_certificates_verify() -> None:
     """What kube-scheduler's Go client and pumice's OpenSSL server check, checked here with cryptography."""
-    secrets = _by_kind(_deploy(namespace="batch-system"), "Secret")
+    secrets = _by_kind(_deploy(webhook_configurations=None, namespace="batch-system"), "Secret")
     server = _secret_files(secrets["pumice-extender-tls"])
     client = _secret_files(secrets["pumice-kube-scheduler-extender-client"])
     assert server["ca.crt"] == client["ca.crt"]  # one CA: each side trusts exactly what signed the other
@@ -636,10 +640,11 @@ def test_deploy_certificates_verify() -> None:
         assert key.public_key() == cert.public_key()
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_new_certificates_roll_both_deployments() -> None:
     def ca_hashes(bundle: MutualTLSBundle) -> tuple[str, str]:
-        docs: list[Any] = deploy_manifests(image="example/pumice:1", extender_tls=bundle)
+        docs: list[Any] = deploy_manifests(
+            webhook_configurations=None, image="example/pumice:1", extender_tls=bundle
+        )
         deployments = _by_kind(docs, "Deployment")
         pumice, scheduler = (
             deployments[n]["spec"]["template"]["metadata"]["annotations"]["pumice.dev/extender-ca-sha256"]
@@ -654,10 +659,9 @@ def test_new_certificates_roll_both_deployments() -> None:
     assert second[0] == second[1] != first[0]  # new material restarts both, together
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_config_change_rolls_the_scheduler() -> None:
     def config_hash(api_version: str) -> str:
-        docs = _deploy(api_version=api_version)
+        docs = _deploy(webhook_configurations=None, api_version=api_version)
         template = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]
         return str(template["metadata"]["annotations"]["pumice.dev/scheduler-config-sha256"])
 
@@ -675,10 +679,9 @@ def _grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_rbac_is_least_privilege() -> None:
     """The shape of the rules; tests/contract/test_rbac.py holds them against the code that uses them."""
-    docs = _deploy(namespace="batch-system")
+    docs = _deploy(webhook_configurations=None, namespace="batch-system")
     for role, rule in _rules(docs):
         for field in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[field], (role, rule)
@@ -729,9 +732,8 @@ def test_pumice_rules_take_webhook_names() -> None:
     ]
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_network_policy_guards_extender_port() -> None:
-    docs = _deploy()
+    docs = _deploy(webhook_configurations=None)
     [policy] = _by_kind(docs, "NetworkPolicy").values()
     scheduler_labels = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]["metadata"][
         "labels"
@@ -740,18 +742,18 @@ def test_network_policy_guards_extender_port() -> None:
     assert extender_rule["ports"] == [{"protocol": "TCP", "port": 8888}]
     assert extender_rule["from"][0]["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
     assert webhook_rule == {"ports": [{"protocol": "TCP", "port": 8443}]}
-    assert not _by_kind(_deploy(network_policy=False), "NetworkPolicy")
+    assert not _by_kind(_deploy(webhook_configurations=None, network_policy=False), "NetworkPolicy")
 
 
-@pytest.mark.usefixtures("no_webhooks")
-def test_deploy_without_webhook_module_has_none() -> None:
-    kinds = {d["kind"] for d in _deploy()}
+def test_deploy_without_a_webhook_builder_has_none() -> None:
+    kinds = {d["kind"] for d in _deploy(webhook_configurations=None)}
     assert not kinds & {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 
 
-def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dict[str, Any]]) -> None:
-    docs = _deploy(namespace="batch-system")
-    [call] = fake_webhooks
+def test_deploy_includes_webhooks_last_without_ca_bundle() -> None:
+    calls: list[dict[str, Any]] = []
+    docs = _deploy(namespace="batch-system", webhook_configurations=_fake_webhooks(calls))
+    [call] = calls
     assert call["ca_bundle"]  # a stand-in: webhook_configurations refuses an empty bundle
     assert (call["url_base"], call["service"], call["port"]) == (None, ("batch-system", "pumice"), 443)
     # The default release (1.28) has both, and only pods of our scheduler reach the pod webhooks.
@@ -769,13 +771,10 @@ def test_deploy_includes_webhooks_last_without_ca_bundle(fake_webhooks: list[dic
                 "name": "pumice",
                 "port": 443,
             }
-    assert not _by_kind(_deploy(include_webhooks=False), "MutatingWebhookConfiguration")
+    assert not _by_kind(_deploy(webhook_configurations=None), "MutatingWebhookConfiguration")
 
 
 def test_real_webhook_configurations_in_deploy_output() -> None:
-    webhooks = pytest.importorskip("admission.webhooks")
-    if not hasattr(webhooks, "webhook_configurations"):
-        pytest.skip("admission.webhooks.webhook_configurations not written yet")
     docs = _deploy(namespace="batch-system")
     configs = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
     assert configs and docs[-len(configs) :] == configs
@@ -809,7 +808,9 @@ def test_deploy_rejects(kwargs: dict[str, Any], message: str) -> None:
     if kwargs.get("extender_tls") == "for volcano-system":
         kwargs = {**kwargs, "extender_tls": _tls("volcano-system")}
     with pytest.raises(ValueError, match=message):
-        deploy_manifests(**{"image": "example/pumice:1", "extender_tls": None, **kwargs})
+        deploy_manifests(
+            **{"image": "example/pumice:1", "extender_tls": None, "webhook_configurations": None, **kwargs}
+        )
 
 
 def test_generate_extender_tls_rejects_a_bad_namespace() -> None:
@@ -820,16 +821,33 @@ def test_generate_extender_tls_rejects_a_bad_namespace() -> None:
 # --- CLI ----------------------------------------------------------------------------------------------------
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
+def _no_cluster(kubeconfig: str) -> KubernetesVersion:
+    raise AssertionError(f"this test reads no cluster, yet {kubeconfig} was asked")
+
+
+def _parse(
+    argv: list[str],
+    *,
+    cluster_version: VersionReader = _no_cluster,
+    webhook_configurations: WebhookBuilder | None = webhook_configurations,
+) -> argparse.Namespace:
+    """Parse as ``pumice`` does, with the given dependencies (default: the real webhook builder and no
+    cluster)."""
     parser = argparse.ArgumentParser(prog="pumice")
-    add_manifests_parser(parser.add_subparsers(dest="command", required=True))
+    add_manifests_parser(
+        parser.add_subparsers(dest="command", required=True),
+        cluster_version=cluster_version,
+        webhook_configurations=webhook_configurations,
+    )
     return parser.parse_args(argv)
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any], str]:
-    args = _parse(argv)
-    assert args.func is run_manifests
-    code = run_manifests(args)
+def _run(
+    argv: list[str], capsys: pytest.CaptureFixture[str], **dependencies: Any
+) -> tuple[int, list[Any], str]:
+    args = _parse(argv, **dependencies)
+    assert args.func.func is run_manifests
+    code = args.func(args)
     out, err = capsys.readouterr()
     return code, [d for d in yaml.safe_load_all(out) if d is not None], err
 
@@ -862,7 +880,6 @@ def test_cli_scheduler_config(flag: str, expected: str, capsys: pytest.CaptureFi
     assert config["extenders"][0]["urlPrefix"] == URL
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_cli_deploy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     made: list[str] = []
 
@@ -872,28 +889,36 @@ def test_cli_deploy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
 
     monkeypatch.setattr(deploy_cli, "generate_extender_tls", fixed)
     code, docs, _ = _run(
-        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--api-version", "v1beta3"], capsys
+        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--api-version", "v1beta3"],
+        capsys,
+        webhook_configurations=None,
     )
     assert code == 0
     assert made == ["ns1"]
     assert docs == deploy_manifests(
-        namespace="ns1", image="img:1", api_version=API_V1BETA3, extender_tls=_tls("ns1")
+        webhook_configurations=None,
+        namespace="ns1",
+        image="img:1",
+        api_version=API_V1BETA3,
+        extender_tls=_tls("ns1"),
     )
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_cli_deploy_plain_http(capsys: pytest.CaptureFixture[str]) -> None:
     code, docs, _ = _run(
-        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--extender-plain-http"], capsys
+        ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--extender-plain-http"],
+        capsys,
+        webhook_configurations=None,
     )
     assert code == 0
-    assert docs == deploy_manifests(namespace="ns1", image="img:1", extender_tls=None)
+    assert docs == deploy_manifests(
+        webhook_configurations=None, namespace="ns1", image="img:1", extender_tls=None
+    )
 
 
-@pytest.mark.usefixtures("no_webhooks")
 def test_cli_deploy_makes_new_certificates_every_run(capsys: pytest.CaptureFixture[str]) -> None:
     def ca() -> str:
-        code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys)
+        code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys, webhook_configurations=None)
         assert code == 0
         return str(_by_kind(docs, "Secret")["pumice-extender-tls"]["data"]["ca.crt"])
 
@@ -943,34 +968,51 @@ def test_cli_scheduler_config_plain_http_unchanged(capsys: pytest.CaptureFixture
     assert docs == [scheduler_config(extender_url=URL)]
 
 
-def test_cli_webhooks_by_url(
-    fake_webhooks: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_webhooks_by_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ca = tmp_path / "ca.pem"
     ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+    calls: list[dict[str, Any]] = []
     code, docs, _ = _run(
-        ["manifests", "webhooks", "--url-base", "https://10.0.0.5:8443", "--ca-file", str(ca)], capsys
+        ["manifests", "webhooks", "--url-base", "https://10.0.0.5:8443", "--ca-file", str(ca)],
+        capsys,
+        webhook_configurations=_fake_webhooks(calls),
     )
     assert code == 0
-    assert fake_webhooks[0]["url_base"] == "https://10.0.0.5:8443"
-    assert fake_webhooks[0]["ca_bundle"] == ca.read_bytes()
+    assert calls[0]["url_base"] == "https://10.0.0.5:8443"
+    assert calls[0]["ca_bundle"] == ca.read_bytes()
     assert all(w["clientConfig"]["caBundle"] for d in docs for w in d["webhooks"])
 
 
-def test_cli_webhooks_by_service(
-    fake_webhooks: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, docs, _ = _run(["manifests", "webhooks", "--service", "ns1/pumice"], capsys)
+def test_cli_webhooks_by_service(capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[dict[str, Any]] = []
+    code, docs, _ = _run(
+        ["manifests", "webhooks", "--service", "ns1/pumice"],
+        capsys,
+        webhook_configurations=_fake_webhooks(calls),
+    )
     assert code == 0
-    assert fake_webhooks[0]["service"] == ("ns1", "pumice")
+    assert calls[0]["service"] == ("ns1", "pumice")
     assert len(docs) == 2
 
 
-@pytest.mark.usefixtures("no_webhooks")
-def test_cli_webhooks_without_module(capsys: pytest.CaptureFixture[str]) -> None:
-    code, docs, err = _run(["manifests", "webhooks", "--service", "ns1/pumice"], capsys)
+def test_cli_webhooks_without_a_builder(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, err = _run(
+        ["manifests", "webhooks", "--service", "ns1/pumice"], capsys, webhook_configurations=None
+    )
     assert (code, docs) == (1, [])
     assert "admission.webhooks" in err and "Traceback" not in err
+
+
+def test_pumice_passes_the_real_dependencies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pumice manifests`` as installed: the composition root hands the CLI admission's webhook builder and
+    controllers' reader of ``/version``."""
+    assert pumice_main(["manifests", "webhooks", "--service", "ns1/pumice"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d is not None]
+    assert docs == webhook_manifests(webhook_configurations, service=("ns1", "pumice"))
+    missing = tmp_path / "no-kubeconfig"
+    assert pumice_main(["manifests", "deploy", "--kubeconfig", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert f"pumice manifests deploy: cannot read the Kubernetes version from {missing}: " in err
 
 
 def test_cli_crds(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1049,7 +1091,7 @@ def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture
 def test_cli_bad_values_after_parsing_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     args = _parse(argv)
     with pytest.raises(SystemExit) as exit_info:
-        run_manifests(args)
+        args.func(args)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"pumice manifests {argv[1]}: error:" in err
@@ -1302,7 +1344,10 @@ def test_cli_deploy_for_a_release(version: str, capsys: pytest.CaptureFixture[st
     code, docs, _ = _run(["manifests", "deploy", "--image", "img:1", "--kubernetes-version", version], capsys)
     assert code == 0
     assert docs == deploy_manifests(
-        image="img:1", extender_tls=_tls("volcano-system"), kubernetes_version=parse_version(version)
+        image="img:1",
+        extender_tls=_tls("volcano-system"),
+        webhook_configurations=webhook_configurations,
+        kubernetes_version=parse_version(version),
     )
 
 
@@ -1386,18 +1431,17 @@ def test_cli_webhooks_for_a_release(
 
 @pytest.mark.usefixtures("fixed_tls")
 @pytest.mark.parametrize("command", ["deploy", "webhooks"])
-def test_cli_reads_the_release_from_the_cluster(
-    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_reads_the_release_from_the_cluster(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     asked: list[str] = []
 
     def cluster_version(kubeconfig: str) -> KubernetesVersion:
         asked.append(kubeconfig)
         return parse_version("v1.24.17")
 
-    monkeypatch.setattr(deploy_cli, "cluster_version", cluster_version)
     extra = ["--service", "ns1/pumice"] if command == "webhooks" else []
-    code, docs, _ = _run(["manifests", command, *extra, "--kubeconfig", "/k.conf"], capsys)
+    code, docs, _ = _run(
+        ["manifests", command, *extra, "--kubeconfig", "/k.conf"], capsys, cluster_version=cluster_version
+    )
     assert code == 0
     assert asked == ["/k.conf"]
     assert _find_key(docs, "matchConditions") == [] and _pod_webhooks(docs) == []
@@ -1409,7 +1453,7 @@ def test_cli_reads_the_release_from_the_cluster(
     ("outcome", "message"),
     [
         (
-            deploy_cli.ClusterUnreachable("connection refused"),
+            ClusterUnreachable("connection refused"),
             "cannot read the Kubernetes version from /k.conf",
         ),
         (ValueError("no Kubernetes version in /version: {}"), "no Kubernetes version"),
@@ -1419,7 +1463,6 @@ def test_cli_reads_the_release_from_the_cluster(
 def test_cli_cluster_version_failures_exit_1(
     outcome: Exception | KubernetesVersion,
     message: str,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     def cluster_version(kubeconfig: str) -> KubernetesVersion:
@@ -1427,8 +1470,9 @@ def test_cli_cluster_version_failures_exit_1(
             raise outcome
         return outcome
 
-    monkeypatch.setattr(deploy_cli, "cluster_version", cluster_version)
-    code, docs, err = _run(["manifests", "deploy", "--kubeconfig", "/k.conf"], capsys)
+    code, docs, err = _run(
+        ["manifests", "deploy", "--kubeconfig", "/k.conf"], capsys, cluster_version=cluster_version
+    )
     assert (code, docs) == (1, [])
     assert err.startswith("pumice manifests deploy: ") and message in err
     assert "Traceback" not in err
@@ -1451,7 +1495,8 @@ def _kubeconfig(path: Path, server: str) -> Path:
 
 
 async def test_cluster_version_asks_the_api_server(aiohttp_server: Any, tmp_path: Path) -> None:
-    """The real I/O path (kubeconfig, client, GET /version), against a stand-in API server."""
+    """The real I/O path (kubeconfig, client, GET /version) that ``pumice`` hands the CLI, against a
+    stand-in API server."""
     seen: list[tuple[str, str | None]] = []
 
     async def version(request: web.Request) -> web.Response:
@@ -1463,7 +1508,7 @@ async def test_cluster_version_asks_the_api_server(aiohttp_server: Any, tmp_path
     server = await aiohttp_server(app)
     kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.port}")
     # The CLI runs its own event loop, as under `pumice`: off this test's loop.
-    got = await asyncio.to_thread(deploy_cli.cluster_version, str(kubeconfig))
+    got = await asyncio.to_thread(kube_version.cluster_version, str(kubeconfig))
     assert got == KubernetesVersion(1, 27, 3)
     assert seen == [("/version", "Bearer t")]
 
@@ -1473,10 +1518,10 @@ async def test_cluster_version_unreachable(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again before the call: nothing listens
     kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
-    with pytest.raises(deploy_cli.ClusterUnreachable):
-        await asyncio.to_thread(deploy_cli.cluster_version, str(kubeconfig))
-    with pytest.raises(deploy_cli.ClusterUnreachable, match="does-not-exist"):
-        await asyncio.to_thread(deploy_cli.cluster_version, str(tmp_path / "does-not-exist"))
+    with pytest.raises(ClusterUnreachable):
+        await asyncio.to_thread(kube_version.cluster_version, str(kubeconfig))
+    with pytest.raises(ClusterUnreachable, match="does-not-exist"):
+        await asyncio.to_thread(kube_version.cluster_version, str(tmp_path / "does-not-exist"))
 
 
 @pytest.mark.parametrize(
@@ -1501,7 +1546,7 @@ def test_cli_bad_kubernetes_versions_exit_2(argv: list[str], capsys: pytest.Capt
 def test_cli_config_version_the_default_image_cannot_read_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     args = _parse(["manifests", "deploy", "--kubernetes-version", "1.24", "--api-version", "v1"])
     with pytest.raises(SystemExit) as exit_info:
-        run_manifests(args)
+        args.func(args)
     assert exit_info.value.code == 2
     assert "not supported by kube-scheduler v1.24" in capsys.readouterr().err
 

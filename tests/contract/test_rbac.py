@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from admission.webhooks import webhook_configurations
 from controllers.kube import paths
 from extender.deploy.manifests import deploy_manifests, generate_extender_tls
 from extender.deploy.rbac import GRANTS, VERB_ORDER, Grant, granted_triples, pumice_rules
@@ -31,6 +32,7 @@ def _docs(tls: bool) -> list[Any]:
         namespace=NAMESPACE,
         image="example/pumice:1",
         extender_tls=generate_extender_tls(NAMESPACE) if tls else None,
+        webhook_configurations=webhook_configurations,
     )
     return docs
 
