@@ -7,7 +7,7 @@ becomes an ``int64`` vector over it, so fit checks over all nodes are a single a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -61,6 +61,14 @@ class ResourceIndex:
     def vector(self, res: Resources) -> Vector:
         """The vector of ``res``; names outside the index are dropped (callers check them separately)."""
         return np.array([res.get(n, 0) for n in self.names], dtype=np.int64)
+
+    def matrix(self, maps: Sequence[Resources]) -> npt.NDArray[np.int64]:
+        """The vectors of ``maps`` as the rows of one matrix, filled a column at a time (one pass per
+        resource name rather than an array per map: snapshots hold thousands of pods and nodes)."""
+        out = np.zeros((len(maps), len(self.names)), dtype=np.int64)
+        for c, name in enumerate(self.names):
+            out[:, c] = np.fromiter((m.get(name, 0) for m in maps), dtype=np.int64, count=len(maps))
+        return out
 
     def to_map(self, vec: Vector) -> dict[str, int]:
         return {n: int(v) for n, v in zip(self.names, vec.tolist(), strict=True) if v}

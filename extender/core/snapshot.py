@@ -11,6 +11,10 @@ against one snapshot. Matrices are ``nodes x resources`` int64 (see :class:`Reso
 Pods on nodes (:class:`Residents`) are what inter-pod affinity and topology spread count: bound,
 unfinished pods of any scheduler and planned pods of ours, with their labels and inter-pod terms.
 
+Every pod's request vector is a row of one read-only matrix (``requests``), filled a resource column at a
+time when the snapshot is built: the totals above and the cycle's sums are sums of its rows, not of
+vectors made pod by pod.
+
 Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotation (or
 ``scheduling.volcano.sh/group-name``); a pod of ours without one gets an implicit one-member group named
 ``podgroup-<uid>``, as Volcano's PodGroup controller would create.
@@ -18,7 +22,7 @@ Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -152,6 +156,31 @@ class Snapshot:
     # that could let them fit: allocate and backfill pass over them, keeping the cost of a cycle with
     # the work that changed, not with a backlog (Volcano retries every job each session, its #5551).
     settled: frozenset[GroupKey] = frozenset()
+    # The request vector of each pod of ``pods``: row ``request_row[uid]`` of ``requests`` (read-only).
+    requests: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    request_row: Mapping[PodUID, int] = field(default_factory=dict)
+
+    def request(self, uid: PodUID) -> Vector:
+        """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
+        row = self.request_row.get(uid)
+        if row is None:
+            return self.index.vector(self.pods[uid].requests)
+        out: Vector = self.requests[row]
+        return out
+
+    def request_sum(self, uids: Sequence[PodUID]) -> Vector:
+        """The summed request vectors of pods ``uids`` (integers: exact in any order)."""
+        out: Vector = np.zeros(len(self.index), dtype=np.int64)
+        rows: list[int] = []
+        for u in uids:
+            row = self.request_row.get(u)
+            if row is None:
+                out += self.request(u)
+            else:
+                rows.append(row)
+        if rows:
+            out += self.requests[rows].sum(axis=0)
+        return out
 
     @property
     def free(self) -> npt.NDArray[np.int64]:
@@ -193,9 +222,7 @@ def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> 
     for n in node_list:
         names.update(n.allocatable)
     index = ResourceIndex.of(names)
-    alloc = np.zeros((len(node_list), len(index)), dtype=np.int64)
-    for i, n in enumerate(node_list):
-        alloc[i] = index.vector(n.allocatable)
+    alloc = index.matrix([n.allocatable for n in node_list])
     return NodeTable(
         nodes=node_list,
         index=index,
@@ -206,11 +233,13 @@ def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> 
     )
 
 
-def _vector_sum(index: ResourceIndex, usages: Iterable[Mapping[str, int]]) -> Vector:
-    out = np.zeros(len(index), dtype=np.int64)
-    for u in usages:
-        out += index.vector(u)
-    return out
+def _add_rows(
+    into: npt.NDArray[np.int64], rows: list[int], requests: npt.NDArray[np.int64], pods: list[int]
+) -> None:
+    """``into[rows[i]] += requests[pods[i]]`` for every i (rows may repeat; integer sums, so the order
+    of the additions does not matter)."""
+    if rows:
+        np.add.at(into, np.asarray(rows, dtype=np.intp), requests[np.asarray(pods, dtype=np.intp)])
 
 
 def build_snapshot(
@@ -263,6 +292,11 @@ def build_snapshot(
         table = build_node_table(nodes.nodes if isinstance(nodes, NodeTable) else nodes, wanted)
     node_pos = table.node_pos
     index = table.index
+    # Every pod's request vector, once: the cycle's sums and placements read rows of it.
+    pod_list = list(pod_map.values())
+    requests = index.matrix([p.requests for p in pod_list])
+    requests.setflags(write=False)
+    request_row = {p.uid: i for i, p in enumerate(pod_list)}
     # Live plans of the pods in this snapshot (a cache passes totals for the others' reservations).
     all_plans = plans or {}
     live_plans: dict[PodUID, str] = {}
@@ -294,22 +328,25 @@ def build_snapshot(
     given = used is not None and reserved is not None
     if used is None:
         used = np.zeros(shape, dtype=np.int64)
-        for p in pod_map.values():
-            if p.holds_resources and p.node_name in node_pos:
-                used[node_pos[p.node_name]] += index.vector(p.requests)
+        bound = [i for i, p in enumerate(pod_list) if p.holds_resources and p.node_name in node_pos]
+        _add_rows(used, [node_pos[pod_list[i].node_name] for i in bound], requests, bound)
     if reserved is None:
         reserved = np.zeros(shape, dtype=np.int64)
     if not given:
-        for uid, node in live_plans.items():
-            reserved[node_pos[node]] += index.vector(pod_map[uid].requests)
+        _add_rows(
+            reserved,
+            [node_pos[node] for node in live_plans.values()],
+            requests,
+            [request_row[uid] for uid in live_plans],
+        )
     queue_held: dict[str, Vector] = {}
     if queue_usage is None:
         for key, uids in members.items():
             q = groups[key].queue
-            held = [pod_map[u].requests for u in uids if pod_map[u].holds_resources or u in live_plans]
+            held = [request_row[u] for u in uids if pod_map[u].holds_resources or u in live_plans]
             if held:
-                queue_held[q] = queue_held.get(q, np.zeros(len(index), dtype=np.int64)) + _vector_sum(
-                    index, held
+                queue_held[q] = queue_held.get(q, np.zeros(len(index), dtype=np.int64)) + requests[held].sum(
+                    axis=0
                 )
     else:
         queue_held = {q: index.vector(u) for q, u in queue_usage.items()}
@@ -338,4 +375,6 @@ def build_snapshot(
             else Residents(residents, all_plans, node_pos)
         ),
         namespace_labels=namespace_labels,
+        requests=requests,
+        request_row=request_row,
     )

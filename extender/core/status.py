@@ -61,7 +61,7 @@ def podgroup_status(
 
 
 def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict[str, Any]:
-    by_phase = {p: 0 for p in GroupPhase}
+    by_phase = dict.fromkeys(GroupPhase, 0)
     for g in snap.groups.values():
         if g.queue == name and not g.implicit:
             by_phase[g.phase] += 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import Node
+from extender.core.model import Node, Taint
 
 Counts = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -64,7 +64,9 @@ class Domains:
 
 
 class TopologyIndex:
-    """Lazily built :class:`Domains` per key over a fixed node list (the snapshot's node order).
+    """Lazily built :class:`Domains` per key over a fixed node list (the snapshot's node order), and the
+    other node facts the static filters read as arrays (cordoned nodes, nodes by their taints): a node
+    selector is a domain lookup, so a pod's node mask costs array operations, not a pass over the nodes.
 
     Filled on first use and never changed after: a snapshot's readers see the same answer whichever
     asks first.
@@ -73,9 +75,27 @@ class TopologyIndex:
     def __init__(self, nodes: Sequence[Node]) -> None:
         self._nodes = tuple(nodes)
         self._by_key: dict[str, Domains] = {}
+        self._cordoned: Mask | None = None
+        self._by_taints: tuple[tuple[tuple[Taint, ...], npt.NDArray[np.intp]], ...] | None = None
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+    def cordoned(self) -> Mask:
+        """Nodes marked unschedulable (read-only for callers)."""
+        if self._cordoned is None:
+            self._cordoned = np.fromiter((n.unschedulable for n in self._nodes), np.bool_, len(self._nodes))
+        return self._cordoned
+
+    def by_taints(self) -> tuple[tuple[tuple[Taint, ...], npt.NDArray[np.intp]], ...]:
+        """The distinct taint lists of tainted nodes, each with its node rows (most nodes have none)."""
+        if self._by_taints is None:
+            groups: dict[tuple[Taint, ...], list[int]] = {}
+            for i, n in enumerate(self._nodes):
+                if n.taints:
+                    groups.setdefault(n.taints, []).append(i)
+            self._by_taints = tuple((t, np.asarray(rows, dtype=np.intp)) for t, rows in groups.items())
+        return self._by_taints
 
     def domains(self, key: str) -> Domains:
         d = self._by_key.get(key)

@@ -332,6 +332,7 @@ def run_manifests(
     except ValueError as exc:
         parser.error(str(exc))
     parser.error(f"unknown manifests command {command!r}")
+    return 2  # parser.error exits; ruff cannot tell
 
 
 def _target_version(args: argparse.Namespace, cluster_version: VersionReader) -> KubernetesVersion | None:

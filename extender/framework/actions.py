@@ -6,19 +6,28 @@
   task's ``minTaskMember``) at once; all or nothing.
 - backfill: for groups whose gang is whole, plan the remaining (elastic) pods one by one where room is
   left, so extra replicas never take capacity a waiting gang's minimum needs.
+
+Pods are placed one after the other, each on the best node for it as the pods before it left the
+cluster (Volcano's per-task loop). A run of a gang's identical pods (one request, one node mask, no
+inter-pod rules, no per-pod scores) is placed as a batch that lands every pod where that loop would
+(:func:`_place_run`); ``batch=False`` keeps the loop, which the tests compare against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.errors import ConfigError
 from extender.core.hierarchy import parent_loop
 from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
+from extender.core.resources import Vector
+from extender.framework.plugin import Rows, Scores
 from extender.framework.session import Session, Statement, Unschedulable
 
 # Condition reasons (Volcano's where it has one).
@@ -96,6 +105,120 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
     return None
 
 
+# Pods placed per step of a batch: bounds the hypothetical rows scored at once (at most its square).
+_STEP: Final = 32
+# Up to this many best nodes are found by repeated argmax; more by a partition of the candidates.
+_ARGMAX_TOP: Final = 8
+
+
+def _place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -> int | None:
+    """Place the pods of ``run`` (one request vector, node constraints and refused nodes, no inter-pod
+    rules) where :func:`_place_one` would put them one after the other; how many it placed, a prefix of
+    ``run`` (the next one fits nowhere), or None when these pods cannot be batched: the session's plugins
+    do not allow it, or ``queue`` may not take the whole run (the loop then finds the pod it stops at).
+
+    Why the result is the same: placing a pod changes the free capacity, the fit and the score of one node
+    only, so each step of the loop takes the best (highest score, then lowest row) among the nodes not yet
+    used, at their first score, and the nodes already used, at the score they have with the copies they
+    took. Only the ``len(run)`` best nodes at the start can ever be taken (a node further down the order
+    has a better unused one ahead of it at every step), and each of them can take at most
+    ``free // request`` copies; their scores with ``j`` more copies are the scores of hypothetical rows
+    (``free - j * request``), bit-for-bit what the loop would compute (row-local scorers). A heap of those
+    sequences then replays the loop's choices without rescoring the cluster after each pod. The capacity
+    check is additive (see Plugin.additive_allocatable), so the run's total passing means every pod's
+    own check would; and no per-pod score speaks for these pods (see PodScorer).
+    """
+    p = run[0]
+    req = ssn.vector(p.uid)
+    if not ssn.batchable or ssn.negative_request(p.uid) or ssn.pod_rules(p) is not None:
+        return None
+    if ssn.allocatable_reject(queue, len(run) * req) is not None:
+        return None
+    static = ssn.pod_mask(p)
+    if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
+        return None
+    done = 0
+    while done < len(run):
+        step = run[done : done + _STEP]
+        nodes = _best_nodes(ssn, req, static & ssn.fit_mask(req), len(step))
+        if nodes:
+            stmt.place_run([q.uid for q in step[: len(nodes)]], nodes, queue.name)
+        done += len(nodes)
+        if len(nodes) < len(step):
+            break
+    return done
+
+
+def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int) -> list[int]:
+    """The nodes (rows) ``b`` pods requesting ``req`` would take one after the other among ``mask``, by
+    the session's scores (see :func:`_place_run`); fewer when the pods run out of room."""
+    scores = ssn.scores(req)
+    top = _top(mask, scores, b)
+    if not top:
+        return []
+    rows = np.asarray(top, dtype=np.intp)
+    # The k-th best is taken the first time only once the k better ones have been: b - k at most.
+    copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
+    seq = ssn.scores_at(req, grid, rows.repeat(most)).tolist() if most else []
+    return _replay(top, scores[rows].tolist(), copies, seq, most, b)
+
+
+def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
+    """The ``b`` best rows of ``mask`` by score, then lowest row (fewer if the mask has fewer)."""
+    if b <= _ARGMAX_TOP:
+        masked = np.where(mask, scores, -np.inf)
+        top: list[int] = []
+        for _ in range(b):
+            k = int(masked.argmax())
+            if not mask[k] or k in top:
+                break
+            top.append(k)
+            masked[k] = -np.inf
+        return top
+    cand = np.flatnonzero(mask)
+    if len(cand) > b:
+        # The b best by score; equal scores at the cut are all kept, for the row order to decide.
+        cand_scores = scores[cand]
+        kth = np.partition(cand_scores, len(cand) - b)[len(cand) - b]
+        cand = cand[cand_scores >= kth]
+    out: list[int] = cand[np.lexsort((cand, -scores[cand]))[:b]].tolist()
+    return out
+
+
+def _ahead(
+    ssn: Session, req: Vector, rows: Rows, caps: list[int]
+) -> tuple[list[int], int, npt.NDArray[np.int64]]:
+    """How many copies of ``req`` each of ``rows`` can take (what fits, at most its cap), and the
+    hypothetical rows free - j * req (j = 1, 2, ...) to score each one with the copies before it on it:
+    a full grid, ``most`` rows per node (the rows past a node's copies are scored and never read). A
+    handful of nodes: plain ints are cheaper than arrays for the counts."""
+    free = ssn.free[rows]
+    asked = [(c, r) for c, r in enumerate(req.tolist()) if r > 0]
+    copies = [min([cap, *(f[c] // r for c, r in asked)]) for cap, f in zip(caps, free.tolist(), strict=True)]
+    most = max(copies) - 1
+    steps: npt.NDArray[np.int64] = np.arange(1, most + 1, dtype=np.int64)[:, None] * req
+    grid: npt.NDArray[np.int64] = free[:, None, :] - steps
+    return copies, most, grid.reshape(-1, len(req))
+
+
+def _replay(
+    nodes: list[int], first: list[float], copies: list[int], seq: list[float], most: int, b: int
+) -> list[int]:
+    """The loop's choices, ``b`` of them at most: each time the best (score, then lowest row) of each
+    candidate's next copy, its score with the copies before it being ``seq[k * most + j - 1]``."""
+    heap = [(-s, n, k) for k, (s, n) in enumerate(zip(first, nodes, strict=True))]
+    heapq.heapify(heap)
+    out: list[int] = []
+    taken = [0] * len(nodes)
+    while heap and len(out) < b:
+        _, n, k = heapq.heappop(heap)
+        out.append(n)
+        taken[k] += 1
+        if taken[k] < copies[k]:
+            heapq.heappush(heap, (-seq[k * most + taken[k] - 1], n, k))
+    return out
+
+
 def _changes_with_placements(p: Pod) -> bool:
     """Whether ``p`` may fit after more pods are placed although it does not now: required pod affinity
     (a matching pod arrives) and hard topology spread (other domains fill up). Every other rule only
@@ -104,13 +227,51 @@ def _changes_with_placements(p: Pod) -> bool:
     return a is not None and bool(a.required or a.hard_spread)
 
 
+def _base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
+    """What decides where ``p`` may go and how nodes score for it, inter-pod rules aside."""
+    return (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
+
+
 def _shape(ssn: Session, p: Pod) -> tuple[object, ...]:
     """What decides whether ``p`` fits now: pods of one shape fit or fail alike."""
-    base = (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
+    base = _base_shape(ssn, p)
     if p.affinity is None and not ssn.rules_active:
         return base
     # Its own rules, and the namespace and labels other pods' terms select by.
     return (*base, p.affinity, p.namespace, tuple(sorted(p.labels.items())))
+
+
+def _run(
+    ssn: Session,
+    pending: Sequence[Pod],
+    i: int,
+    failed: set[tuple[object, ...]],
+    placed: int,
+    need: int,
+    left: dict[str, int],
+    retrying: int,
+) -> Sequence[Pod]:
+    """``pending[i]`` and the pods after it that allocate_group's loop would try next, one after the other,
+    were each of them placed: the same task, base shape and no inter-pod rules, and none of the loop's
+    checks (gang complete, task complete, too few pods left, shape failed) stopping it first."""
+    p = pending[i]
+    base = _base_shape(ssn, p)
+    task_left = left.get(p.task, 0)
+    j = i + 1
+    while j < len(pending):
+        q = pending[j]
+        done = placed + j - i  # placed once pods i..j-1 are
+        task_left = max(0, task_left - 1)
+        if q.task != p.task or q.affinity is not None or _base_shape(ssn, q) != base:
+            break
+        if done >= need and task_left == 0:
+            break  # the gang, or this task's minimum, is complete: the loop stops or passes over it
+        if done + len(pending) - j + retrying < need:
+            break
+        if ssn.rules_active and _shape(ssn, q) in failed:
+            break  # (otherwise q's shape is p's, which has not failed)
+        j += 1
+    return pending[i:j]
 
 
 def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
@@ -123,8 +284,9 @@ def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict
     return max(0, g.min_member - have), task_need
 
 
-def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
-    """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
+def allocate_group(ssn: Session, g: PodGroup, queue: Queue, *, batch: bool = True) -> None:
+    """Plan the gang minimum of ``g`` all at once, or nothing (recording why). ``batch=False`` places
+    every pod by itself (see :func:`_place_run`)."""
     snap = ssn.snapshot
     members = [snap.pods[u] for u in snap.members.get(g.key, ())]
     need, task_need = _gang_need(ssn, g, members)
@@ -176,7 +338,10 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     while pending:
         retry: list[Pod] = []
         progress = False
-        for i, p in enumerate(pending):
+        i = -1
+        while i + 1 < len(pending):
+            i += 1
+            p = pending[i]
             if placed >= need and not any(left.values()):
                 break
             if placed >= need and left.get(p.task, 0) == 0:
@@ -187,6 +352,21 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
             shape = _shape(ssn, p)
             if not loosens and shape in failed:
                 continue
+            if batch and ssn.batchable and p.affinity is None:
+                run = _run(ssn, pending, i, failed, placed, need, left, len(retry))
+                batched = _place_run(ssn, stmt, queue, run) if len(run) > 1 else None
+                if batched:
+                    # As the loop below would have, pod by pod; the next pod (if any of the run is left,
+                    # one that fits nowhere) goes through the loop for its reason.
+                    if why_not:
+                        for q in run[:batched]:
+                            why_not.pop(q.uid, None)
+                    progress = True
+                    placed += batched
+                    if left.get(p.task, 0) > 0:
+                        left[p.task] = max(0, left[p.task] - batched)
+                    i += batched - 1
+                    continue
             problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
             if problem is None:
                 problem = _place_one(ssn, place, p)
@@ -216,24 +396,26 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
 
 
-def _admitted_by_queue(ssn: Session) -> dict[str, list[PodGroup]]:
-    """Admitted groups to place, by queue, in job order. Settled groups (see Snapshot.settled) are passed
-    over: they place nothing, so leaving them out changes no share, no order and no outcome. A group
-    admitted in this very cycle is never settled."""
+def _admitted_by_queue(
+    ssn: Session, wanted: Callable[[PodGroup], bool] | None = None
+) -> dict[str, list[PodGroup]]:
+    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order. Settled groups
+    (see Snapshot.settled) are passed over: they place nothing, so leaving them out changes no share, no
+    order and no outcome. A group admitted in this very cycle is never settled."""
     by_queue: dict[str, list[PodGroup]] = {}
     settled = ssn.snapshot.settled
     for key in ssn.admitted:
         if key in settled and key not in ssn.result.admitted:
             continue
         g = ssn.snapshot.groups.get(key)
-        if g is not None and g.queue in ssn.snapshot.queues:
+        if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
             by_queue.setdefault(g.queue, []).append(g)
     for gs in by_queue.values():
         gs.sort(key=ssn.job_key, reverse=True)  # pop() takes the first in job order
     return by_queue
 
 
-def allocate(ssn: Session) -> None:
+def allocate(ssn: Session, *, batch: bool = True) -> None:
     by_queue = _admitted_by_queue(ssn)
     snap = ssn.snapshot
     for key in sorted(ssn.admitted):
@@ -243,9 +425,11 @@ def allocate(ssn: Session) -> None:
             ssn.result.unschedulable[key] = Unschedulable(
                 QUEUE_UNAVAILABLE, f"queue {g.queue} does not exist"
             )
-    # Fairest queue first, re-evaluated after every group, as Volcano's allocate loop does.
+    # Fairest queue first, re-evaluated after every group, as Volcano's allocate loop does. Placing a
+    # group changes its own queue's usage only: when queue keys read nothing else, only that key is new.
+    keys = {n: ssn.queue_key(snap.queues[n]) for n in by_queue}
     while by_queue:
-        qname = min(by_queue, key=lambda n: ssn.queue_key(snap.queues[n]))
+        qname = min(keys, key=keys.__getitem__)
         g = by_queue[qname].pop()
         if not by_queue[qname]:
             del by_queue[qname]
@@ -253,17 +437,29 @@ def allocate(ssn: Session) -> None:
         if queue.state != QueueState.OPEN and not _has_allocation(ssn, g.key):
             # A closed queue keeps what runs but starts nothing new.
             ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, f"queue {qname} is closed")
-            continue
-        allocate_group(ssn, g, queue)
+        else:
+            allocate_group(ssn, g, queue, batch=batch)
+        if not ssn.local_queue_order:
+            keys = {n: ssn.queue_key(snap.queues[n]) for n in by_queue}
+        elif qname in by_queue:
+            keys[qname] = ssn.queue_key(queue)
+        else:
+            del keys[qname]
 
 
 def _has_allocation(ssn: Session, key: GroupKey) -> bool:
     return any(_counts_toward_gang(ssn, ssn.snapshot.pods[u]) for u in ssn.snapshot.members.get(key, ()))
 
 
-def backfill(ssn: Session) -> None:
+def backfill(ssn: Session, *, batch: bool = True) -> None:
     snap = ssn.snapshot
-    for qname, groups in sorted(_admitted_by_queue(ssn).items()):
+
+    def has_unplanned(g: PodGroup) -> bool:
+        # Only a group with a waiting pod not yet planned has anything to backfill; the others would be
+        # passed over below, so they need no place in the order.
+        return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
+
+    for qname, groups in sorted(_admitted_by_queue(ssn, has_unplanned).items()):
         queue = snap.queues[qname]
         if queue.state != QueueState.OPEN:
             continue  # a closed queue keeps what runs but starts nothing new, extras included
@@ -272,7 +468,21 @@ def backfill(ssn: Session) -> None:
             need, task_need = _gang_need(ssn, g, members)
             if need or task_need:
                 continue  # the gang itself is not whole: extras must not run
-            for p in sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order):
+            extras = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
+            i = -1
+            while i + 1 < len(extras):
+                i += 1
+                p = extras[i]
+                if batch and ssn.batchable and p.affinity is None:
+                    run = _extras_run(ssn, extras, i)
+                    if len(run) > 1:
+                        stmt = ssn.statement()
+                        n = _place_run(ssn, stmt, queue, run)
+                        if n is not None:
+                            stmt.commit()
+                            # The rest of the run fits nowhere, as each of them would find in turn.
+                            i += len(run) - 1
+                            continue
                 if ssn.allocatable_reject(queue, ssn.vector(p.uid)) is not None:
                     break
                 stmt = ssn.statement()
@@ -282,6 +492,15 @@ def backfill(ssn: Session) -> None:
 
                 if _place_one(ssn, place, p) is None:
                     stmt.commit()
+
+
+def _extras_run(ssn: Session, extras: Sequence[Pod], i: int) -> Sequence[Pod]:
+    """``extras[i]`` and the pods after it of the same base shape without inter-pod rules."""
+    base = _base_shape(ssn, extras[i])
+    j = i + 1
+    while j < len(extras) and extras[j].affinity is None and _base_shape(ssn, extras[j]) == base:
+        j += 1
+    return extras[i:j]
 
 
 def admit_pending(ssn: Session) -> None:

@@ -9,10 +9,20 @@ once, here and in :mod:`extender.framework.session`):
 - ``node_score``: scores from every plugin are summed (each plugin applies its own weight). A plugin that
   sets :attr:`Plugin.row_local_scores` promises that a node's score depends only on the request, that node's
   row of ``free`` and per-cycle state fixed in ``open``; the session then caches scores per request vector
-  and asks it again only for the rows whose free capacity changed since (``rows``). The score of a row
-  must come out bit-for-bit the same whether computed alone or with all rows (elementwise arithmetic, no
-  BLAS reductions), so caching never changes a placement. Plugins that do not set it are asked for every
-  node, every time;
+  and asks it again only for the rows whose free capacity changed since (``rows``), and scores a node as
+  it would be with more copies of a pod on it (hypothetical ``free`` rows) to place a gang's identical
+  pods as one batch. The score of a row must come out bit-for-bit the same whether computed alone or with
+  any other rows (elementwise arithmetic, no BLAS reductions), so neither changes a placement. Plugins
+  that do not set it are asked for every node, every time, and their pods are placed one by one;
+- ``allocatable``: a plugin that sets :attr:`Plugin.additive_allocatable` promises that its answer
+  depends only on the queue's usage plus the request and that a queue that may take a request may take
+  any part of it: taking ``a`` then ``b`` passes exactly when ``a + b`` passes at once. The allocate
+  action then checks a run of identical pods with one call;
+- ``job_order``: a plugin that sets :attr:`Plugin.static_job_order` promises that a group's key depends
+  only on that group and state fixed in ``open``; the session then computes each group's key once;
+- ``queue_order``: a plugin that sets :attr:`Plugin.local_queue_order` promises that a queue's key depends
+  only on that queue, its entry of ``ssn.queue_used`` and state fixed in ``open``; the session then
+  recomputes a queue's key only when that queue's usage changed;
 - a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
   no part in that hook, as in Volcano.
 """
@@ -52,6 +62,12 @@ class Plugin:
     switches: Mapping[str, bool] = MappingProxyType({})
     # True when ``node_score`` honours ``rows`` and a row's score depends only on that row (see above).
     row_local_scores: ClassVar[bool] = False
+    # True when ``allocatable`` judges the queue's usage plus the request, monotonically (see above).
+    additive_allocatable: ClassVar[bool] = False
+    # True when ``queue_order`` depends only on the queue and its usage (see above).
+    local_queue_order: ClassVar[bool] = False
+    # True when ``job_order`` depends only on the group and state fixed in ``open`` (see above).
+    static_job_order: ClassVar[bool] = False
 
     def takes_part(self, hook: str) -> bool:
         """Whether the conf leaves ``hook`` (a method name of this class) switched on for this plugin."""
@@ -85,8 +101,10 @@ class Plugin:
     ) -> Scores | None:
         """A score per node (any scale; higher is better) for placing ``request``.
 
-        With ``rows`` (only passed to plugins that set :attr:`row_local_scores`), the scores of just those
-        nodes, in that order; the same request gives None or an array whatever the rows.
+        With ``rows`` (only passed to plugins that set :attr:`row_local_scores`), ``free`` holds just those
+        nodes' free capacity, row ``i`` for node ``rows[i]``: the scores of those nodes, in that order. A
+        node may appear more than once and its capacity may be hypothetical (the node as it would be with
+        more pods on it). The same request gives None or an array whatever the rows.
         """
         return None
 

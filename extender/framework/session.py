@@ -6,8 +6,9 @@ made inside a :class:`Statement` and either committed together (the gang is read
 Volcano's statement idea: a gang never holds part of the cluster it cannot use.
 
 Fit masks and node scores are cached per request vector and brought up to date by re-checking only the
-node rows whose free capacity changed since (the ``touched`` log); a cached value is always equal to a
-fresh computation, so caching changes no placement.
+node rows whose free capacity changed since (a clock stamped on each changed row); a cached value is
+always equal to a fresh computation, so caching changes no placement. Queue order keys are cached the same
+way, per queue, while that queue's usage is unchanged (when every plugin's key is local to its queue).
 
 Rules that look at other pods (inter-pod affinity, topology spread) and scores that depend on who the
 pod is rather than what it requests (:class:`PodScorer`) are evaluated per pod, over the counts in
@@ -38,7 +39,11 @@ class PodScorer(Protocol):
     """A ``node_score`` plugin that also scores by who the pod is (its preferences, its labels against
     other pods), not only by its request. Such scores are computed afresh for each placement over its
     candidate nodes (kube-scheduler normalises over the nodes that passed its filters) and never cached.
-    Return None when the pod gives the plugin nothing to prefer, which must be the cheap common case."""
+    Return None when the pod gives the plugin nothing to prefer, which must be the cheap common case.
+
+    Whether it returns None must depend only on the pod's ``affinity`` and ``constraints`` and on whether
+    inter-pod rules concern it (``ssn.pod_rules(pod)``), never on the candidates: the allocate action
+    asks once for a run of a gang's pods alike in these and, on None, places the whole run as a batch."""
 
     def pod_score(self, ssn: Session, pod: Pod, candidates: fit.Mask) -> Scores | None: ...
 
@@ -60,10 +65,22 @@ class CycleResult:
     ready: set[GroupKey] = field(default_factory=set)
 
 
+def _overrides(plugin: Plugin, hook: str) -> bool:
+    """Whether ``plugin`` implements ``hook`` (the base's has no opinion)."""
+    return getattr(type(plugin), hook) is not getattr(Plugin, hook)
+
+
 class Session:
     def __init__(
-        self, snapshot: Snapshot, tiers: Sequence[Sequence[Plugin]], *, cache_scores: bool = True
+        self,
+        snapshot: Snapshot,
+        tiers: Sequence[Sequence[Plugin]],
+        *,
+        cache_scores: bool = True,
+        cache_keys: bool = True,
     ) -> None:
+        """``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
+        computation (the caches are exact: the tests compare)."""
         self.snapshot = snapshot
         self.tiers = tiers
         self.plugins = [p for tier in tiers for p in tier]
@@ -72,22 +89,51 @@ class Session:
             hook: [p for p in self.plugins if p.takes_part(hook)]
             for hook in ("job_order", "queue_order", "enqueue", "allocatable", "node_score", "victim")
         }
-        self.free: npt.NDArray[np.int64] = snapshot.free
+        # Column-major: fit checks and scores read a resource column over many nodes, placements write one
+        # short row.
+        self.free: npt.NDArray[np.int64] = np.asfortranarray(snapshot.free)
         self.result = CycleResult()
         self.admitted: set[GroupKey] = {k for k, g in snapshot.groups.items() if g.phase != "Pending"}
         self.plans: dict[PodUID, str] = dict(snapshot.plans)
         self._masks: dict[NodeConstraints, fit.Mask] = {}
         self._vectors: dict[PodUID, Vector] = {}
-        # Rows of ``free`` changed so far, in order, and per request vector the fit mask computed at some
-        # position of that log: a mask is brought up to date by re-checking only the rows changed since.
-        self._touched: list[int] = []
+        self._negative: set[PodUID] | None = None  # pods with a negative request (found on first use)
+        # A clock counting changes to rows of ``free``, the clock at each row's last change, and per request
+        # vector the fit mask as of some clock: a mask is brought up to date by re-checking only the rows
+        # changed since.
+        self._clock = 0
+        self._row_clock = np.zeros(len(snapshot.nodes), dtype=np.int64)
+        # (since, clock, rows, their free capacity): the last answer of _touched_since.
+        self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
         # The same for summed node scores, when every plugin that scores at all (one that does not override
         # ``node_score`` has no opinion) can rescore single rows.
-        self._scorers = [p for p in self._hooked["node_score"] if type(p).node_score is not Plugin.node_score]
-        self._cache_scores = cache_scores and all(p.row_local_scores for p in self._scorers)
+        self._scorers = [p for p in self._hooked["node_score"] if _overrides(p, "node_score")]
+        self._row_local = all(p.row_local_scores for p in self._scorers)
+        self._cache_scores = cache_scores and self._row_local
         self._scores: dict[bytes, tuple[Scores, int]] = {}
+        # Allocatable per resource column as floats and a divisor safe from zero (see ``fraction``), and
+        # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
+        self._alloc_columns: dict[int, tuple[Scores, Scores]] = {}
+        self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
         self._pod_scorers = [p for p in self._scorers if isinstance(p, PodScorer)]
+        # Whether a run of identical pods may be placed as a batch (see extender.framework.actions): scores
+        # of hypothetical rows, and one capacity check for the whole run.
+        self.batchable = self._row_local and all(
+            p.additive_allocatable for p in self._hooked["allocatable"] if _overrides(p, "allocatable")
+        )
+        # Whether queue keys read nothing but their own queue's usage (see Plugin.local_queue_order); then,
+        # per queue, its key and the usage array it was computed from (usage arrays are replaced on every
+        # change, never modified in place, so identity tells whether the key is current).
+        self.local_queue_order = cache_keys and all(
+            p.local_queue_order for p in self._hooked["queue_order"] if _overrides(p, "queue_order")
+        )
+        self._queue_keys: dict[str, tuple[Vector | None, tuple[Any, ...]]] = {}
+        # Job keys, once per group, when every plugin's key is fixed for the cycle.
+        self._static_job_order = cache_keys and all(
+            p.static_job_order for p in self._hooked["job_order"] if _overrides(p, "job_order")
+        )
+        self._job_keys: dict[GroupKey, tuple[Any, ...]] = {}
         self._interpod: PodsOnNodes | None = None
         # True once the inter-pod state exists: from then on placements update it and a pod's labels
         # matter to the rules of others.
@@ -101,34 +147,63 @@ class Session:
         # minResources of admitted groups not yet running: promised capacity enqueue must respect.
         self.inqueue = np.zeros(r, dtype=np.int64)
         self.queue_inqueue: dict[str, Vector] = {}
-        for key in self.admitted:
-            g = snapshot.groups[key]
-            if g.phase == "Inqueue":
-                self._promise(g)
+        self._promise([snapshot.groups[k] for k in self.admitted if snapshot.groups[k].phase == "Inqueue"])
         for p in self.plugins:
             p.open(self)
 
-    def _promise(self, g: PodGroup) -> None:
-        # Volcano reserves minResources less what the group already holds.
-        v = self.snapshot.index.vector(g.min_resources)
-        for uid in self.snapshot.members.get(g.key, ()):
-            if self.snapshot.pods[uid].holds_resources or uid in self.plans:
-                v -= self.vector(uid)
-        v = np.maximum(v, 0)
-        self.inqueue += v
-        self.queue_inqueue[g.queue] = self.queue_inqueue.get(g.queue, np.zeros_like(v)) + v
+    def _promise(self, groups: Sequence[PodGroup]) -> None:
+        """Add what ``groups`` are owed to ``inqueue`` and their queues' entries: Volcano reserves
+        minResources less what a group already holds. All at once (integer sums: the order of the
+        additions does not matter), as the session opens with every Inqueue group."""
+        if not groups:
+            return
+        snap = self.snapshot
+        if len(groups) == 1:  # a group admitted by this cycle's enqueue: one vector is cheaper
+            g = groups[0]
+            v = snap.index.vector(g.min_resources)
+            for uid in snap.members.get(g.key, ()):
+                if snap.pods[uid].holds_resources or uid in self.plans:
+                    v -= self.vector(uid)
+            np.maximum(v, 0, out=v)
+            self.inqueue += v
+            held = self.queue_inqueue.get(g.queue)
+            self.queue_inqueue[g.queue] = v if held is None else held + v
+            return
+        owed = snap.index.matrix([g.min_resources for g in groups])
+        for i, g in enumerate(groups):
+            for uid in snap.members.get(g.key, ()):
+                if snap.pods[uid].holds_resources or uid in self.plans:
+                    owed[i] -= self.vector(uid)
+        np.maximum(owed, 0, out=owed)
+        self.inqueue += owed.sum(axis=0)
+        by_queue: dict[str, list[int]] = {}
+        for i, g in enumerate(groups):
+            by_queue.setdefault(g.queue, []).append(i)
+        for q, rows in by_queue.items():
+            add = owed[rows].sum(axis=0)
+            self.queue_inqueue[q] = add if q not in self.queue_inqueue else self.queue_inqueue[q] + add
 
     def admit(self, g: PodGroup) -> None:
         self.admitted.add(g.key)
         self.result.admitted.add(g.key)
-        self._promise(g)
+        self._promise((g,))
 
     # --- per-pod helpers --------------------------------------------------------------------------
     def vector(self, uid: PodUID) -> Vector:
+        """The request vector of pod ``uid`` (read-only)."""
         v = self._vectors.get(uid)
         if v is None:
-            v = self._vectors[uid] = self.snapshot.index.vector(self.snapshot.pods[uid].requests)
+            v = self._vectors[uid] = self.snapshot.request(uid)
         return v
+
+    def negative_request(self, uid: PodUID) -> bool:
+        """Whether pod ``uid`` requests a negative amount of something (no valid pod does)."""
+        if self._negative is None:
+            rows = set(np.flatnonzero((self.snapshot.requests < 0).any(axis=1)).tolist())
+            self._negative = {u for u, r in self.snapshot.request_row.items() if r in rows}
+        if uid in self.snapshot.request_row:
+            return uid in self._negative
+        return bool((self.vector(uid) < 0).any())
 
     def pod_mask(self, p: Pod) -> fit.Mask:
         """Nodes ``p`` may use apart from resources and other pods: its constraints, less the nodes
@@ -147,34 +222,51 @@ class Session:
     def static_mask(self, c: NodeConstraints) -> fit.Mask:
         m = self._masks.get(c)
         if m is None:
-            m = self._masks[c] = fit.static_mask(c, self.snapshot.nodes)
+            m = self._masks[c] = fit.static_mask(c, self.snapshot.nodes, self.snapshot.topology)
         return m
 
     def fit_mask(self, request: Vector) -> fit.Mask:
         """Nodes whose free capacity now covers ``request`` (read-only: callers must not modify it)."""
         key = request.tobytes()
         cached = self._fit_masks.get(key)
-        end = len(self._touched)
+        end = self._clock
         if cached is None or self._stale(cached[1]):
             mask = fit.fits(self.free, request)
         else:
             mask, start = cached
             if start < end:
-                rows = self._touched_since(start)
-                mask[rows] = (self.free[rows] >= request).all(axis=1)
+                rows, free = self._touched_since(start)
+                mask[rows] = fit.fits(free, request)
         self._fit_masks[key] = (mask, end)
         return mask
 
-    def _touched_since(self, start: int) -> Rows:
-        return np.unique(np.asarray(self._touched[start:], dtype=np.intp))
+    def _touched_since(self, start: int) -> tuple[Rows, npt.NDArray[np.int64]]:
+        """Rows changed after clock ``start``, and their free capacity now (the fit mask and the scores of
+        a request usually ask in turn for the same ``start``: the last answer is kept)."""
+        last = self._rows_since
+        if last is not None and last[0] == start and last[1] == self._clock:
+            return last[2], last[3]
+        rows = np.flatnonzero(self._row_clock > start)
+        free = self.free[rows]
+        self._rows_since = (start, self._clock, rows, free)
+        return rows, free
 
     def _stale(self, since: int) -> bool:
-        # Past this many changed rows a full recompute is cheaper than indexing them.
-        return (len(self._touched) - since) * 8 > len(self.snapshot.nodes)
+        # Past this many changed rows a full recompute is cheaper than indexing them (a changed row costs
+        # a few times what a row of a full pass does; a call costs tens of rows).
+        if (self._clock - since) * 4 <= len(self.snapshot.nodes):
+            return False  # fewer changes than that, let alone changed rows
+        return len(self._touched_since(since)[0]) * 4 > len(self.snapshot.nodes)
 
     def touched(self, node: int) -> None:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
-        self._touched.append(node)
+        self._clock += 1
+        self._row_clock[node] = self._clock
+
+    def touched_rows(self, nodes: Sequence[int]) -> None:
+        """Record that these rows of ``free`` changed (one change each)."""
+        self._clock += len(nodes)
+        self._row_clock[nodes] = self._clock
 
     # --- rules that look at other pods ----------------------------------------------------------------
     @property
@@ -231,21 +323,36 @@ class Session:
 
     # --- tier rules -------------------------------------------------------------------------------
     def job_key(self, g: PodGroup) -> tuple[Any, ...]:
+        if self._static_job_order:
+            cached = self._job_keys.get(g.key)
+            if cached is not None:
+                return cached
         key: list[Any] = []
         for p in self._hooked["job_order"]:
             k = p.job_order(self, g)
             if k is not None:
                 key.extend(k)
         # Deterministic tie-break: creation time, then namespace/name (Volcano: creation, then UID).
-        return (*key, g.created, g.namespace, g.name)
+        out = (*key, g.created, g.namespace, g.name)
+        if self._static_job_order:
+            self._job_keys[g.key] = out
+        return out
 
     def queue_key(self, q: Queue) -> tuple[Any, ...]:
+        used = self.queue_used.get(q.name)
+        if self.local_queue_order:
+            cached = self._queue_keys.get(q.name)
+            if cached is not None and cached[0] is used:
+                return cached[1]
         key: list[Any] = []
         for p in self._hooked["queue_order"]:
             k = p.queue_order(self, q)
             if k is not None:
                 key.extend(k)
-        return (*key, q.name)
+        out = (*key, q.name)
+        if self.local_queue_order:
+            self._queue_keys[q.name] = (used, out)
+        return out
 
     def enqueue_reject(self, g: PodGroup) -> str | None:
         for p in self._hooked["enqueue"]:
@@ -272,31 +379,77 @@ class Session:
     def scores(self, request: Vector) -> Scores:
         """Summed plugin scores per node for ``request`` (read-only: callers must not modify it)."""
         if not self._cache_scores:
-            return self._sum_scores(request, None)
+            return self._sum_scores(request, self.free, None)
         key = request.tobytes()
         cached = self._scores.get(key)
-        end = len(self._touched)
+        end = self._clock
         if cached is None or self._stale(cached[1]):
-            total = self._sum_scores(request, None)
+            total = self._sum_scores(request, self.free, None)
         else:
             total, start = cached
             if start < end:
-                rows = self._touched_since(start)
-                total[rows] = self._sum_scores(request, rows)
+                rows, free = self._touched_since(start)
+                total[rows] = self._sum_scores(request, free, rows)
         self._scores[key] = (total, end)
         return total
 
-    def _sum_scores(self, request: Vector, rows: Rows | None) -> Scores:
-        # Summed in plugin order from zero, for all rows or a subset alike: the same floats either way.
-        total = np.zeros(len(self.snapshot.nodes) if rows is None else len(rows), dtype=np.float64)
-        for p in self._scorers:
-            s = (
-                p.node_score(self, request, self.free)
-                if rows is None
-                else p.node_score(self, request, self.free, rows)
-            )
-            if s is not None:
-                total += s
+    def fraction(
+        self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None, column: int
+    ) -> Scores:
+        """Per node (``rows``, or every node, with ``free`` as in :meth:`Plugin.node_score`), the share of
+        its allocatable ``column`` in use once the pod is on it: ``(allocatable - free + request) /
+        allocatable`` clipped to [0, 1], an allocatable of 0 dividing by 1. What nodeorder's and binpack's
+        scores are made of; within one scoring pass it is computed once for all of them (read-only)."""
+        memo = self._fractions
+        if memo is not None and memo[0] is free and memo[1] is rows and memo[2] is request:
+            hit = memo[3].get(column)
+            if hit is not None:
+                return hit
+        columns = self._alloc_columns.get(column)
+        if columns is None:
+            alloc = self.snapshot.alloc[:, column].astype(np.float64)
+            columns = self._alloc_columns[column] = (alloc, np.where(alloc > 0, alloc, 1.0))
+        alloc, safe = columns
+        if rows is not None:
+            alloc, safe = alloc[rows], safe[rows]
+        # In-place ufuncs rather than clip(): the same floats, fewer calls (this runs for every placement).
+        f = alloc - free[:, column]
+        f += request[column]
+        f /= safe
+        np.maximum(f, 0.0, out=f)
+        np.minimum(f, 1.0, out=f)
+        if memo is not None and memo[0] is free and memo[1] is rows and memo[2] is request:
+            memo[3][column] = f
+        return f
+
+    def scores_at(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows) -> Scores:
+        """Summed scores nodes ``rows`` would get for ``request`` with ``free`` free (row ``i`` for node
+        ``rows[i]``; only when every scorer is row-local, see :attr:`batchable`): bit-for-bit what
+        :meth:`scores` gives those nodes once their free capacity is that."""
+        return self._sum_scores(request, free, rows)
+
+    def _sum_scores(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None) -> Scores:
+        # Summed in plugin order from zero, for all rows or a subset alike: the same floats either way
+        # (the first term plus 0.0 is zero plus it, in one call).
+        total: Scores | None = None
+        self._fractions = (free, rows, request, {})
+        try:
+            for p in self._scorers:
+                s = (
+                    p.node_score(self, request, free)
+                    if rows is None
+                    else p.node_score(self, request, free, rows)
+                )
+                if s is None:
+                    continue
+                if total is None:
+                    total = s + 0.0
+                else:
+                    total += s
+        finally:
+            self._fractions = None
+        if total is None:
+            total = np.zeros(len(free), dtype=np.float64)
         return total
 
     # --- tentative placement ------------------------------------------------------------------------
@@ -315,11 +468,33 @@ class Statement:
         v = self.ssn.vector(uid)
         self.ssn.free[node] -= v
         self.ssn.touched(node)
-        self.ssn.queue_used[queue] = self.ssn.queue_used.get(queue, np.zeros_like(v)) + v
+        used = self.ssn.queue_used.get(queue)
+        self.ssn.queue_used[queue] = v.copy() if used is None else used + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         if self.ssn.rules_active:
             self.ssn._placed(uid, node, 1)
         self.ops.append((uid, node, queue))
+
+    def place_run(self, uids: Sequence[PodUID], nodes: Sequence[int], queue: str) -> None:
+        """``place`` for each (uid, node) pair, for pods of one request vector (a run of a gang's
+        identical pods): the same state, with one update of the queue's usage."""
+        ssn = self.ssn
+        v = ssn.vector(uids[0])
+        # A gang's copies often share a node: one update per distinct node.
+        copies: dict[int, int] = {}
+        for node in nodes:
+            copies[node] = copies.get(node, 0) + 1
+        for node, count in copies.items():
+            ssn.free[node] -= v if count == 1 else count * v
+        ssn.touched_rows(nodes)
+        used = ssn.queue_used.get(queue)
+        ssn.queue_used[queue] = len(uids) * v if used is None else used + len(uids) * v
+        table = ssn.snapshot.nodes
+        for uid, node in zip(uids, nodes, strict=True):
+            ssn.plans[uid] = table[node].name
+            if ssn.rules_active:
+                ssn._placed(uid, node, 1)
+            self.ops.append((uid, node, queue))
 
     def discard(self) -> None:
         for uid, node, queue in reversed(self.ops):

@@ -316,7 +316,7 @@ def _missing(job: Job, pods: Sequence[PodView]) -> list[tuple[TaskSpec, int]]:
 
 
 def _count(pods: Sequence[PodView], killed: set[str], created: Sequence[PodView]) -> Counts:
-    n = {ph: 0 for ph in PodPhase}
+    n = dict.fromkeys(PodPhase, 0)
     terminating = 0
     task_succeeded: dict[str, int] = {}
     for p in pods:

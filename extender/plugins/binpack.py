@@ -57,10 +57,8 @@ class BinpackPlugin(Plugin):
                 raise ConfigError(f"plugin binpack: {key} must not be negative")
 
     def open(self, ssn: Session) -> None:
-        # Per cycle, not per pod: allocatable as floats, a divisor safe from zero, and the weighted columns.
-        alloc = ssn.snapshot.alloc.astype(np.float64)
-        self._alloc = alloc
-        self._safe = np.where(alloc > 0, alloc, 1.0)
+        # Per cycle, not per pod: the weighted columns (each node's fraction of one comes from the session,
+        # shared with nodeorder within a scoring pass).
         names = ssn.snapshot.index.names
         self._weighted = [(i, float(self.weights[n])) for i, n in enumerate(names) if self.weights.get(n, 0)]
 
@@ -78,11 +76,11 @@ class BinpackPlugin(Plugin):
             return None
         # A weighted sum column by column (not a matrix product, whose rounding may depend on how many
         # rows there are), so one row's score is the same computed alone or with all the others.
-        dot = np.zeros(len(free) if rows is None else len(rows), dtype=np.float64)
-        for i, w in cols:
-            if rows is None:
-                alloc, safe, used = self._alloc[:, i], self._safe[:, i], free[:, i]
-            else:
-                alloc, safe, used = self._alloc[rows, i], self._safe[rows, i], free[rows, i]
-            dot += np.clip((alloc - used + request[i]) / safe, 0.0, 1.0) * w
-        return np.asarray(self.weight * dot / sum(w for _, w in cols) * 100, dtype=np.float64)
+        dot = ssn.fraction(request, free, rows, cols[0][0]) * cols[0][1]  # zeros + it: the same sum
+        for i, w in cols[1:]:
+            dot += ssn.fraction(request, free, rows, i) * w
+        if self.weight != 1:  # 1 * x is x: the default weight skips a call
+            np.multiply(self.weight, dot, out=dot)
+        dot /= sum(w for _, w in cols)
+        dot *= 100
+        return dot

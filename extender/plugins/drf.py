@@ -22,6 +22,8 @@ from extender.framework.session import Session
 
 class DrfPlugin(Plugin):
     name = "drf"
+    # Shares of what groups held when the cycle opened.
+    static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         parse_arguments(self.name, arguments, {})
@@ -35,10 +37,11 @@ class DrfPlugin(Plugin):
         shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
         self._shares = {}
         for key, uids in snap.members.items():
-            held = np.zeros(len(snap.index), dtype=np.int64)
-            for u in uids:
-                if snap.pods[u].holds_resources:
-                    held += ssn.vector(u)
+            holding = [u for u in uids if snap.pods[u].holds_resources]
+            if not holding:
+                self._shares[key] = 0.0  # what nothing held comes to, without the arithmetic
+                continue
+            held = snap.request_sum(holding)
             self._shares[key] = float((held / total)[shared].max(initial=0.0))
 
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[float]:

@@ -22,6 +22,8 @@ from extender.framework.session import Session
 
 class GangPlugin(Plugin):
     name = "gang"
+    # Whether the group runs: its phase as the snapshot has it.
+    static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         parse_arguments(self.name, arguments, {})

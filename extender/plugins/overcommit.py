@@ -34,14 +34,18 @@ class OvercommitPlugin(Plugin):
         if not (isfinite(self.factor) and self.factor >= 1.0):
             raise ValueError(f"plugin overcommit: overcommit-factor {self.factor} must be >= 1.0")
 
+    def open(self, ssn: Session) -> None:
+        # What the snapshot fixes for the cycle, summed once rather than over every node for every group.
+        snap = ssn.snapshot
+        self._room = (snap.alloc.sum(axis=0) * self.factor).astype(np.int64)
+        self._used = snap.used.sum(axis=0) + snap.reserved.sum(axis=0)
+
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
         snap = ssn.snapshot
         want = snap.index.vector(group.min_resources)
         if not want.any():
             return None
-        total = snap.alloc.sum(axis=0)
-        used = snap.used.sum(axis=0) + snap.reserved.sum(axis=0)
-        idle = (total * self.factor).astype(np.int64) - used - ssn.inqueue
+        idle = self._room - self._used - ssn.inqueue
         short = want > idle
         if not short.any():
             return None

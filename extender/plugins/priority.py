@@ -18,6 +18,8 @@ from extender.framework.session import Session
 
 class PriorityPlugin(Plugin):
     name = "priority"
+    # The group's priority class, else its pods' priorities: fixed for the cycle.
+    static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         parse_arguments(self.name, arguments, {})

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from extender.core.model import PodGroup, Queue
+from extender.core.model import PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
@@ -29,11 +30,16 @@ _UNLIMITED = np.iinfo(np.int64).max // 4
 
 class ProportionPlugin(Plugin):
     name = "proportion"
+    # A queue's share and its capability check read only its own usage (plus the request).
+    local_queue_order = True
+    additive_allocatable = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         parse_arguments(self.name, arguments, {})
         self.deserved: dict[str, Vector] = {}
         self.capability: dict[str, Vector] = {}
+        self._shared: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
+        self._share_of: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {}
 
     def _cap(self, ssn: Session, q: Queue) -> Vector:
         cap = np.full(len(ssn.snapshot.index), _UNLIMITED, dtype=np.int64)
@@ -50,13 +56,13 @@ class ProportionPlugin(Plugin):
         for qn, held in snap.queue_held.items():
             if qn in request:
                 request[qn] += held
+        waiting: dict[str, list[PodUID]] = {}
         for key, uids in snap.members.items():
             qn = snap.groups[key].queue
-            if qn not in request:
-                continue
-            for u in uids:
-                if snap.pods[u].waiting:
-                    request[qn] += ssn.vector(u)
+            if qn in request:
+                waiting.setdefault(qn, []).extend(u for u in uids if snap.pods[u].waiting)
+        for qn, us in waiting.items():
+            request[qn] += snap.request_sum(us)
         self.capability = {q.name: self._cap(ssn, q) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
         deserved = {q: np.zeros(r, dtype=np.float64) for q in request}
@@ -83,18 +89,23 @@ class ProportionPlugin(Plugin):
                 if name in snap.index.names:
                     vec[snap.index.names.index(name)] = amount
             self.deserved[q] = vec
+        # Shares are over cpu, memory and extended resources, not the pods slot (as Volcano's): per queue,
+        # the columns its share is taken over (deserved > 0) and their deserved amounts, found once.
+        self._shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
+        self._share_of = {}
+        for q, amounts in self.deserved.items():
+            cols = np.flatnonzero((amounts > 0) & self._shared)
+            self._share_of[q] = (cols, amounts[cols])
 
     def queue_order(self, ssn: Session, queue: Queue) -> tuple[float]:
-        d = self.deserved.get(queue.name)
+        share_of = self._share_of.get(queue.name)
         used = ssn.queue_used.get(queue.name)
-        if d is None or used is None:
+        if share_of is None or used is None:
             return (0.0,)
-        # Shares are over cpu, memory and extended resources, not the pods slot (as Volcano's).
-        shared = np.array([n != "pods" for n in ssn.snapshot.index.names], dtype=np.bool_)
-        mask = (d > 0) & shared
-        if not mask.any():
-            return (0.0 if not used[shared].any() else 1.0,)
-        return (float((used[mask] / d[mask]).max()),)
+        cols, deserved = share_of
+        if not len(cols):
+            return (0.0 if not used[self._shared].any() else 1.0,)
+        return (float(np.maximum.reduce(used[cols] / deserved)),)
 
     def _over(self, ssn: Session, queue: Queue, total: Vector) -> str | None:
         cap = self.capability.get(queue.name)
@@ -113,11 +124,12 @@ class ProportionPlugin(Plugin):
         queue = ssn.snapshot.queues.get(group.queue)
         if queue is None:
             return None
-        want = ssn.snapshot.index.vector(group.min_resources)
-        held = ssn.queue_used.get(queue.name, np.zeros_like(want))
-        promised = ssn.queue_inqueue.get(queue.name, np.zeros_like(want))
-        return self._over(ssn, queue, held + promised + want)
+        total = ssn.snapshot.index.vector(group.min_resources)
+        for part in (ssn.queue_used.get(queue.name), ssn.queue_inqueue.get(queue.name)):
+            if part is not None:
+                total += part
+        return self._over(ssn, queue, total)
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
-        held = ssn.queue_used.get(queue.name, np.zeros_like(request))
-        return self._over(ssn, queue, held + request)
+        held = ssn.queue_used.get(queue.name)
+        return self._over(ssn, queue, request if held is None else held + request)

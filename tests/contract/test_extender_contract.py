@@ -69,14 +69,13 @@ def make_scheduler(
     state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     if watched:
         state.cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
-    sched = Scheduler(
+    return Scheduler(
         state,
         load_conf(),
         executor or FakeExecutor(),  # type: ignore[arg-type]
         settings=LoopSettings(seen_timeout=0.05, resync=0.05),
         ready=lambda: ready,
     )
-    return sched
 
 
 def app_for(sched: Scheduler, **kw: Any) -> web.Application:

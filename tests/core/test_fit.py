@@ -6,11 +6,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from extender.core import fit
-from extender.core.model import NodeConstraints, Taint, Toleration
+from extender.core.model import Node, NodeConstraints, Requirement, Taint, Toleration
 from extender.core.parse import node_constraints, parse_node
 from extender.core.resources import ResourceIndex
+from extender.core.topology import TopologyIndex
 from tests.core.builders import GPU, node, pod, podgroup, run
 
 NO_SCHEDULE = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
@@ -207,6 +210,68 @@ def test_static_mask_and_summary() -> None:
     )
     assert fit.summarize_static(NodeConstraints(), nodes[:1]) == "no nodes"
     assert fit.static_mask(c, []).shape == (0,)
+
+
+LABELS = st.dictionaries(
+    st.sampled_from(["zone", "disk", "rank"]), st.sampled_from(["a", "b", "1", "7"]), max_size=3
+)
+TAINTS = st.lists(
+    st.builds(
+        Taint,
+        key=st.sampled_from(["dedicated", "spot"]),
+        value=st.sampled_from(["", "x"]),
+        effect=st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]),
+    ),
+    max_size=2,
+).map(tuple)
+NODES = st.lists(
+    st.builds(
+        lambda i, labels, taints, cordoned: Node(
+            name=f"n{i}", allocatable={}, labels=labels, taints=taints, unschedulable=cordoned
+        ),
+        st.integers(0, 9),
+        LABELS,
+        TAINTS,
+        st.booleans(),
+    ),
+    max_size=12,
+)
+REQUIREMENTS = st.builds(
+    Requirement,
+    key=st.sampled_from(["zone", "disk", "rank", "metadata.name"]),
+    operator=st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bogus"]),
+    values=st.lists(st.sampled_from(["a", "b", "1", "7", "n3"]), max_size=2).map(tuple),
+    field=st.booleans(),
+)
+CONSTRAINTS = st.builds(
+    NodeConstraints,
+    node_selector=st.lists(
+        st.tuples(st.sampled_from(["zone", "disk"]), st.sampled_from(["a", "b"])), max_size=2
+    ).map(tuple),
+    affinity_terms=st.none() | st.lists(st.lists(REQUIREMENTS, max_size=2).map(tuple), max_size=3).map(tuple),
+    tolerations=st.lists(
+        st.builds(
+            Toleration,
+            key=st.sampled_from(["", "dedicated", "spot"]),
+            operator=st.sampled_from(["Equal", "Exists"]),
+            value=st.sampled_from(["", "x"]),
+            effect=st.sampled_from(["", "NoSchedule", "NoExecute"]),
+        ),
+        max_size=2,
+    ).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NODES, CONSTRAINTS)
+def test_static_mask_over_the_index_equals_the_per_node_reasons(
+    nodes: list[Node], c: NodeConstraints
+) -> None:
+    """The array form (label requirements decided per distinct value, taints per distinct list) keeps
+    exactly the nodes static_reason keeps."""
+    expected = [fit.static_reason(c, n) is None for n in nodes]
+    assert fit.static_mask(c, nodes, TopologyIndex(nodes)).tolist() == expected
+    assert fit.static_mask(c, nodes).tolist() == expected
 
 
 @pytest.mark.parametrize(

@@ -204,3 +204,31 @@ def test_inter_pod_counts_always_equal_a_fresh_count(
         for kept, recounted in state.recount().values():
             assert np.array_equal(kept, recounted)
         assert state.holds_terms == fresh.holds_terms
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 63), st.integers(1, 4)), min_size=1, max_size=6),
+    st.sampled_from(range(len(CONFS))),
+)
+def test_hypothetical_rows_score_as_the_nodes_will(steps: list[tuple[int, int, int]], which: int) -> None:
+    """Scoring a node's free capacity less j copies of a request (how a batch looks ahead) gives
+    bit-for-bit the score the node gets once the j copies are placed."""
+    nodes = [
+        node(f"n{i:02d}", cpu=str(2 + i % 5), memory=f"{4 + i % 3}Gi", gpus=4 * (i % 2)) for i in range(64)
+    ]
+    sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
+    pods = [pod(f"p{i}-{k}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes) for k in range(4)]
+    ssn = Session(snapshot(nodes, pods), conf_of(CONFS[which]).tiers())
+    stmt = ssn.statement()
+    for probe, row, copies in steps:
+        req = ssn.vector(PodUID(f"p{probe}-0"))
+        rows = np.full(copies, row, dtype=np.intp)
+        ahead = ssn.free[rows] - np.arange(1, copies + 1, dtype=np.int64)[:, None] * req
+        expected = ssn.scores_at(req, ahead, rows)
+        for k in range(copies):
+            uid = PodUID(f"p{probe}-{k}")
+            if uid in ssn.plans:
+                return  # that pod was placed by an earlier step
+            stmt.place(uid, row, "default")
+            assert ssn.scores(req)[row] == expected[k]

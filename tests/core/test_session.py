@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from extender.core import fit
 from extender.core.model import PodUID
 from extender.framework.session import Session
-from tests.core.builders import gang, node, pod, replay, snapshot
+from tests.core.builders import conf_of, gang, node, pod, replay, snapshot
+from tests.core.test_batch import CONFS, random_cluster
 
 NODES = [node(f"n{i}", cpu=str(1 + i % 3), memory=f"{1 + i % 2}Gi", pods=3) for i in range(6)]
 SIZES = [("100m", "128Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "256Mi")]
@@ -71,3 +72,34 @@ def test_free_counts_bound_and_planned_pods() -> None:
     assert snap.free[0].tolist()[:1] == [1000]
     ssn = Session(snap, [[]])
     assert int(ssn.queue_used["default"][0]) == 3000  # bound + planned pods of the queue
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(range(len(CONFS))))
+def test_cached_queue_and_job_keys_change_nothing(seed: int, which: int) -> None:
+    """Queue keys kept while their queue's usage stands, and job keys computed once per group, give the
+    cycle every key computing them afresh each time gives."""
+    conf = conf_of(CONFS[which])
+    results = []
+    for cached in (True, False):
+        ssn = Session(random_cluster(seed), conf.tiers(), cache_keys=cached)
+        for act in conf.actions:
+            act(ssn)
+        results.append(ssn.result)
+    assert list(results[0].placements.items()) == list(results[1].placements.items())
+    assert results[0].unschedulable == results[1].unschedulable
+
+
+def test_queue_keys_follow_the_queue_usage() -> None:
+    pg, pods = gang("g", 3)
+    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), conf_of(None).tiers())
+    q = ssn.snapshot.queues["default"]
+    before = ssn.queue_key(q)
+    stmt = ssn.statement()
+    stmt.place(PodUID("g-0"), 0, "default")
+    after = ssn.queue_key(q)
+    assert after != before
+    fresh = [k for p in ssn.plugins if (k := p.queue_order(ssn, q)) is not None]
+    assert after == (*(x for k in fresh for x in k), "default")
+    stmt.discard()
+    assert ssn.queue_key(q) == before

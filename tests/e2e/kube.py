@@ -29,7 +29,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 T = TypeVar("T")
 
-_JSON_TYPES = {status: "object" for status in (200, 201, 202)}
+_JSON_TYPES = dict.fromkeys((200, 201, 202), "object")
 
 
 def now_rfc3339() -> str:

@@ -159,3 +159,92 @@ def test_nodeorder_accepts_volcano_weights() -> None:
     load_conf(conf_with("nodeorder", arguments={"nodeorder": {f"{n}.weight": 2 for n in names}}))
     with pytest.raises(ConfigError, match="plugin nodeorder: unknown argument 'leastrequested'"):
         NodeorderPlugin({"leastrequested": 1})
+
+
+def _reference(plugin: Any, ssn: Any, req: np.ndarray, free: np.ndarray) -> np.ndarray | None:
+    """The scores as the formulas read, written the plain way (clip, mean over a two-column matrix)."""
+    alloc = ssn.snapshot.alloc.astype(np.float64)
+    safe = np.where(alloc > 0, alloc, 1.0)
+    frac = np.clip((alloc - free + req) / safe, 0.0, 1.0)
+    if isinstance(plugin, NodeorderPlugin):
+        score = np.zeros(len(free))
+        score += plugin.least * (1.0 - frac[:, :2]).mean(axis=1) * 100
+        score += plugin.most * frac[:, :2].mean(axis=1) * 100
+        score += plugin.balanced * (1.0 - np.abs(frac[:, 0] - frac[:, 1])) * 100
+        return score
+    names = ssn.snapshot.index.names
+    cols = [
+        (i, float(plugin.weights[n])) for i, n in enumerate(names) if plugin.weights.get(n, 0) and req[i] > 0
+    ]
+    if not cols:
+        return None
+    dot = np.zeros(len(free))
+    for i, w in cols:
+        dot += frac[:, i] * w
+    return np.asarray(plugin.weight * dot / sum(w for _, w in cols) * 100)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_scores_are_the_formula_bit_for_bit_for_any_rows(seed: int) -> None:
+    """The in-place, shared-fraction arithmetic gives exactly the plain formula's floats, for all nodes,
+    for some rows, and for hypothetical rows (a node less some copies of the request, rows repeated)."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        node(
+            f"n{i}",
+            cpu=str(rng.integers(0, 9)),
+            memory=f"{rng.integers(0, 9)}Gi",
+            gpus=int(rng.integers(0, 3)),
+        )
+        for i in range(12)
+    ]
+    used = [
+        pod(
+            f"u{i}",
+            cpu=f"{rng.integers(0, 4000)}m",
+            memory=f"{rng.integers(0, 4)}Gi",
+            node=f"n{i}",
+            phase="Running",
+        )
+        for i in range(12)
+        if rng.random() < 0.7
+    ]
+    probe = pod(
+        "r", cpu=f"{rng.integers(0, 3000)}m", memory=f"{rng.integers(0, 3)}Gi", gpus=int(rng.integers(0, 2))
+    )
+    plugins = [
+        NodeorderPlugin(
+            {
+                "leastrequested.weight": int(rng.integers(0, 3)),
+                "mostrequested.weight": int(rng.integers(0, 3)),
+            }
+        ),
+        BinpackPlugin(
+            {
+                "binpack.weight": int(rng.integers(1, 4)),
+                "binpack.cpu": int(rng.integers(0, 3)),
+                "binpack.resources": GPU,
+            }
+        ),
+    ]
+    ssn = session(plugins, nodes, [*used, probe])
+    req = ssn.vector(ssn.snapshot.pods["r"].uid)
+    free = ssn.free
+    rows = rng.integers(0, 12, 20).astype(np.intp)
+    ahead = free[rows] - rng.integers(0, 3, 20)[:, None] * req
+    for plugin in plugins:
+        expected = _reference(plugin, ssn, req, free)
+        got = plugin.node_score(ssn, req, free)
+        if expected is None:
+            assert got is None
+            continue
+        assert got is not None and got.tobytes() == expected.tobytes()
+        some = plugin.node_score(ssn, req, free[rows], rows)
+        assert some is not None and some.tobytes() == expected[rows].tobytes()
+        several = plugin.node_score(ssn, req, ahead, rows)
+        assert several is not None
+        for k, (r, f) in enumerate(zip(rows, ahead, strict=True)):
+            then = free.copy()
+            then[r] = f
+            reference = _reference(plugin, ssn, req, then)
+            assert reference is not None and several[k] == reference[r]
