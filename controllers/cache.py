@@ -35,7 +35,14 @@ from extender.core.model import (
     group_key,
 )
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
-from extender.core.snapshot import NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
+from extender.core.snapshot import (
+    Aside,
+    NodeTable,
+    Snapshot,
+    build_node_table,
+    build_snapshot,
+    pod_group_key,
+)
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -437,8 +444,11 @@ class ClusterCache:
         pods: list[Pod],
         podgroups: list[PodGroup],
         refused: Mapping[PodUID, frozenset[str]] | None = None,
+        aside: Sequence[Aside] = (),
     ) -> Snapshot:
         wanted: set[str] = set()
+        for a in aside:
+            wanted.update(a.waiting, a.owed)
         for p in pods:
             if p.waiting:
                 wanted.update(p.requests)
@@ -460,17 +470,22 @@ class ClusterCache:
             refused=refused,
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
             residents=self._pods.values(),
+            aside=aside,
         )
 
     def snapshot(
-        self, work: set[GroupKey], refused: Mapping[PodUID, frozenset[str]] | None = None
+        self,
+        work: set[GroupKey] | frozenset[GroupKey],
+        refused: Mapping[PodUID, frozenset[str]] | None = None,
+        aside: Sequence[Aside] = (),
     ) -> Snapshot:
         """What a scheduling cycle needs: the groups in ``work`` with all their pods, over the ledger's
-        running totals."""
+        running totals and what the groups left out weigh (``aside``)."""
         return self._build(
             [self._pods[u] for k in work for u in self._members.get(k, ())],
             [self._podgroups[k] for k in work if k in self._podgroups],
             refused,
+            aside,
         )
 
     def status_snapshot(self) -> Snapshot:

@@ -111,11 +111,12 @@ class PendingSet:
         return frozenset(self._settled)
 
     def after_cycle(
-        self, looked_at: Iterable[GroupKey], short: Iterable[GroupKey], stale: set[GroupKey]
+        self, looked_at: Iterable[GroupKey], standing: Iterable[GroupKey], stale: set[GroupKey]
     ) -> None:
-        """A cycle looked at ``looked_at``; ``short`` are the groups it found short of room (they settle
-        unless still changing); ``stale`` had decisions dropped (see the scheduler) and go again."""
-        self._settled = {k for k in short if k not in stale and k not in self._fresh and self.unplanned(k)}
+        """A cycle looked at ``looked_at``; ``standing`` are the groups left waiting for a reason that
+        stands until something changes (short of room, refused admission): they settle unless they changed
+        meanwhile; ``stale`` had decisions dropped (see the scheduler) and go again."""
+        self._settled = {k for k in standing if k not in stale and k not in self._fresh and self.unplanned(k)}
         self._backlog.update(k for k in looked_at if self.unplanned(k))
         self._backlog.update(stale)
 

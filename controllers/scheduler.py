@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -27,11 +26,11 @@ from controllers.executor import BindError, Executor
 from controllers.state import ClusterState
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
-from extender.core.snapshot import Snapshot, pod_group_key
-from extender.framework.actions import NOT_ENOUGH_RESOURCES
+from extender.core.snapshot import Aside, Snapshot, pod_group_key
+from extender.framework.cycle import run_cycle
 from extender.framework.session import CycleResult, Session, Unschedulable
 from extender.framework.victims import refuse_victims
-from extender.plugins.registry import SchedulerConf, schedule
+from extender.plugins.registry import SchedulerConf
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +113,8 @@ class Scheduler:
         self.touched: dict[PodUID, str] = {}
         # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
         self.refused: dict[PodUID, frozenset[str]] = {}
+        # What each settled group weighs on its queue while it is left out of snapshots (see _prepare).
+        self.aside: dict[GroupKey, Aside] = {}
         self._cycled_at: tuple[int, int] = (-1, -1)
         # Set (and replaced) after every cycle: a filter waiting for its pod's plan awaits it.
         self._cycle_done = asyncio.Event()
@@ -136,31 +137,32 @@ class Scheduler:
         return (self.cache.version, self.ledger.plan_version)
 
     # --- cycle -------------------------------------------------------------------------------------
-    def _prepare(self) -> Snapshot:
-        """On the event loop: drain the changes and take an immutable snapshot of the work."""
-        snap = self.cache.snapshot(self._work(), dict(self.refused))
-        settled = self.pending.settled()
-        if settled:
-            snap = dataclasses.replace(snap, settled=frozenset(k for k in settled if k in snap.groups))
+    def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
+        """On the event loop: drain the changes and take an immutable snapshot of the work. Settled groups
+        (nothing changed since a cycle found them short of room or refused them) are left out, as the
+        totals they weigh on their queues: a cycle costs what changed, not the backlog."""
+        work = self._work()
+        left_out = frozenset(k for k in self.pending.settled() if k in self.aside)
+        snap = self.cache.snapshot(work - left_out, dict(self.refused), [self.aside[k] for k in left_out])
         self._cycled_at = self._versions()
         self._snapshot_version = self.cache.version
         self._cycling = True
-        return snap
+        return snap, left_out
 
     def cycle(self) -> None:
         """One whole cycle inline (tests, and ``ensure_fresh``); the loop runs :meth:`cycle_off_loop`."""
         t0 = time.perf_counter()
-        snap = self._prepare()
-        self._apply(snap, schedule(snap, self.conf), t0)
+        snap, left_out = self._prepare()
+        self._apply(snap, left_out, run_cycle(snap, self.conf, time.time()), t0)
 
     async def cycle_off_loop(self) -> None:
         """The cycle's pure part in a worker thread, so filters, webhooks and informers keep running
         meanwhile (numpy releases the GIL for most of it); its decisions are applied back here, minus
         any a newer event made stale (see :meth:`_apply`)."""
         t0 = time.perf_counter()
-        snap = self._prepare()
-        result = await asyncio.to_thread(schedule, snap, self.conf)
-        self._apply(snap, result, t0)
+        snap, left_out = self._prepare()
+        result = await asyncio.to_thread(run_cycle, snap, self.conf, time.time())
+        self._apply(snap, left_out, result, t0)
 
     def _stale_groups(self, snap: Snapshot, placements: Mapping[PodUID, str]) -> set[GroupKey]:
         """Groups whose placements must not be applied: one of their pods changed or went since the
@@ -188,7 +190,7 @@ class Scheduler:
                 stale.update(pod_group_key(snap.pods[u]) for u in uids)
         return stale
 
-    def _apply(self, snap: Snapshot, result: CycleResult, t0: float) -> None:
+    def _apply(self, snap: Snapshot, left_out: frozenset[GroupKey], result: CycleResult, t0: float) -> None:
         # Did anything happen while the pure part ran? Then some decisions may be stale, and what happened
         # still needs a cycle of its own: the versions of the snapshot stay recorded, so the loop runs again.
         external = self._cycled_at != self._versions()
@@ -207,12 +209,18 @@ class Scheduler:
         for key in result.admitted:
             if self.cache.set_group_phase(key, GroupPhase.INQUEUE):
                 self._admitted(key)
-        # Settled groups were not looked at: their reasons stand as the earlier cycle gave them.
-        reasons = {k: self.reasons[k] for k in snap.settled if k in self.reasons}
+        # Groups left out were not looked at: their reasons stand as the earlier cycle gave them.
+        reasons = {k: self.reasons[k] for k in left_out if k in self.reasons}
         reasons.update(result.unschedulable)
         self.reasons = reasons
-        short = [k for k, u in reasons.items() if u.reason == NOT_ENOUGH_RESOURCES]
-        self.pending.after_cycle(snap.groups, short, stale)
+        for key in snap.groups:
+            if key in result.aside:
+                self.aside[key] = result.aside[key]
+            else:
+                self.aside.pop(key, None)
+        self.pending.after_cycle(snap.groups, (k for k in left_out | result.aside.keys()), stale)
+        settled = self.pending.settled()
+        self.aside = {k: a for k, a in self.aside.items() if k in settled}
         self.stats.stale_groups += len(stale)
         if external:
             self.pending.wakeup.set()

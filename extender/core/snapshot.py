@@ -152,10 +152,9 @@ class Snapshot:
     # Namespace labels for namespaceSelector in pod affinity terms; None when not known (see
     # extender.core.selector for what is decided without them).
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
-    # Admitted groups found unplaceable (short of room) by an earlier cycle, with nothing changed since
-    # that could let them fit: allocate and backfill pass over them, keeping the cost of a cycle with
-    # the work that changed, not with a backlog (Volcano retries every job each session, its #5551).
-    settled: frozenset[GroupKey] = frozenset()
+    # What groups left out of this snapshot still weigh on their queues, summed per queue (see Aside).
+    aside_waiting: Mapping[str, Vector] = field(default_factory=dict)
+    aside_owed: Mapping[str, Vector] = field(default_factory=dict)
     # The request vector of each pod of ``pods``: row ``request_row[uid]`` of ``requests`` (read-only).
     requests: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     request_row: Mapping[PodUID, int] = field(default_factory=dict)
@@ -198,6 +197,20 @@ class Snapshot:
     def group_of(self, uid: PodUID) -> GroupKey | None:
         pod = self.pods.get(uid)
         return None if pod is None else pod_group_key(pod)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aside:
+    """What a group left out of a snapshot still weighs on its queue.
+
+    A cache leaves out groups an earlier cycle found short of room or refused admission, with nothing
+    changed since that could alter that (their settled state is the caller's to track): the cycle's cost
+    is then the work that changed, not the backlog (Volcano retries every job each session, its #5551).
+    Their queue's demand and the capacity promised to them still count, as these totals."""
+
+    queue: str
+    waiting: Mapping[str, int]  # requests of its waiting pods: part of its queue's demand (proportion)
+    owed: Mapping[str, int]  # admitted, not running: minResources less what it holds (enqueue's promise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +271,7 @@ def build_snapshot(
     refused: Mapping[PodUID, frozenset[str]] | None = None,
     residents: Iterable[Pod] | None = None,
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+    aside: Iterable[Aside] = (),
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -273,6 +287,7 @@ def build_snapshot(
     every one in ``pods``), whose node (``nodeName``, else its plan in ``plans``) places it for inter-pod
     affinity and topology spread. Without it those rules see the bound and planned pods among ``pods``.
     ``namespace_labels`` (namespace name -> labels) lets a pod affinity ``namespaceSelector`` be evaluated.
+    ``aside`` is what the groups such a cache leaves out still weigh (see :class:`Aside`).
     """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
@@ -350,6 +365,13 @@ def build_snapshot(
                 )
     else:
         queue_held = {q: index.vector(u) for q, u in queue_usage.items()}
+    aside_waiting: dict[str, Vector] = {}
+    aside_owed: dict[str, Vector] = {}
+    for a in aside:
+        for totals, amounts in ((aside_waiting, a.waiting), (aside_owed, a.owed)):
+            if amounts:
+                v = index.vector(amounts)
+                totals[a.queue] = v if a.queue not in totals else totals[a.queue] + v
     return Snapshot(
         nodes=table.nodes,
         index=index,
@@ -377,4 +399,6 @@ def build_snapshot(
         namespace_labels=namespace_labels,
         requests=requests,
         request_row=request_row,
+        aside_waiting=aside_waiting,
+        aside_owed=aside_owed,
     )

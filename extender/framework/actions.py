@@ -399,14 +399,9 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue, *, batch: bool = Tru
 def _admitted_by_queue(
     ssn: Session, wanted: Callable[[PodGroup], bool] | None = None
 ) -> dict[str, list[PodGroup]]:
-    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order. Settled groups
-    (see Snapshot.settled) are passed over: they place nothing, so leaving them out changes no share, no
-    order and no outcome. A group admitted in this very cycle is never settled."""
+    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order."""
     by_queue: dict[str, list[PodGroup]] = {}
-    settled = ssn.snapshot.settled
     for key in ssn.admitted:
-        if key in settled and key not in ssn.result.admitted:
-            continue
         g = ssn.snapshot.groups.get(key)
         if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
             by_queue.setdefault(g.queue, []).append(g)

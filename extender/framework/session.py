@@ -30,7 +30,7 @@ from extender.core import fit
 from extender.core.interpod import PodsOnNodes
 from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
-from extender.core.snapshot import Snapshot
+from extender.core.snapshot import Aside, Snapshot
 from extender.framework.plugin import Plugin, Rows, Scores
 
 
@@ -63,6 +63,8 @@ class CycleResult:
     unschedulable: dict[GroupKey, Unschedulable] = field(default_factory=dict)
     # Groups that got their whole gang planned in this cycle.
     ready: set[GroupKey] = field(default_factory=set)
+    # Groups left waiting for a reason that stands, with what they weigh while a cache leaves them out.
+    aside: dict[GroupKey, Aside] = field(default_factory=dict)
 
 
 def _overrides(plugin: Plugin, hook: str) -> bool:
@@ -78,10 +80,13 @@ class Session:
         *,
         cache_scores: bool = True,
         cache_keys: bool = True,
+        now: float = 0.0,
     ) -> None:
         """``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
-        computation (the caches are exact: the tests compare)."""
+        computation (the caches are exact: the tests compare). ``now``: the cycle's clock (seconds since
+        the epoch), for rules that look at time."""
         self.snapshot = snapshot
+        self.now = now
         self.tiers = tiers
         self.plugins = [p for tier in tiers for p in tier]
         # Per hook, the plugins the conf leaves it switched on for, in tier order.
@@ -148,6 +153,10 @@ class Session:
         self.inqueue = np.zeros(r, dtype=np.int64)
         self.queue_inqueue: dict[str, Vector] = {}
         self._promise([snapshot.groups[k] for k in self.admitted if snapshot.groups[k].phase == "Inqueue"])
+        # Groups the snapshot leaves out are still owed their promises.
+        for q, v in snapshot.aside_owed.items():
+            self.inqueue += v
+            self.queue_inqueue[q] = v.copy() if q not in self.queue_inqueue else self.queue_inqueue[q] + v
         for p in self.plugins:
             p.open(self)
 
@@ -160,11 +169,7 @@ class Session:
         snap = self.snapshot
         if len(groups) == 1:  # a group admitted by this cycle's enqueue: one vector is cheaper
             g = groups[0]
-            v = snap.index.vector(g.min_resources)
-            for uid in snap.members.get(g.key, ()):
-                if snap.pods[uid].holds_resources or uid in self.plans:
-                    v -= self.vector(uid)
-            np.maximum(v, 0, out=v)
+            v = self.owed(g)
             self.inqueue += v
             held = self.queue_inqueue.get(g.queue)
             self.queue_inqueue[g.queue] = v if held is None else held + v
@@ -182,6 +187,31 @@ class Session:
         for q, rows in by_queue.items():
             add = owed[rows].sum(axis=0)
             self.queue_inqueue[q] = add if q not in self.queue_inqueue else self.queue_inqueue[q] + add
+
+    def owed(self, g: PodGroup) -> Vector:
+        """What an admitted group is promised: its minResources less what its pods hold or are planned."""
+        snap = self.snapshot
+        v = snap.index.vector(g.min_resources)
+        for uid in snap.members.get(g.key, ()):
+            if snap.pods[uid].holds_resources or uid in self.plans:
+                v -= self.vector(uid)
+        np.maximum(v, 0, out=v)
+        return v
+
+    def aside(self, key: GroupKey) -> Aside:
+        """What group ``key`` weighs on its queue as the cycle ends, for a cache that leaves it out of later
+        snapshots while nothing about it changes (see :class:`extender.core.snapshot.Aside`)."""
+        snap = self.snapshot
+        g = snap.groups[key]
+        names = snap.index.names
+        waiting = snap.request_sum([u for u in snap.members.get(key, ()) if snap.pods[u].waiting])
+        promised = key in self.result.admitted or (key in self.admitted and g.phase == "Inqueue")
+        owed = self.owed(g) if promised else None
+        return Aside(
+            queue=g.queue,
+            waiting={n: int(waiting[i]) for i, n in enumerate(names) if waiting[i]},
+            owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
+        )
 
     def admit(self, g: PodGroup) -> None:
         self.admitted.add(g.key)

@@ -63,6 +63,9 @@ class ProportionPlugin(Plugin):
                 waiting.setdefault(qn, []).extend(u for u in uids if snap.pods[u].waiting)
         for qn, us in waiting.items():
             request[qn] += snap.request_sum(us)
+        for qn, v in snap.aside_waiting.items():  # groups the snapshot leaves out still ask
+            if qn in request:
+                request[qn] += v
         self.capability = {q.name: self._cap(ssn, q) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
         deserved = {q: np.zeros(r, dtype=np.float64) for q in request}

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from extender.core.errors import ConfigError
-from extender.core.snapshot import Snapshot
 from extender.framework.actions import resolve_actions
 from extender.framework.conf import DEFAULT_CONF, ConfSpec, parse_conf
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, Session
+from extender.framework.session import Session
 from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.conformance import ConformancePlugin
 from extender.plugins.drf import DrfPlugin
@@ -93,11 +92,3 @@ def load_conf(text: str | None = None) -> SchedulerConf:
             except ValueError as e:
                 raise ConfigError(str(e)) from None
     return SchedulerConf(spec=spec, actions=resolve_actions(spec.actions))
-
-
-def schedule(snapshot: Snapshot, conf: SchedulerConf) -> CycleResult:
-    """One scheduling cycle: every configured action, in order, against ``snapshot``."""
-    ssn = Session(snapshot, conf.tiers())
-    for act in conf.actions:
-        act(ssn)
-    return ssn.result

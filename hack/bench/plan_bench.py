@@ -2,7 +2,7 @@
 
 Builds a cluster of N nodes (plain cpu/memory nodes plus a GPU pool, some labelled, a few tainted or
 cordoned) and M Inqueue gangs of 1–8 pods (``--pods-per-gang``) with mixed cpu/memory/GPU requests across
-a few weighted queues, then times ``build_snapshot`` and one ``schedule()`` cycle with Volcano's default
+a few weighted queues, then times ``build_snapshot`` and one ``run_cycle()`` cycle with Volcano's default
 conf. ``--pending`` leaves the gangs Pending, so the cycle's enqueue admits them first; ``--one-by-one``
 places every pod by itself (the allocate and backfill actions with ``batch=False``), to compare;
 ``--repeat`` runs the snapshot and the cycle again (fresh each time) and reports the fastest.
@@ -34,8 +34,9 @@ from extender.core.model import (
 )
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework import actions
+from extender.framework.cycle import run_cycle
 from extender.framework.session import CycleResult, Session
-from extender.plugins.registry import SchedulerConf, load_conf, schedule
+from extender.plugins.registry import SchedulerConf, load_conf
 
 GiB = 2**30
 GPU = "nvidia.com/gpu"
@@ -126,9 +127,9 @@ def make_cluster(
     return nodes, pods, groups, queues
 
 
-def one_by_one(snap: Snapshot, conf: SchedulerConf) -> CycleResult:
-    """``schedule()`` with every pod placed by itself."""
-    ssn = Session(snap, conf.tiers())
+def one_by_one(snap: Snapshot, conf: SchedulerConf, now: float) -> CycleResult:
+    """``run_cycle()`` with every pod placed by itself."""
+    ssn = Session(snap, conf.tiers(), now=now)
     for act in conf.actions:
         if act in (actions.allocate, actions.backfill):
             act = functools.partial(act, batch=False)
@@ -142,7 +143,7 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
     phase = GroupPhase.PENDING if a.pending else GroupPhase.INQUEUE
     nodes, pods, groups, queues = make_cluster(n_nodes, n_gangs, a.seed, sizes, phase)
     conf = load_conf(None)
-    cycle_fn = one_by_one if a.one_by_one else schedule
+    cycle_fn = one_by_one if a.one_by_one else run_cycle
     snapshots: list[float] = []
     cycles: list[float] = []
     for run in range(a.repeat):
@@ -153,7 +154,7 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
         if prof is not None:
             prof.enable()
         t2 = time.perf_counter()
-        result: CycleResult = cycle_fn(snap, conf)
+        result: CycleResult = cycle_fn(snap, conf, 0.0)
         t3 = time.perf_counter()
         if prof is not None:
             prof.disable()

@@ -13,7 +13,9 @@ from controllers.executor import BindError
 from controllers.scheduler import LoopSettings, Scheduler
 from controllers.state import cluster_state
 from extender.core.model import group_key
-from extender.plugins.registry import load_conf, schedule
+from extender.framework.actions import NOT_ADMITTED
+from extender.framework.cycle import run_cycle
+from extender.plugins.registry import load_conf
 
 
 class RecordingExecutor:
@@ -184,10 +186,10 @@ def _cycle_with(s: Scheduler, meanwhile: Any) -> None:
     """Run one cycle the way the loop does (snapshot, pure schedule, apply) with ``meanwhile`` happening
     while the pure part runs in its worker thread."""
     t0 = 0.0
-    snap = s._prepare()
-    result = schedule(snap, s.conf)
+    snap, left_out = s._prepare()
+    result = run_cycle(snap, s.conf, 0.0)
     meanwhile()
-    s._apply(snap, result, t0)
+    s._apply(snap, left_out, result, t0)
 
 
 async def test_placements_of_a_gang_whose_pod_went_during_the_cycle_are_dropped_whole() -> None:
@@ -311,11 +313,54 @@ async def test_a_group_short_of_room_is_settled_and_keeps_its_reason() -> None:
     reason = s.reasons[group_key("ns", "big")].message
     assert group_key("ns", "big") in s.pending.settled() and "needs cpu 8" in reason
     s.cache.upsert_pod(pod("small", cpu="1"))  # unrelated work arrives
-    snap = s._prepare()
-    assert group_key("ns", "big") in snap.settled
-    s._apply(snap, schedule(snap, s.conf), 0.0)
+    snap, left_out = s._prepare()
+    # Left out of the snapshot, its pods too; its queue still counts what it asks for.
+    assert left_out == {group_key("ns", "big")} and group_key("ns", "big") not in snap.groups
+    assert "big-0" not in snap.pods and list(snap.aside_waiting["default"][:1]) == [8000]
+    s._apply(snap, left_out, run_cycle(snap, s.conf, 0.0), 0.0)
     assert s.ledger.planned_node("small") == "n1"  # type: ignore[arg-type]
     assert s.reasons[group_key("ns", "big")].message == reason  # still says why
+    assert group_key("ns", "big") in s.pending.settled()
+
+
+def _with_min(name: str, cpu: str) -> dict[str, Any]:
+    pg = podgroup(name, 1)
+    pg["spec"]["minResources"] = {"cpu": cpu}
+    return pg
+
+
+async def test_a_settled_admitted_group_keeps_its_promise() -> None:
+    """A group admitted but short of room is owed its minResources while it is left out: a newcomer the
+    promise leaves no room for is refused admission, as if the left-out group were in the snapshot."""
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(_with_min("big", "3"))
+    s.cache.upsert_pod(pod("big-0", "big", cpu="8"))  # admitted (3 of 4 cpu promised), never placeable
+    s.ensure_fresh()
+    assert group_key("ns", "big") in s.pending.settled()
+    assert s.cache.group(group_key("ns", "big")).phase == "Inqueue"  # type: ignore[union-attr]
+    s.cache.upsert_podgroup(_with_min("next", "2"))
+    s.cache.upsert_pod(pod("next-0", "next", cpu="2"))
+    snap, left_out = s._prepare()
+    assert left_out == {group_key("ns", "big")} and list(snap.aside_owed["default"][:1]) == [3000]
+    s._apply(snap, left_out, run_cycle(snap, s.conf, 0.0), 0.0)
+    assert s.reasons[group_key("ns", "next")].reason == NOT_ADMITTED
+    assert "next-0" not in s.ledger.plans()
+    # Without that promise the newcomer fits: it is the left-out group's promise that refused it.
+    s.cache.remove_podgroup(_with_min("big", "3"))
+    s.ensure_fresh()
+    assert s.ledger.planned_node("next-0") == "n1"  # type: ignore[arg-type]
+
+
+async def test_a_group_refused_admission_settles_until_room_appears() -> None:
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_podgroup(_with_min("huge", "64"))
+    s.cache.upsert_pod(pod("huge-0", "huge", cpu="1"))
+    s.ensure_fresh()
+    assert s.reasons[group_key("ns", "huge")].reason == NOT_ADMITTED
+    assert group_key("ns", "huge") in s.pending.settled()
+    s.cache.upsert_node(node("n2", "64"))
+    s.ensure_fresh()
+    assert s.ledger.planned_node("huge-0") is not None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("change", ["node added", "room freed", "its pod changed"])

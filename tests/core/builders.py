@@ -17,8 +17,9 @@ from extender.api import labels as L
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
+from extender.framework.cycle import run_cycle
 from extender.framework.session import CycleResult, Session
-from extender.plugins.registry import SchedulerConf, load_conf, schedule
+from extender.plugins.registry import SchedulerConf, load_conf
 
 Raw = dict[str, Any]
 
@@ -297,7 +298,7 @@ def run(
 ) -> CycleResult:
     """One cycle of ``conf`` (a loaded conf, its YAML text, or None for Volcano's default conf)."""
     snap = snapshot(nodes, pods, groups, queues, plans, priority_classes)
-    return schedule(snap, conf_of(conf))
+    return run_cycle(snap, conf_of(conf), 0.0)
 
 
 def placed(result: CycleResult, prefix: str = "") -> dict[str, str]:

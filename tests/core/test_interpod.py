@@ -16,8 +16,9 @@ from extender.core.interpod import PodsOnNodes
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import build_snapshot
 from extender.framework.actions import NOT_ENOUGH_RESOURCES
+from extender.framework.cycle import run_cycle
 from extender.framework.session import Session
-from extender.plugins.registry import load_conf, schedule
+from extender.plugins.registry import load_conf
 from tests.core.builders import (
     HOSTNAME,
     ZONE,
@@ -310,7 +311,7 @@ def test_namespace_selector(
     p = pod("p", group="j", anti_affinity=required(_ns_term(selector)))
     snap = snapshot(nodes(2), [existing, load, p], [podgroup("j", 1, phase="Inqueue")])
     snap = replace(snap, namespace_labels=ns_labels)
-    result = schedule(snap, load_conf(None))
+    result = run_cycle(snap, load_conf(None), 0.0)
     assert result.placements["p"] == ("n1" if counts else "n0")
 
 
@@ -410,14 +411,16 @@ def test_residents_passed_apart_from_the_pending_work() -> None:
         queues=[parse_queue(queue("default"))],
         residents=[other, mine],
     )
-    assert schedule(snap, load_conf(None)).placements == {"p": "n1"}
+    assert run_cycle(snap, load_conf(None), 0.0).placements == {"p": "n1"}
     without = build_snapshot(
         nodes=[parse_node(n) for n in nodes(2)],
         pods=[mine],
         podgroups=[parse_podgroup(podgroup("j", 1, phase="Inqueue"))],
         queues=[parse_queue(queue("default"))],
     )
-    assert schedule(without, load_conf(None)).placements == {"p": "n0"}  # unseen: only kube-scheduler knows
+    assert run_cycle(without, load_conf(None), 0.0).placements == {
+        "p": "n0"
+    }  # unseen: only kube-scheduler knows
 
 
 def test_spread_key_missing_everywhere_says_so() -> None:

@@ -1,0 +1,41 @@
+"""One scheduling cycle as a pure function: ``run_cycle(snapshot, conf, now) -> CycleResult``.
+
+The server's loop runs it in a worker thread over an immutable snapshot, the simulator runs it in a
+loop of its own, tests run it directly: the same decisions from the same inputs. ``now`` is the cycle's
+clock (seconds since the epoch), the only time a rule may look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from extender.core.snapshot import Snapshot
+from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.plugin import Plugin
+from extender.framework.session import CycleResult, Session
+
+# Outcomes that stand until something changes that could alter them (room freed, a queue or node
+# changed, the group itself changed): a cache may leave such groups out of later snapshots.
+_STANDING = frozenset({NOT_ENOUGH_RESOURCES, NOT_ADMITTED})
+
+
+class CycleConf(Protocol):
+    """A loaded conf (``extender.plugins.registry.SchedulerConf``): actions in order and fresh tiers."""
+
+    @property
+    def actions(self) -> Sequence[Callable[[Session], None]]: ...
+
+    def tiers(self) -> Sequence[Sequence[Plugin]]: ...
+
+
+def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
+    """Every configured action, in order, against ``snapshot``; with, for each group left waiting for a
+    reason that stands, what it weighs on its queue while a cache leaves it out (``CycleResult.aside``)."""
+    ssn = Session(snapshot, conf.tiers(), now=now)
+    for act in conf.actions:
+        act(ssn)
+    for key, why in ssn.result.unschedulable.items():
+        if why.reason in _STANDING and key in snapshot.groups:
+            ssn.result.aside[key] = ssn.aside(key)
+    return ssn.result
