@@ -159,15 +159,19 @@ class ClusterCache:
         freed = before is not None and (after is None or after.node != before.node)
         self._pending.pod_changed(uid, key, pod is not None and pod.waiting, freed)
 
+    def _with_assumed(self, seen: Pod) -> Pod:
+        """``seen`` with the node of our bind laid over it while the watch does not show it bound yet: an
+        event from before the bind must not unplace the pod."""
+        assumed = self._ledger.assumed_node(seen.uid)
+        if assumed is not None and not seen.node_name and not seen.terminal:
+            return dataclasses.replace(seen, node_name=assumed)
+        return seen
+
     def upsert_pod(self, obj: Obj) -> Pod | None:
         seen: Pod | None = self._parse(parse_pod, obj, "Pod")
         if seen is None:
             return None
-        pod = seen
-        assumed = self._ledger.assumed_node(pod.uid)
-        if assumed is not None and not pod.node_name and not pod.terminal:
-            # Bound by us, not yet shown bound: an event from before the bind must not unplace it.
-            pod = dataclasses.replace(pod, node_name=assumed)
+        pod = self._with_assumed(seen)
         if self._pods.get(pod.uid) == pod:
             return pod
         self._store(pod.uid, pod, seen)
@@ -197,13 +201,7 @@ class ClusterCache:
         for uid in gone:
             self._store(uid, None, None)
         for p in listed.values():
-            assumed = self._ledger.assumed_node(p.uid)
-            pod = (
-                dataclasses.replace(p, node_name=assumed)
-                if assumed and not p.node_name and not p.terminal
-                else p
-            )
-            self._store(p.uid, pod, p)
+            self._store(p.uid, self._with_assumed(p), p)
         self._changed("pod")
 
     def assume_bound(self, uid: PodUID, node: str) -> None:

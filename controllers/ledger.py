@@ -20,7 +20,7 @@ checks it after every step of random lifecycles).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,9 +189,6 @@ class Ledger:
     def plan_count(self) -> int:
         return len(self._plans)
 
-    def planned_pods(self) -> Iterator[PodUID]:
-        return iter(list(self._plans))
-
     def on_node(self, node: str) -> dict[str, int]:
         """Everything reserved on ``node``, in any state: the one answer."""
         out = dict(self._held.by_node.get(node, {}))
@@ -207,6 +204,3 @@ class Ledger:
     def queue_usage(self) -> dict[str, dict[str, int]]:
         """Requests of pumice's pods per queue, planned, assumed and bound (a copy)."""
         return {q: dict(u) for q, u in self._queues.items()}
-
-    def __len__(self) -> int:
-        return len(self._entries)

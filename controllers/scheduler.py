@@ -246,16 +246,12 @@ class Scheduler:
 
     def _work(self) -> set[GroupKey]:
         """The groups this cycle must look at: the pending set's (backlog groups with unplanned pods) and
-        PodGroups not running yet. Plans on nodes that went, or of pods that stopped waiting, are released
-        here; the filter memory of pods that stopped waiting is forgotten."""
+        PodGroups not running yet. Plans on nodes that went are released here (the ledger releases those of
+        pods that stopped waiting as the watch shows them); the filter memory of such pods is forgotten."""
         changes = self.pending.drain()
         if changes.nodes and self.ledger.prune_plans(self.cache.plan_is_live):
             self.pending.room_freed()
         for uid in changes.pods:
-            node = self.ledger.planned_node(uid)
-            if node is not None and not self.cache.plan_is_live(uid, node):
-                self.ledger.release(uid)
-                self.pending.room_freed()
             pod = self.cache.pod(uid)
             if pod is None or not pod.waiting:
                 # Bound, finished or deleted: nothing more to remember about its filtering.

@@ -170,34 +170,25 @@ class Process:
     def register_metrics(self, admission_app: web.Application) -> None:
         s = self.scheduler.stats
         m = self.metrics
-        m.add("pumice_scheduling_cycles_total", "counter", "Scheduling cycles run.", lambda: {"": s.cycles})
-        m.add(
-            "pumice_scheduling_cycle_seconds_total",
-            "counter",
-            "Time in cycles.",
-            lambda: {"": s.cycle_seconds},
-        )
-        m.add("pumice_binds_total", "counter", "Successful binds.", lambda: {"": s.binds})
-        m.add("pumice_bind_errors_total", "counter", "Failed binds.", lambda: {"": s.bind_errors})
-        m.add(
-            "pumice_binds_refused_total",
-            "counter",
-            "Bind requests refused: no reservation of pumice's for that pod on that node.",
-            lambda: {"": s.binds_refused},
-        )
-        m.add(
-            "pumice_stale_groups_total",
-            "counter",
-            "Groups whose placements a cycle dropped because an event made them stale.",
-            lambda: {"": s.stale_groups},
-        )
-        m.add("pumice_touches_total", "counter", "Pods touched after a plan.", lambda: {"": s.touches})
-        m.add(
-            "pumice_cycle_errors_total",
-            "counter",
-            "Scheduling cycles that raised.",
-            lambda: {"": s.cycle_errors},
-        )
+        for stat, name, help_text in (
+            ("cycles", "pumice_scheduling_cycles_total", "Scheduling cycles run."),
+            ("cycle_seconds", "pumice_scheduling_cycle_seconds_total", "Time in cycles."),
+            ("binds", "pumice_binds_total", "Successful binds."),
+            ("bind_errors", "pumice_bind_errors_total", "Failed binds."),
+            (
+                "binds_refused",
+                "pumice_binds_refused_total",
+                "Bind requests refused: no reservation of pumice's for that pod on that node.",
+            ),
+            (
+                "stale_groups",
+                "pumice_stale_groups_total",
+                "Groups whose placements a cycle dropped because an event made them stale.",
+            ),
+            ("touches", "pumice_touches_total", "Pods touched after a plan."),
+            ("cycle_errors", "pumice_cycle_errors_total", "Scheduling cycles that raised."),
+        ):
+            m.add(name, "counter", help_text, _attr(s, stat))
         m.add(
             "pumice_unreadable_objects_total",
             "counter",
@@ -269,6 +260,10 @@ class Process:
                 f"Admission {name} by webhook path.",
                 _by_path(counter),
             )
+
+
+def _attr(obj: object, name: str) -> Callable[[], dict[str, float]]:
+    return lambda: {"": float(getattr(obj, name))}
 
 
 def _stat(stats: Mapping[str, int], key: str) -> Callable[[], dict[str, float]]:
