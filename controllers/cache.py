@@ -469,6 +469,7 @@ class ClusterCache:
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
             residents=self._pods.values(),
             aside=aside,
+            other_groups=self._podgroups,
         )
 
     def snapshot(

@@ -73,6 +73,45 @@ class Executor:
             path, {"metadata": {"resourceVersion": rv}, "spec": {"schedulingGates": rest or None}}
         )
 
+    async def evict(self, namespace: str, name: str, uid: str) -> str | None:
+        """Evict a pod through the Eviction API (PodDisruptionBudgets are honoured there); None when it
+        is evicted or already gone, else why not (a budget refuses: HTTP 429)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            # Never the pod of the same name created after this one.
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        try:
+            await self.client.post(paths.pod_eviction(namespace, name), body)
+        except ApiError as e:
+            if e.status in (404, 409):  # gone, or a newer pod of that name: nothing of ours to evict
+                return None
+            return f"HTTP {e.status} {e.reason}".rstrip()
+        return None
+
+    async def mark_disrupted(self, namespace: str, name: str, reason: str, message: str, now: str) -> None:
+        """Add the DisruptionTarget condition to a victim before it is evicted (JSON patch: appending
+        keeps the kubelet's own conditions, which a merge patch of the list would replace)."""
+        cond = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now,
+        }
+        path = paths.PODS.status(name, namespace=namespace)
+        try:
+            await self.client.json_patch(path, [{"op": "add", "path": "/status/conditions/-", "value": cond}])
+        except ApiError as e:
+            if e.status == 404:
+                return
+            if e.status != 422:
+                raise
+            # No conditions list yet (a pod no kubelet has reported on).
+            await self.client.json_patch(path, [{"op": "add", "path": "/status/conditions", "value": [cond]}])
+
     async def patch_status(
         self, path: str, status: dict[str, Any], *, subresource: bool, resource_version: str = ""
     ) -> None:

@@ -1,12 +1,16 @@
 """The reservation ledger: every pod's claim on a node, through its whole life, in one place.
 
-A pod's reservation moves through these states (later work adds "waiting for victims" between planned
-and assumed, for preemption and reclaim):
+A pod's reservation moves through these states:
 
-    planned ──bind succeeded──▶ assumed ──watch shows nodeName──▶ bound ──finished/deleted──▶ released
-       │                                        ▲
-       └──────── kube-scheduler bound it elsewhere (the watch says so) ─┘
-    planned ──pod deleted, node gone, gang re-planned, bind failed──▶ released
+    waiting ──its victims are gone──▶ planned ──bind succeeded──▶ assumed ──watch shows nodeName──▶ bound
+    (for victims)                        │                                        ▲           │
+                                         └── kube-scheduler bound it elsewhere ──┘    finished/deleted
+    waiting or planned ──pod deleted, node gone, gang re-planned, bind failed,                ▼
+                         victims did not leave in time──▶ released                        released
+
+A *waiting* reservation (Volcano's Pipelined) is a plan made by preempt or reclaim on a node whose room
+its victims still hold: it holds that room (nobody else is planned into it) but the pod is not bound
+until the last victim is gone, when it becomes a plain plan.
 
 Every pod that holds resources is here, whoever scheduled it: node totals are derived from the ledger
 alone, so "what is reserved on node n" has one answer (:meth:`on_node`). Queue totals count pumice's
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +36,7 @@ from extender.core.snapshot import NodeTable
 
 
 class State(enum.Enum):
+    WAITING = "waiting"  # planned where pods still have to leave (preempt, reclaim)
     PLANNED = "planned"  # pumice chose the node; kube-scheduler has not bound it yet
     ASSUMED = "assumed"  # bound by pumice's /bind; the watch has not shown it yet
     BOUND = "bound"  # the watch shows the pod on the node, alive
@@ -44,6 +49,14 @@ class Reservation:
     queue: str | None
     group: GroupKey | None
     state: State
+    # WAITING: the pods still to leave its node, and when the reservation was made (the loop's clock).
+    victims: frozenset[PodUID] = frozenset()
+    since: float = 0.0
+
+    @property
+    def planned(self) -> bool:
+        """Not bound yet, by pumice or anyone: a plan, waiting for victims or not."""
+        return self.state is State.PLANNED or self.state is State.WAITING
 
 
 def _add(acc: dict[str, int], more: Mapping[str, int], sign: int) -> None:
@@ -61,6 +74,8 @@ class Ledger:
         self._queues: dict[str, dict[str, int]] = {}
         self._groups: dict[GroupKey, set[PodUID]] = {}
         self._plans: dict[PodUID, str] = {}
+        # Victim -> the waiting reservations that wait for it to leave.
+        self._awaited: dict[PodUID, set[PodUID]] = {}
         # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".
         self.plan_version = 0
 
@@ -72,9 +87,28 @@ class Ledger:
         if r is not None:
             self._entries[uid] = r
             self._account(uid, r, 1)
+        elif uid in self._awaited:
+            self._left(uid)
+
+    def _left(self, victim: PodUID) -> None:
+        """``victim`` no longer holds its node: reservations waiting for nothing else become plans."""
+        for w in self._awaited.pop(victim, ()):
+            r = self._entries.get(w)
+            if r is None or r.state is not State.WAITING:
+                continue
+            rest = r.victims - {victim}
+            self._put(w, replace(r, victims=rest, state=State.WAITING if rest else State.PLANNED))
 
     def _account(self, uid: PodUID, r: Reservation, sign: int) -> None:
-        planned = r.state is State.PLANNED
+        planned = r.planned
+        if r.state is State.WAITING:
+            for v in r.victims:
+                if sign > 0:
+                    self._awaited.setdefault(v, set()).add(uid)
+                elif v in self._awaited:
+                    self._awaited[v].discard(uid)
+                    if not self._awaited[v]:
+                        del self._awaited[v]
         (self._planned if planned else self._held).add(r.node, r.requests, sign)
         if r.queue is not None:
             _add(self._queues.setdefault(r.queue, {}), r.requests, sign)
@@ -95,14 +129,28 @@ class Ledger:
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def plan(
-        self, uid: PodUID, node: str, requests: Mapping[str, int], queue: str | None, group: GroupKey | None
+        self,
+        uid: PodUID,
+        node: str,
+        requests: Mapping[str, int],
+        queue: str | None,
+        group: GroupKey | None,
+        *,
+        victims: frozenset[PodUID] = frozenset(),
+        now: float = 0.0,
     ) -> None:
-        """Reserve ``node`` for a waiting pod. A pod that is assumed or bound keeps that reservation."""
+        """Reserve ``node`` for a waiting pod, once ``victims`` (those still holding a reservation) have
+        left it. A pod that is assumed or bound keeps that reservation."""
         old = self._entries.get(uid)
-        if old is not None and old.state is not State.PLANNED:
+        if old is not None and not old.planned:
             return
+        still = frozenset(v for v in victims if v in self._entries)
+        state = State.WAITING if still else State.PLANNED
         self._put(
-            uid, Reservation(node=node, requests=requests, queue=queue, group=group, state=State.PLANNED)
+            uid,
+            Reservation(
+                node=node, requests=requests, queue=queue, group=group, state=state, victims=still, since=now
+            ),
         )
 
     def assume(self, uid: PodUID, node: str) -> None:
@@ -141,14 +189,22 @@ class Ledger:
             return
         if old.state is State.BOUND:
             self._put(uid, None)  # the watch no longer shows it bound: it is the truth for bound pods
-        elif old.state is State.PLANNED and (pod.deleting or old.group != group or old.queue != queue):
+        elif old.planned and (pod.deleting or old.group != group or old.queue != queue):
             self._put(uid, None)  # going away, or no longer of the gang it was planned with
 
     def release(self, uid: PodUID) -> None:
         """Drop a plan (gang re-planned, bind failed, node refused). Held reservations leave only by watch."""
         old = self._entries.get(uid)
-        if old is not None and old.state is State.PLANNED:
+        if old is not None and old.planned:
             self._put(uid, None)
+
+    def stay(self, victim: PodUID) -> set[PodUID]:
+        """``victim`` will not leave (its eviction was refused): the reservations waiting for it."""
+        return set(self._awaited.get(victim, ()))
+
+    def overdue(self, before: float) -> list[PodUID]:
+        """Reservations still waiting for victims that were made before ``before``."""
+        return [uid for uid, r in self._entries.items() if r.state is State.WAITING and r.since < before]
 
     def prune_plans(self, keep: Callable[[PodUID, str], bool]) -> int:
         """Release the plans ``keep`` rejects; how many went."""
@@ -162,12 +218,7 @@ class Ledger:
         for uid in list(self._groups.get(group, ())):
             old = self._entries[uid]
             if old.queue != queue:
-                self._put(
-                    uid,
-                    Reservation(
-                        node=old.node, requests=old.requests, queue=queue, group=group, state=old.state
-                    ),
-                )
+                self._put(uid, replace(old, queue=queue, group=group))
 
     # --- reads ----------------------------------------------------------------------------------------
     def get(self, uid: PodUID) -> Reservation | None:
@@ -177,7 +228,13 @@ class Ledger:
         return dict(self._entries)
 
     def planned_node(self, uid: PodUID) -> str | None:
+        """The node of a plan, waiting for victims or not."""
         return self._plans.get(uid)
+
+    def waiting_for(self, uid: PodUID) -> frozenset[PodUID]:
+        """The victims a waiting reservation waits for (empty for any other)."""
+        r = self._entries.get(uid)
+        return r.victims if r is not None and r.state is State.WAITING else frozenset()
 
     def is_planned(self, uid: PodUID) -> bool:
         return uid in self._plans

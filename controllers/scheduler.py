@@ -22,17 +22,24 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.events import EventRecorder, Ref
 from controllers.executor import BindError, Executor
 from controllers.state import ClusterState
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.snapshot import Aside, Snapshot, pod_group_key
+from extender.core.timestamps import rfc3339
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session, Unschedulable
+from extender.framework.session import CycleResult, Eviction, Session, Unschedulable
 from extender.framework.victims import refuse_victims
 from extender.plugins.registry import SchedulerConf
 
 log = logging.getLogger(__name__)
+
+
+def _now_text() -> str:
+    return rfc3339(time.time())
+
 
 _PENDING_REASON = "waiting for the gang to be planned"
 
@@ -68,6 +75,8 @@ class SchedulerStats:
     touches: int = 0
     stale_groups: int = 0
     cycle_errors: int = 0
+    evictions: int = 0
+    eviction_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +88,10 @@ class LoopSettings:
     seen_timeout: float = 1.0  # how long a filter waits for the watch to show its pod
     plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
     inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
+    victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
+    # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
+    # nothing freed room (a new victim may have started, a share may have moved).
+    revisit: float = 10.0
 
 
 class Scheduler:
@@ -93,6 +106,7 @@ class Scheduler:
         ready: Callable[[], bool] = lambda: True,
         heartbeat: Callable[[], None] = lambda: None,
         admitted: Callable[[GroupKey], None] = lambda _key: None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.cache = state.cache
         self.ledger = state.ledger
@@ -124,6 +138,14 @@ class Scheduler:
         self.decided = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.stats = SchedulerStats()
+        self.events = events
+        # Pods this process asked the API to evict (kept until the watch shows them gone).
+        self.evicted: dict[PodUID, Eviction] = {}
+        # A cycle is due though nothing changed (a rule waits for time to pass; a revisit).
+        self._due = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._evicts = any(a in ("preempt", "reclaim") for a in conf.spec.actions)
+        self._revisited = time.monotonic()
 
     @property
     def ready(self) -> bool:
@@ -164,14 +186,21 @@ class Scheduler:
         result = await asyncio.to_thread(run_cycle, snap, self.conf, time.time())
         self._apply(snap, left_out, result, t0)
 
-    def _stale_groups(self, snap: Snapshot, placements: Mapping[PodUID, str]) -> set[GroupKey]:
+    def _stale_groups(self, snap: Snapshot, result: CycleResult) -> set[GroupKey]:
         """Groups whose placements must not be applied: one of their pods changed or went since the
         snapshot, a node they use changed or went, or a node would be over capacity with what happened
-        meanwhile (pods bound by others, other reservations). Dropped whole, so a gang stays whole; the
-        next cycle plans them again."""
+        meanwhile (pods bound by others, other reservations; the victims they wait for count as gone).
+        Dropped whole, so a gang stays whole; the next cycle plans them again."""
         stale: set[GroupKey] = set()
         by_node: dict[str, list[PodUID]] = {}
-        for uid, node in placements.items():
+        leaving: dict[str, dict[str, int]] = {}
+        for victim in set().union(*result.pipelined.values()) if result.pipelined else ():
+            pod = self.cache.pod(victim)
+            if pod is not None and pod.holds_resources:
+                acc = leaving.setdefault(pod.node_name, {})
+                for k, v in pod.requests.items():
+                    acc[k] = acc.get(k, 0) + v
+        for uid, node in result.placements.items():
             key = pod_group_key(snap.pods[uid])
             if self.cache.pod(uid) is not snap.pods[uid] or self.ledger.get(uid) is not None:
                 stale.add(key)
@@ -186,7 +215,10 @@ class Scheduler:
                 for k, v in snap.pods[u].requests.items():
                     need[k] = need.get(k, 0) + v
             held = self.ledger.on_node(node)
-            if any(held.get(k, 0) + v > current.allocatable.get(k, 0) for k, v in need.items()):
+            gone = leaving.get(node, {})
+            if any(
+                held.get(k, 0) - gone.get(k, 0) + v > current.allocatable.get(k, 0) for k, v in need.items()
+            ):
                 stale.update(pod_group_key(snap.pods[u]) for u in uids)
         return stale
 
@@ -194,21 +226,33 @@ class Scheduler:
         # Did anything happen while the pure part ran? Then some decisions may be stale, and what happened
         # still needs a cycle of its own: the versions of the snapshot stay recorded, so the loop runs again.
         external = self._cycled_at != self._versions()
-        stale = self._stale_groups(snap, result.placements) if external else set()
+        stale = self._stale_groups(snap, result) if external else set()
         planned = 0
+        now = time.time()
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
             key = pod_group_key(pod)
             if key in stale:
                 continue
             planned += 1
-            self.ledger.plan(uid, node, pod.requests, self.cache.pod_queue(pod), key)
+            victims = result.pipelined.get(uid, frozenset())
+            self.ledger.plan(
+                uid, node, pod.requests, self.cache.pod_queue(pod), key, victims=victims, now=now
+            )
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
                 self._spawn(self._touch(pod, node))
         for key in result.admitted:
             if self.cache.set_group_phase(key, GroupPhase.INQUEUE):
                 self._admitted(key)
+        for uid, why in result.evictions.items():
+            victim = self.cache.pod(uid)
+            if why.by in stale or victim is None or uid in self.evicted:
+                continue
+            self.evicted[uid] = why
+            self._spawn(self._evict(victim, why))
+        if result.retry_at is not None:
+            self._due_at(result.retry_at)
         # Groups left out were not looked at: their reasons stand as the earlier cycle gave them.
         reasons = {k: self.reasons[k] for k in left_out if k in self.reasons}
         reasons.update(result.unschedulable)
@@ -251,8 +295,16 @@ class Scheduler:
         changes = self.pending.drain()
         if changes.nodes and self.ledger.prune_plans(self.cache.plan_is_live):
             self.pending.room_freed()
+        for uid in self.ledger.overdue(time.time() - self.settings.victims_timeout):
+            log.warning("victims did not leave in time; planning again", extra={"pod": str(uid)})
+            self._release(uid)
+        if self._evicts and time.monotonic() - self._revisited >= self.settings.revisit:
+            self._revisited = time.monotonic()
+            self.pending.room_freed()
         for uid in changes.pods:
             pod = self.cache.pod(uid)
+            if pod is None or not pod.holds_resources:
+                self.evicted.pop(uid, None)
             if pod is None or not pod.waiting:
                 # Bound, finished or deleted: nothing more to remember about its filtering.
                 self.refused.pop(uid, None)
@@ -282,7 +334,8 @@ class Scheduler:
             # woke the loop: a cycle per pod would plan gangs before they are whole.
             await asyncio.sleep(self.settings.debounce)
             try:
-                if self._cycled_at != self._versions():
+                if self._cycled_at != self._versions() or self._due:
+                    self._due = False
                     await self.cycle_off_loop()
             except Exception:
                 self.stats.cycle_errors += 1
@@ -292,6 +345,52 @@ class Scheduler:
                 self._cycle_done = asyncio.Event()
                 continue
             self.heartbeat()
+
+    def _due_at(self, when: float) -> None:
+        """Run a cycle at ``when`` (epoch seconds) though nothing changes; the earliest such time wins."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a cycle run inline without a loop (tests): nobody to wake
+            return
+        at = loop.time() + max(0.0, when - time.time())
+        if self._timer is not None and self._timer.when() <= at and not self._timer.cancelled():
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+
+        def fire() -> None:
+            # Time passing is the change: groups left out as settled are looked at again too.
+            self._timer = None
+            self._due = True
+            self.pending.room_freed()
+
+        self._timer = loop.call_at(at, fire)
+
+    async def _evict(self, pod: Pod, why: Eviction) -> None:
+        """Mark the victim and evict it; if the API refuses (a PodDisruptionBudget), the reservations
+        waiting for it are given up and planned again."""
+        note = f"{why.reason}: {why.message}"
+        try:
+            await self.executor.mark_disrupted(pod.namespace, pod.name, why.reason, why.message, _now_text())
+            refused = await self.executor.evict(pod.namespace, pod.name, str(pod.uid))
+        except Exception as e:  # a network error: the next cycle decides again
+            refused = repr(e)
+        if refused is None:
+            self.stats.evictions += 1
+            log.info("evicted", extra={"pod": pod.key, "reason": why.reason, "by": why.by})
+            self._record(pod, "Normal", why.reason, note)
+            return
+        self.stats.eviction_errors += 1
+        self.evicted.pop(pod.uid, None)
+        log.warning("eviction refused", extra={"pod": pod.key, "by": why.by, "error": refused})
+        self._record(pod, "Warning", "EvictionRefused", f"not evicted for {why.by}: {refused}")
+        for waiter in self.ledger.stay(pod.uid):
+            self._release(waiter)
+
+    def _record(self, pod: Pod, type_: str, reason: str, note: str) -> None:
+        if self.events is not None:
+            ref = Ref(api_version="v1", kind="Pod", name=pod.name, namespace=pod.namespace, uid=str(pod.uid))
+            self.events.record(ref, type_=type_, reason=reason, note=note, action="Preempt")
 
     # --- background writes -----------------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -350,8 +449,12 @@ class Scheduler:
     def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
         uid = PodUID(str((raw_pod.get("metadata") or {}).get("uid") or ""))
         node = self.ledger.planned_node(uid)
-        if node is not None and node in node_names:  # the hot path: an O(1) answer from the plan
+        waiting = self.ledger.waiting_for(uid)
+        if node is not None and not waiting and node in node_names:  # the hot path: an O(1) answer
             return _pinned(node)
+        if waiting:
+            # The room is held; kube-scheduler retries once the victims' deletion shows.
+            return _refused(node_names, f"waiting for {len(waiting)} pods to leave node {node}")
         # Everything below reads the pod as pumice's watch shows it, never the request body: a body is
         # not cluster state, and a pod only posted to /filter must not reserve anything.
         pod = self.cache.pod(uid)
@@ -423,6 +526,8 @@ class Scheduler:
         if pod.scheduler_name not in self.cache.scheduler_names:
             return f"{who}: not scheduled by pumice (schedulerName {pod.scheduler_name!r})"
         planned = self.ledger.planned_node(uid)
+        if self.ledger.waiting_for(uid):
+            return f"{who}: its node {planned} still holds the pods it waits for"
         if planned != node:
             return f"{who}: pumice holds no reservation for it on node {node}" + (
                 f" (it is planned on {planned})" if planned else ""

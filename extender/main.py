@@ -111,6 +111,7 @@ class Process:
             ready=lambda: self.ready,
             heartbeat=self.liveness.expect("scheduling loop", 60.0),
             admitted=self.jobs.group_admitted,
+            events=self.events,
         )
         self.status = StatusWriter(
             self.cache,
@@ -187,6 +188,12 @@ class Process:
             ),
             ("touches", "pumice_touches_total", "Pods touched after a plan."),
             ("cycle_errors", "pumice_cycle_errors_total", "Scheduling cycles that raised."),
+            ("evictions", "pumice_evictions_total", "Pods evicted by preempt or reclaim."),
+            (
+                "eviction_errors",
+                "pumice_eviction_errors_total",
+                "Evictions the API refused (a PodDisruptionBudget) or that failed.",
+            ),
         ):
             m.add(name, "counter", help_text, _attr(s, stat))
         m.add(

@@ -258,6 +258,8 @@ class PodGroup:
     created: str = ""
     # True for the one-member group a plain pod gets; it has no PodGroup object in the API server.
     implicit: bool = False
+    # Seconds the job may wait before the sla plugin admits it first (its annotation), None without one.
+    sla_waiting_time: float | None = None
 
     @property
     def key(self) -> GroupKey:
@@ -276,6 +278,10 @@ class Queue:
     priority: int = 0
     state: QueueState = QueueState.OPEN
     created: str = ""
+    # Volcano's HDRF tree position (drf ``enableHierarchy``): its ``volcano.sh/hierarchy`` annotation
+    # ("root/sci/dev") and ``volcano.sh/hierarchy-weights`` ("1/8/2"), as written; read by the drf plugin.
+    hierarchy: str = ""
+    hierarchy_weights: str = ""
 
     @property
     def open(self) -> bool:

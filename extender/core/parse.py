@@ -7,9 +7,10 @@ field when the object cannot be read, so the cache can log and skip it and a han
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from extender.api import labels as L
+from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
 from extender.core.model import (
     Affinity,
@@ -36,6 +37,11 @@ from extender.core.model import (
 from extender.core.resources import add, parse_resource_list
 
 Obj = Mapping[str, Any]
+
+# Volcano's keys: a job's SLA on its PodGroup (the first key that reads wins), a queue's HDRF position.
+SLA_WAITING_TIME_KEYS: Final = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 
 
 def _map(obj: Obj, key: str, where: str) -> Obj:
@@ -350,6 +356,22 @@ def _int(obj: Obj, key: str, where: str, default: int) -> int:
     return v
 
 
+def _sla_waiting_time(ann: Obj) -> float | None:
+    """The job's own SLA in seconds: the first of Volcano's keys that reads as a positive Go duration.
+    An unreadable one is skipped, as Volcano skips it, rather than refusing the whole PodGroup."""
+    for key in SLA_WAITING_TIME_KEYS:
+        raw = ann.get(key)
+        if raw is None:
+            continue
+        try:
+            seconds = parse_duration(str(raw))
+        except ValueError:
+            continue
+        if seconds > 0:
+            return seconds
+    return None
+
+
 def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
     meta = _meta(obj, "PodGroup")
     spec = _map(obj, "spec", "PodGroup")
@@ -374,6 +396,7 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
         succeeded=_int(status, "succeeded", "status", 0),
         failed=_int(status, "failed", "status", 0),
         created=str(meta.get("creationTimestamp") or ""),
+        sla_waiting_time=_sla_waiting_time(_map(meta, "annotations", "metadata")),
     )
 
 
@@ -386,6 +409,7 @@ def parse_queue(obj: Obj) -> Queue:
     except ValueError:
         state = QueueState.UNKNOWN
     reclaimable = spec.get("reclaimable")
+    ann = _map(meta, "annotations", "metadata")
     return Queue(
         name=str(meta["name"]),
         weight=_int(spec, "weight", "spec", 1),
@@ -397,6 +421,8 @@ def parse_queue(obj: Obj) -> Queue:
         priority=_int(spec, "priority", "spec", 0),
         state=state,
         created=str(meta.get("creationTimestamp") or ""),
+        hierarchy=str(ann.get(HIERARCHY_ANNOTATION) or ""),
+        hierarchy_weights=str(ann.get(HIERARCHY_WEIGHTS_ANNOTATION) or ""),
     )
 
 

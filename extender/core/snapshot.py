@@ -158,6 +158,10 @@ class Snapshot:
     # The request vector of each pod of ``pods``: row ``request_row[uid]`` of ``requests`` (read-only).
     requests: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     request_row: Mapping[PodUID, int] = field(default_factory=dict)
+    # The scheduler names that make a pod pumice's, and the PodGroups ``groups`` leaves out (running ones,
+    # settled ones): who preempt and reclaim may choose victims from (see extender.core.running).
+    scheduler_names: frozenset[str] = frozenset({"volcano"})
+    other_groups: Mapping[GroupKey, PodGroup] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -272,6 +276,7 @@ def build_snapshot(
     residents: Iterable[Pod] | None = None,
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
     aside: Iterable[Aside] = (),
+    other_groups: Mapping[GroupKey, PodGroup] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -287,7 +292,8 @@ def build_snapshot(
     every one in ``pods``), whose node (``nodeName``, else its plan in ``plans``) places it for inter-pod
     affinity and topology spread. Without it those rules see the bound and planned pods among ``pods``.
     ``namespace_labels`` (namespace name -> labels) lets a pod affinity ``namespaceSelector`` be evaluated.
-    ``aside`` is what the groups such a cache leaves out still weigh (see :class:`Aside`).
+    ``aside`` is what the groups such a cache leaves out still weigh (see :class:`Aside`), and
+    ``other_groups`` the PodGroup objects it leaves out (those of running pods matter to preemption).
     """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
@@ -401,4 +407,6 @@ def build_snapshot(
         request_row=request_row,
         aside_waiting=aside_waiting,
         aside_owed=aside_owed,
+        scheduler_names=scheduler_names,
+        other_groups={k: g for k, g in (other_groups or {}).items() if k not in groups},
     )

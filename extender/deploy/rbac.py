@@ -17,9 +17,8 @@ Scope: what ``pumice serve`` does when started the way ``pumice manifests deploy
 configurations and never takes the CA-only ``patch`` path of :func:`controllers.bootstrap.register_webhooks`.
 The pumice CLI (``pumice job``, ``pumice queue``) runs with the user's credentials and needs nothing here.
 
-Deliberately not granted, because no code uses them: core-group events (pumice writes
-``events.k8s.io`` ones), ``pods/status``, ``pods/eviction`` (preemption will add its grant together with
-its code), leases (there is no leader election yet), CustomResourceDefinitions, JobFlows and JobTemplates,
+Deliberately not granted, because no code uses them: core-group events (pumice writes ``events.k8s.io``
+ones), leases (there is no leader election yet), CustomResourceDefinitions, JobFlows and JobTemplates,
 PodGroup ``/status`` (Volcano's PodGroup has no status subresource: its status is patched through the
 object), ``list``/``watch``/``patch`` on webhook configurations, and any ``update`` or ``delete`` of the
 objects the job plugins create (Services, ConfigMaps, Secrets, NetworkPolicies are created once; only a
@@ -152,6 +151,22 @@ GRANTS: Final[tuple[Grant, ...]] = (
         code=("controllers.executor:Executor.bind",),
         why="the extender's /bind verb, used when the scheduler config delegates binding "
         "(scheduler-config --bind-verb, e.g. a kube-scheduler the user runs against this pumice)",
+    ),
+    Grant(
+        group="",
+        resource="pods/eviction",
+        verbs=("create",),
+        code=("controllers.executor:Executor.evict", "controllers.kube.paths:pod_eviction"),
+        why="preempt and reclaim: a victim leaves through the Eviction API, which honours "
+        "PodDisruptionBudgets",
+    ),
+    Grant(
+        group="",
+        resource="pods/status",
+        verbs=("patch",),
+        code=("controllers.executor:Executor.mark_disrupted",),
+        why="the DisruptionTarget condition on a victim, saying who takes its place and why (as "
+        "kube-scheduler's preemption writes it)",
     ),
     Grant(
         group=SCHEDULING_GROUP,

@@ -16,17 +16,18 @@ inter-pod rules, no per-pod scores) is placed as a batch that lands every pod wh
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core import fit
-from extender.core.errors import ConfigError
 from extender.core.hierarchy import parent_loop
 from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
 from extender.core.resources import Vector
+from extender.core.timestamps import epoch
 from extender.framework.plugin import Rows, Scores
 from extender.framework.session import Session, Statement, Unschedulable
 
@@ -274,7 +275,7 @@ def _run(
     return pending[i:j]
 
 
-def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
+def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
     have = sum(_counts_toward_gang(ssn, p) for p in members)
     task_need: dict[str, int] = {}
     for task, minimum in g.min_task_member.items():
@@ -284,15 +285,14 @@ def _gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict
     return max(0, g.min_member - have), task_need
 
 
-def allocate_group(ssn: Session, g: PodGroup, queue: Queue, *, batch: bool = True) -> None:
-    """Plan the gang minimum of ``g`` all at once, or nothing (recording why). ``batch=False`` places
-    every pod by itself (see :func:`_place_run`)."""
+def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
+    """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
     snap = ssn.snapshot
     members = [snap.pods[u] for u in snap.members.get(g.key, ())]
-    need, task_need = _gang_need(ssn, g, members)
+    need, task_need = gang_need(ssn, g, members)
     if need == 0 and not task_need:
         return
-    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
+    waiting = ordered_waiting(ssn, members, task_need)
     if g.implicit and not waiting:
         return  # a plain pod that is bound, finished or going away: nothing to plan, nothing to report
     have = g.min_member - need
@@ -310,18 +310,6 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue, *, batch: bool = Tru
     if problems:
         ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_PODS, "; ".join(problems))
         return
-    # Each task's pods up to its minTaskMember first, then the rest, each by priority and age: a task's
-    # extra pods must not take the room another task's minimum needs.
-    quota = dict(task_need)
-    first: list[Pod] = []
-    rest: list[Pod] = []
-    for p in waiting:
-        if quota.get(p.task, 0) > 0:
-            quota[p.task] -= 1
-            first.append(p)
-        else:
-            rest.append(p)
-    waiting = first + rest
     stmt = ssn.statement()
     placed = 0
     left = dict(task_need)
@@ -352,7 +340,7 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue, *, batch: bool = Tru
             shape = _shape(ssn, p)
             if not loosens and shape in failed:
                 continue
-            if batch and ssn.batchable and p.affinity is None:
+            if ssn.batchable and p.affinity is None:
                 run = _run(ssn, pending, i, failed, placed, need, left, len(retry))
                 batched = _place_run(ssn, stmt, queue, run) if len(run) > 1 else None
                 if batched:
@@ -406,12 +394,96 @@ def _admitted_by_queue(
         if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
             by_queue.setdefault(g.queue, []).append(g)
     for gs in by_queue.values():
-        gs.sort(key=ssn.job_key, reverse=True)  # pop() takes the first in job order
+        gs.sort(key=ssn.job_key)
     return by_queue
 
 
-def allocate(ssn: Session, *, batch: bool = True) -> None:
-    by_queue = _admitted_by_queue(ssn)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocateArgs:
+    """Arguments of allocate (``configurations`` in the conf)."""
+
+    # Seconds a PodGroup's extra pods (past its gang minimum) wait after it is created, when more than one
+    # queue has work: jobs submitted together then share by weight from the start, as in Volcano's
+    # one-second sessions, instead of the first one seen taking what reclaim would later evict.
+    fair_window: float = 2.0
+
+
+def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:
+    """Whether group ``g`` has a waiting pod without a plan."""
+    snap = ssn.snapshot
+    return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
+
+
+def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str, int]) -> list[Pod]:
+    """The waiting pods without a plan in the order they are placed: each task's pods up to what its
+    ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
+    not take the room another task's minimum needs)."""
+    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
+    if not task_need:
+        return waiting
+    quota = dict(task_need)
+    first: list[Pod] = []
+    rest: list[Pod] = []
+    for p in waiting:
+        if quota.get(p.task, 0) > 0:
+            quota[p.task] -= 1
+            first.append(p)
+        else:
+            rest.append(p)
+    return first + rest
+
+
+class _Turns:
+    """Whose turn it is: the fairest queue that is not overused, then its first group in job order, as
+    Volcano's allocate loop takes them (queue keys re-read after every turn; a group goes back in line
+    after its gang minimum and after each extra pod, so queues take extras by turns, by share). Within a
+    queue, groups whose gang is not whole go first whatever the conf (as the gang plugin orders them):
+    no group's extra pods take the room another group's minimum needs."""
+
+    def __init__(self, ssn: Session, by_queue: dict[str, list[PodGroup]]) -> None:
+        self.ssn = ssn
+        self._seq = 0
+        self.groups: dict[str, list[tuple[tuple[bool, tuple[Any, ...]], int, PodGroup]]] = {}
+        for q, gs in by_queue.items():
+            heap = [((_gang_whole(ssn, g), ssn.job_key(g)), self._next(), g) for g in gs]
+            heapq.heapify(heap)
+            self.groups[q] = heap
+        self.keys = {n: ssn.queue_key(ssn.snapshot.queues[n]) for n in self.groups}
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def queue(self) -> str | None:
+        return min(self.keys, key=self.keys.__getitem__) if self.keys else None
+
+    def pop(self, qname: str) -> PodGroup:
+        return heapq.heappop(self.groups[qname])[2]
+
+    def push(self, g: PodGroup) -> None:
+        key = (_gang_whole(self.ssn, g), self.ssn.job_key(g))
+        heapq.heappush(self.groups[g.queue], (key, self._next(), g))
+
+    def drop(self, qname: str) -> list[PodGroup]:
+        """Take ``qname`` out of line with the groups still in it."""
+        del self.keys[qname]
+        return [g for _, _, g in self.groups.pop(qname)]
+
+    def rekey(self, qname: str) -> None:
+        """After ``qname`` took a turn: its key (or every key, when keys read more than their queue)."""
+        if qname in self.groups and not self.groups[qname]:
+            self.drop(qname)
+        ssn = self.ssn
+        if not ssn.local_queue_order:
+            self.keys = {n: ssn.queue_key(ssn.snapshot.queues[n]) for n in self.groups}
+        elif qname in self.groups:
+            self.keys[qname] = ssn.queue_key(ssn.snapshot.queues[qname])
+
+
+def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
+    """Every admitted group's waiting pods, fairest queue first: a group's gang minimum all at once or
+    nothing (:func:`allocate_group`), its other pods one per turn (a run at once when no other queue is
+    waiting). A queue that is overused (at its deserved share) takes no turn."""
     snap = ssn.snapshot
     for key in sorted(ssn.admitted):
         g = snap.groups.get(key)
@@ -420,66 +492,117 @@ def allocate(ssn: Session, *, batch: bool = True) -> None:
             ssn.result.unschedulable[key] = Unschedulable(
                 QUEUE_UNAVAILABLE, f"queue {g.queue} does not exist"
             )
-    # Fairest queue first, re-evaluated after every group, as Volcano's allocate loop does. Placing a
-    # group changes its own queue's usage only: when queue keys read nothing else, only that key is new.
-    keys = {n: ssn.queue_key(snap.queues[n]) for n in by_queue}
-    while by_queue:
-        qname = min(keys, key=keys.__getitem__)
-        g = by_queue[qname].pop()
-        if not by_queue[qname]:
-            del by_queue[qname]
+    turns = _Turns(ssn, _admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
+    several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
+    while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]
+        overused = ssn.overused(queue)
+        if overused is not None:
+            for g in turns.drop(qname):
+                if not _gang_whole(ssn, g) and g.key not in ssn.result.unschedulable:
+                    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, overused)
+            continue
+        g = turns.pop(qname)
         if queue.state != QueueState.OPEN and not _has_allocation(ssn, g.key):
             # A closed queue keeps what runs but starts nothing new.
             ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, f"queue {qname} is closed")
+        elif queue.state != QueueState.OPEN:
+            pass  # nor does it add extra pods to what runs
+        elif not _gang_whole(ssn, g):
+            allocate_group(ssn, g, queue)
+            if g.key in ssn.result.ready and unplanned_waiting(ssn, g):
+                turns.push(g)
+        elif several_queues and ssn.now - epoch(g.created) < args.fair_window:
+            ssn.retry_at(epoch(g.created) + args.fair_window)
         else:
-            allocate_group(ssn, g, queue, batch=batch)
-        if not ssn.local_queue_order:
-            keys = {n: ssn.queue_key(snap.queues[n]) for n in by_queue}
-        elif qname in by_queue:
-            keys[qname] = ssn.queue_key(queue)
+            alone = len(turns.groups) == 1 and not turns.groups[qname]
+            ssn.placing_extras = True
+            try:
+                more = _place_extras(ssn, g, queue, every=alone) and unplanned_waiting(ssn, g)
+            finally:
+                ssn.placing_extras = False
+            if more:
+                turns.push(g)
+        turns.rekey(qname)
+
+
+def _gang_whole(ssn: Session, g: PodGroup) -> bool:
+    members = [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())]
+    need, task_need = gang_need(ssn, g, members)
+    return not need and not task_need
+
+
+def _place_extras(ssn: Session, g: PodGroup, queue: Queue, *, every: bool) -> bool:
+    """Place the next waiting pod of whole gang ``g`` (``every``: all it can, alike pods as a batch);
+    whether any was placed. Pods that fit nowhere or that the queue may not take are passed over."""
+    snap = ssn.snapshot
+    extras = ordered_waiting(ssn, [snap.pods[u] for u in snap.members.get(g.key, ())], {})
+    placed = False
+    failed: set[tuple[object, ...]] = set()
+    i = -1
+    while i + 1 < len(extras):
+        i += 1
+        p = extras[i]
+        shape = _shape(ssn, p)
+        if shape in failed:
+            continue
+        if every and ssn.batchable and p.affinity is None:
+            run = _extras_run(ssn, extras, i)
+            if len(run) > 1:
+                stmt = ssn.statement()
+                n = _place_run(ssn, stmt, queue, run)
+                if n is not None:
+                    stmt.commit()
+                    placed |= n > 0
+                    # The rest of the run fits nowhere, as each of them would find in turn.
+                    if n < len(run):
+                        failed.add(shape)
+                    i += len(run) - 1
+                    continue
+        if ssn.allocatable_reject(queue, ssn.vector(p.uid)) is not None:
+            failed.add(shape)
+            continue
+        stmt = ssn.statement()
+
+        def place(uid: PodUID, node: int, stmt: Statement = stmt) -> None:
+            stmt.place(uid, node, queue.name)
+
+        if _place_one(ssn, place, p) is None:
+            stmt.commit()
+            placed = True
+            if not every:
+                return True
         else:
-            del keys[qname]
+            failed.add(shape)
+    return placed
 
 
 def _has_allocation(ssn: Session, key: GroupKey) -> bool:
     return any(_counts_toward_gang(ssn, ssn.snapshot.pods[u]) for u in ssn.snapshot.members.get(key, ()))
 
 
-def backfill(ssn: Session, *, batch: bool = True) -> None:
+def backfill(ssn: Session) -> None:
+    """Pods that request nothing (BestEffort) of whole gangs, wherever a node has a pod slot: they take
+    no share of any queue, so no queue's turn is spent on them (Volcano's backfill)."""
     snap = ssn.snapshot
 
-    def has_unplanned(g: PodGroup) -> bool:
-        # Only a group with a waiting pod not yet planned has anything to backfill; the others would be
-        # passed over below, so they need no place in the order.
-        return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
+    def has_best_effort(g: PodGroup) -> bool:
+        return any(
+            snap.pods[u].waiting and u not in ssn.plans and not _requests_anything(snap.pods[u])
+            for u in snap.members.get(g.key, ())
+        )
 
-    for qname, groups in sorted(_admitted_by_queue(ssn, has_unplanned).items()):
+    for qname, groups in sorted(_admitted_by_queue(ssn, has_best_effort).items()):
         queue = snap.queues[qname]
         if queue.state != QueueState.OPEN:
-            continue  # a closed queue keeps what runs but starts nothing new, extras included
-        for g in reversed(groups):
-            members = [snap.pods[u] for u in snap.members.get(g.key, ())]
-            need, task_need = _gang_need(ssn, g, members)
-            if need or task_need:
+            continue  # a closed queue keeps what runs but starts nothing new
+        for g in groups:
+            if not _gang_whole(ssn, g):
                 continue  # the gang itself is not whole: extras must not run
-            extras = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
-            i = -1
-            while i + 1 < len(extras):
-                i += 1
-                p = extras[i]
-                if batch and ssn.batchable and p.affinity is None:
-                    run = _extras_run(ssn, extras, i)
-                    if len(run) > 1:
-                        stmt = ssn.statement()
-                        n = _place_run(ssn, stmt, queue, run)
-                        if n is not None:
-                            stmt.commit()
-                            # The rest of the run fits nowhere, as each of them would find in turn.
-                            i += len(run) - 1
-                            continue
-                if ssn.allocatable_reject(queue, ssn.vector(p.uid)) is not None:
-                    break
+            members = [snap.pods[u] for u in snap.members.get(g.key, ())]
+            for p in ordered_waiting(ssn, members, {}):
+                if _requests_anything(p):
+                    continue
                 stmt = ssn.statement()
 
                 def place(uid: PodUID, node: int, stmt: Statement = stmt, q: str = qname) -> None:
@@ -487,6 +610,10 @@ def backfill(ssn: Session, *, batch: bool = True) -> None:
 
                 if _place_one(ssn, place, p) is None:
                     stmt.commit()
+
+
+def _requests_anything(p: Pod) -> bool:
+    return any(v for k, v in p.requests.items() if k != "pods")
 
 
 def _extras_run(ssn: Session, extras: Sequence[Pod], i: int) -> Sequence[Pod]:
@@ -507,25 +634,3 @@ def admit_pending(ssn: Session) -> None:
             ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, problem)
         else:
             ssn.admit(g)
-
-
-ACTIONS: Final[dict[str, Callable[[Session], None]]] = {
-    "enqueue": enqueue,
-    "allocate": allocate,
-    "backfill": backfill,
-}
-# Volcano actions pumice does not run yet: named so a user's config fails with a clear message.
-NOT_YET: Final = frozenset({"preempt", "reclaim", "shuffle"})
-
-
-def resolve_actions(names: tuple[str, ...]) -> tuple[Callable[[Session], None], ...]:
-    out = []
-    for n in names:
-        if n in NOT_YET:
-            raise ConfigError(f"action {n!r} is a Volcano action pumice does not implement yet; remove it")
-        if n not in ACTIONS:
-            raise ConfigError(f"unknown action {n!r}; known actions: {', '.join(ACTIONS)}")
-        out.append(ACTIONS[n])
-    if "enqueue" not in names:
-        out.insert(0, admit_pending)
-    return tuple(out)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from extender.core.durations import parse_duration
 from extender.core.errors import ConfigError
+
+
+class Duration:
+    """The type of an argument given as a Go duration (``30s``, ``1h30m``) or a number of seconds."""
 
 
 def parse_arguments(
@@ -13,6 +18,8 @@ def parse_arguments(
     raw: Mapping[str, Any],
     spec: Mapping[str, tuple[type, Any]],
     prefixes: Mapping[str, type] | None = None,
+    *,
+    kind: str = "plugin",
 ) -> dict[str, Any]:
     """``spec`` maps each accepted key to (type, default); ``prefixes`` accepts families such as
     ``binpack.resources.<name>``. Unknown keys and wrongly typed values raise ConfigError."""
@@ -23,12 +30,19 @@ def parse_arguments(
             typ = next((t for p, t in (prefixes or {}).items() if key.startswith(p)), None)
         if typ is None:
             known = ", ".join(sorted(spec)) or "none"
-            raise ConfigError(f"plugin {plugin}: unknown argument {key!r} (known: {known})")
+            raise ConfigError(f"{kind} {plugin}: unknown argument {key!r} (known: {known})")
         try:
             if typ is bool:
                 if not isinstance(value, bool):
                     raise ValueError
                 out[key] = value
+            elif typ is Duration:
+                seconds = (
+                    float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+                )
+                out[key] = parse_duration(str(value)) if seconds is None else seconds
+                if not 0 <= out[key] < float("inf"):
+                    raise ValueError
             elif typ is float:
                 out[key] = float(value)
             elif typ is int:
@@ -38,5 +52,6 @@ def parse_arguments(
             else:
                 out[key] = str(value)
         except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
-            raise ConfigError(f"plugin {plugin}: argument {key}={value!r} must be a {typ.__name__}") from None
+            what = "a duration such as 30s or 5m" if typ is Duration else f"a {typ.__name__}"
+            raise ConfigError(f"{kind} {plugin}: argument {key}={value!r} must be {what}") from None
     return out

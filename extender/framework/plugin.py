@@ -5,7 +5,14 @@ once, here and in :mod:`extender.framework.session`):
 
 - order hooks (``job_order``, ``queue_order``): keys are concatenated in tier/plugin order and compared
   lexicographically, so the first plugin that tells two jobs apart decides, as in Volcano;
-- vote hooks (``enqueue``, ``allocatable``, ``victim``): any rejection rejects, with that plugin's reason;
+- vote hooks (``enqueue``, ``allocatable``, ``overused``, ``preemptive``, ``victim``): any rejection rejects,
+  with that plugin's reason; for ``enqueue``, a plugin's ``enqueue_permit`` admits the group once its tier
+  has no rejection, and later tiers are not asked;
+- victim hooks (``preemptable``, ``reclaimable``): within a tier, the victims every plugin that answers
+  allows (the intersection, in the candidates' order); the first tier where a plugin answers decides, and
+  an empty answer is a decision (no victims), not an abstention. Volcano lets a tier whose intersection is
+  empty pass the choice to the next tier, which let a lower tier (drf) evict what gang or priority had
+  just protected; pumice does not;
 - ``node_score``: scores from every plugin are summed (each plugin applies its own weight). A plugin that
   sets :attr:`Plugin.row_local_scores` promises that a node's score depends only on the request, that node's
   row of ``free`` and per-cycle state fixed in ``open``; the session then caches scores per request vector
@@ -29,7 +36,7 @@ once, here and in :mod:`extender.framework.session`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -51,8 +58,14 @@ HOOK_SWITCHES: Final = {
     "job_order": "enableJobOrder",
     "queue_order": "enableQueueOrder",
     "enqueue": "enableJobEnqueued",
+    "enqueue_permit": "enableJobEnqueued",
     "allocatable": "enabledAllocatable",
     "node_score": "enableNodeOrder",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "preemptive": "enablePreemptive",
+    "overused": "enabledOverused",
+    "victim": "enabledVictim",
 }
 
 
@@ -88,6 +101,11 @@ class Plugin:
         """Why ``group`` may not be admitted now, or None to permit/abstain."""
         return None
 
+    def enqueue_permit(self, ssn: Session, group: PodGroup) -> bool:
+        """Whether this plugin admits ``group`` whatever later tiers say (Volcano's Permit vote: a
+        rejection in the same tier still wins)."""
+        return False
+
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
         """Why ``queue`` may not take ``request`` more right now, or None."""
         return None
@@ -109,5 +127,27 @@ class Plugin:
         return None
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:
-        """Why ``pod`` must not be evicted, or None."""
+        """Why ``pod`` must not be evicted by anyone (kube-scheduler's preemption included), or None."""
+        return None
+
+    def preemptable(self, ssn: Session, preemptor: Pod, candidates: Sequence[Pod]) -> Sequence[Pod] | None:
+        """Which of ``candidates`` (running pods of other jobs in the preemptor's queue) ``preemptor`` may
+        evict, or None to abstain. The framework keeps a running gang whole on its own (see
+        :mod:`extender.framework.evict`)."""
+        return None
+
+    def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> Sequence[Pod] | None:
+        """Which of ``candidates`` (running pods of other, reclaimable queues) ``reclaimer`` may evict to
+        take its queue's share back, or None to abstain. Taking them in order: each answer must stand for
+        any prefix of it (the framework may evict fewer than offered)."""
+        return None
+
+    def overused(self, ssn: Session, queue: Queue) -> str | None:
+        """Why ``queue`` may take nothing more in this cycle's allocate (at or over its deserved share), or
+        None. A queue that is overused also reclaims nothing."""
+        return None
+
+    def preemptive(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        """Why ``queue`` may not reclaim ``request`` more from other queues (it would pass its deserved
+        share), or None."""
         return None

@@ -30,6 +30,7 @@ from extender.core import fit
 from extender.core.interpod import PodsOnNodes
 from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
+from extender.core.running import RunningIndex
 from extender.core.snapshot import Aside, Snapshot
 from extender.framework.plugin import Plugin, Rows, Scores
 
@@ -56,6 +57,16 @@ class Unschedulable:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A decision to evict a running pod: ``Preempted`` (by a higher-priority job of its queue) or
+    ``Reclaimed`` (by a queue below its deserved share), ``by`` the group that takes its place."""
+
+    reason: str
+    message: str
+    by: GroupKey
+
+
 @dataclass(slots=True)
 class CycleResult:
     placements: dict[PodUID, str] = field(default_factory=dict)
@@ -65,6 +76,12 @@ class CycleResult:
     ready: set[GroupKey] = field(default_factory=set)
     # Groups left waiting for a reason that stands, with what they weigh while a cache leaves them out.
     aside: dict[GroupKey, Aside] = field(default_factory=dict)
+    # Running pods to evict, and the placements that must wait for pods to leave their node first
+    # (Volcano's Pipelined): placement uid -> the pods it waits for.
+    evictions: dict[PodUID, Eviction] = field(default_factory=dict)
+    pipelined: dict[PodUID, frozenset[PodUID]] = field(default_factory=dict)
+    # When a cycle should run again though nothing changes (a rule waits for time to pass), or None.
+    retry_at: float | None = None
 
 
 def _overrides(plugin: Plugin, hook: str) -> bool:
@@ -80,11 +97,13 @@ class Session:
         *,
         cache_scores: bool = True,
         cache_keys: bool = True,
+        batch: bool = True,
         now: float = 0.0,
     ) -> None:
         """``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
-        computation (the caches are exact: the tests compare). ``now``: the cycle's clock (seconds since
-        the epoch), for rules that look at time."""
+        computation, and ``batch`` off places every pod by itself (the caches and batches are exact: the
+        tests compare). ``now``: the cycle's clock (seconds since the epoch), for rules that look at
+        time."""
         self.snapshot = snapshot
         self.now = now
         self.tiers = tiers
@@ -92,7 +111,19 @@ class Session:
         # Per hook, the plugins the conf leaves it switched on for, in tier order.
         self._hooked = {
             hook: [p for p in self.plugins if p.takes_part(hook)]
-            for hook in ("job_order", "queue_order", "enqueue", "allocatable", "node_score", "victim")
+            for hook in (
+                "job_order",
+                "queue_order",
+                "enqueue",
+                "enqueue_permit",
+                "allocatable",
+                "node_score",
+                "victim",
+                "preemptable",
+                "reclaimable",
+                "overused",
+                "preemptive",
+            )
         }
         # Column-major: fit checks and scores read a resource column over many nodes, placements write one
         # short row.
@@ -124,8 +155,12 @@ class Session:
         self._pod_scorers = [p for p in self._scorers if isinstance(p, PodScorer)]
         # Whether a run of identical pods may be placed as a batch (see extender.framework.actions): scores
         # of hypothetical rows, and one capacity check for the whole run.
-        self.batchable = self._row_local and all(
-            p.additive_allocatable for p in self._hooked["allocatable"] if _overrides(p, "allocatable")
+        self.batchable = (
+            batch
+            and self._row_local
+            and all(
+                p.additive_allocatable for p in self._hooked["allocatable"] if _overrides(p, "allocatable")
+            )
         )
         # Whether queue keys read nothing but their own queue's usage (see Plugin.local_queue_order); then,
         # per queue, its key and the usage array it was computed from (usage arrays are replaced on every
@@ -140,6 +175,18 @@ class Session:
         )
         self._job_keys: dict[GroupKey, tuple[Any, ...]] = {}
         self._interpod: PodsOnNodes | None = None
+        self._running: RunningIndex | None = None
+        # Pods this cycle evicts (uid -> node row), and per node row the pods placements there wait for:
+        # those evicted and those already leaving whose room a placement counted on.
+        self.evicting: dict[PodUID, int] = {}
+        self.leaving: dict[int, set[PodUID]] = {}
+        self.releasing_counted = False  # whether ``free`` counts the room of pods already leaving
+        # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict).
+        self.victim_rooms: dict[tuple[object, ...], object] = {}
+        self._vetoes: dict[PodUID, str | None] = {}
+        # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
+        # may start a gang that takes it past that share, but adds extra pods only up to it (proportion).
+        self.placing_extras = False
         # True once the inter-pod state exists: from then on placements update it and a pod's labels
         # matter to the rules of others.
         self.rules_active = False
@@ -298,6 +345,14 @@ class Session:
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
 
+    @property
+    def running(self) -> RunningIndex:
+        """pumice's running pods by node and group (built on first use: only preempt and reclaim, and
+        plugins answering them, need it)."""
+        if self._running is None:
+            self._running = RunningIndex(self.snapshot)
+        return self._running
+
     # --- rules that look at other pods ----------------------------------------------------------------
     @property
     def interpod(self) -> PodsOnNodes:
@@ -385,11 +440,27 @@ class Session:
         return out
 
     def enqueue_reject(self, g: PodGroup) -> str | None:
-        for p in self._hooked["enqueue"]:
-            reason = p.enqueue(self, g)
-            if reason is not None:
-                return reason
+        """Why ``g`` may not be admitted now, or None: tier by tier, any rejection rejects; a permit (and
+        no rejection) in a tier admits without asking later tiers."""
+        voters = set(self._hooked["enqueue"])
+        permitters = set(self._hooked["enqueue_permit"])
+        for tier in self.tiers:
+            permitted = False
+            for p in tier:
+                if p in voters:
+                    reason = p.enqueue(self, g)
+                    if reason is not None:
+                        return reason
+                if p in permitters and p.enqueue_permit(self, g):
+                    permitted = True
+            if permitted:
+                return None
         return None
+
+    def retry_at(self, when: float) -> None:
+        """Ask for a cycle at ``when`` (epoch seconds) though nothing changes: a rule waits for time."""
+        if when > self.now:
+            self.result.retry_at = when if self.result.retry_at is None else min(self.result.retry_at, when)
 
     def allocatable_reject(self, q: Queue, request: Vector) -> str | None:
         for p in self._hooked["allocatable"]:
@@ -399,12 +470,58 @@ class Session:
         return None
 
     def victim_reject(self, pod: Pod) -> str | None:
-        """Why ``pod`` must not be evicted (any plugin's veto), or None."""
+        """Why ``pod`` must not be evicted (any plugin's veto), or None; asked once per pod a cycle."""
+        if pod.uid in self._vetoes:
+            return self._vetoes[pod.uid]
+        out = None
         for p in self._hooked["victim"]:
-            reason = p.victim(self, pod)
+            out = p.victim(self, pod)
+            if out is not None:
+                break
+        self._vetoes[pod.uid] = out
+        return out
+
+    def overused(self, q: Queue) -> str | None:
+        """Why ``q`` may take nothing more this cycle (any plugin's answer), or None."""
+        for p in self._hooked["overused"]:
+            reason = p.overused(self, q)
             if reason is not None:
                 return reason
         return None
+
+    def preemptive_reject(self, q: Queue, request: Vector) -> str | None:
+        """Why ``q`` may not reclaim ``request`` from other queues (any plugin's veto), or None."""
+        for p in self._hooked["preemptive"]:
+            reason = p.preemptive(self, q, request)
+            if reason is not None:
+                return reason
+        return None
+
+    def preemptable(self, preemptor: Pod, candidates: Sequence[Pod]) -> list[Pod]:
+        """The candidates ``preemptor`` may evict within its queue, by the tier rule of victim hooks."""
+        return self._victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
+        """The candidates ``reclaimer`` may evict from other queues, by the tier rule of victim hooks."""
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    def _victims(self, hook: str, pod: Pod, candidates: Sequence[Pod]) -> list[Pod]:
+        # Every victim also passes the ``victim`` vetoes (conformance: system pods), whatever the tiers say.
+        allowed = [c for c in candidates if self.victim_reject(c) is None]
+        hooked = set(self._hooked[hook])
+        for tier in self.tiers:
+            chosen: set[PodUID] | None = None
+            for p in tier:
+                if p not in hooked:
+                    continue
+                answer = getattr(p, hook)(self, pod, allowed)
+                if answer is None:
+                    continue
+                uids = {c.uid for c in answer}
+                chosen = uids if chosen is None else chosen & uids
+            if chosen is not None:
+                return [c for c in allowed if c.uid in chosen]
+        return []
 
     def scores(self, request: Vector) -> Scores:
         """Summed plugin scores per node for ``request`` (read-only: callers must not modify it)."""
@@ -488,11 +605,27 @@ class Session:
 
 
 class Statement:
-    """Tentative placements: applied to the session's working state at once, undone by ``discard``."""
+    """Tentative placements and evictions: applied to the session's working state at once, undone by
+    ``discard``."""
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.ops: list[tuple[PodUID, int, str]] = []
+        self.evicted: list[tuple[Pod, int, str, Eviction]] = []
+
+    def evict(self, pod: Pod, node: int, queue: str, why: Eviction) -> None:
+        """Take ``pod`` (running on row ``node``, of ``queue``) off its node: its room and its queue's
+        share come back to the session; placements on that node then wait for it to leave."""
+        ssn = self.ssn
+        v = ssn.running.vector(pod)
+        ssn.free[node] += v
+        ssn.touched(node)
+        used = ssn.queue_used.get(queue)
+        if used is not None:
+            ssn.queue_used[queue] = used - v
+        ssn.evicting[pod.uid] = node
+        ssn.leaving.setdefault(node, set()).add(pod.uid)
+        self.evicted.append((pod, node, queue, why))
 
     def place(self, uid: PodUID, node: int, queue: str) -> None:
         v = self.ssn.vector(uid)
@@ -526,7 +659,25 @@ class Statement:
                 ssn._placed(uid, node, 1)
             self.ops.append((uid, node, queue))
 
+    def absorb(self, other: Statement) -> None:
+        """Make ``other``'s evictions and placements part of this statement (committed or discarded with
+        it); ``other`` is left empty."""
+        self.evicted.extend(other.evicted)
+        self.ops.extend(other.ops)
+        other.evicted.clear()
+        other.ops.clear()
+
     def discard(self) -> None:
+        ssn = self.ssn
+        for pod, node, queue, _ in reversed(self.evicted):
+            v = ssn.running.vector(pod)
+            ssn.free[node] -= v
+            ssn.touched(node)
+            if queue in ssn.queue_used:
+                ssn.queue_used[queue] = ssn.queue_used[queue] + v
+            del ssn.evicting[pod.uid]
+            ssn.leaving[node].discard(pod.uid)
+        self.evicted.clear()
         for uid, node, queue in reversed(self.ops):
             v = self.ssn.vector(uid)
             self.ssn.free[node] += v
@@ -538,6 +689,14 @@ class Statement:
         self.ops.clear()
 
     def commit(self) -> None:
+        result = self.ssn.result
+        for pod, _, _, why in self.evicted:
+            result.evictions[pod.uid] = why
+        self.evicted.clear()
         for uid, node, _ in self.ops:
-            self.ssn.result.placements[uid] = self.ssn.snapshot.nodes[node].name
+            result.placements[uid] = self.ssn.snapshot.nodes[node].name
+            leaving = self.ssn.leaving.get(node)
+            if leaving:
+                # Room there comes from pods still on it: the plan waits for them (and holds the room).
+                result.pipelined[uid] = frozenset(leaving)
         self.ops.clear()

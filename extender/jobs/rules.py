@@ -40,9 +40,10 @@ from math import ceil, isfinite
 from typing import Any, Final
 
 from extender.api.limits import Limits, field_path, too_deep
+from extender.core.durations import parse_duration
 from extender.core.errors import InvalidQuantity
 from extender.core.quantity import MILLI_RESOURCES, format_units, parse_quantity
-from extender.jobs.model import POLICY_ACTIONS, Event, Iteration, parse_duration, pod_name
+from extender.jobs.model import POLICY_ACTIONS, Event, Iteration, pod_name
 from extender.jobs.plugins.mpi import MpiPlugin
 from extender.jobs.plugins.ray import RayPlugin
 from extender.jobs.plugins.registry import PLUGIN_NAMES, check_plugin

@@ -1,9 +1,12 @@
-"""proportion: queues share the cluster by weight; a queue never exceeds its capability.
+"""proportion: queues share the cluster by weight; a queue takes up to its deserved share.
 
 Each cycle, every queue's ``deserved`` share is computed by water-filling: the cluster is divided by
 weight among queues that still want more, a queue's share capped by what it asks for (held + waiting)
-and by its ``capability``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
-lowest share (allocated / deserved) first. Admission and allocation are refused past ``capability``.
+and by its real capability (``capability``, less what other queues' ``guarantee`` keeps for them), and
+raised to its ``guarantee``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
+by ``spec.priority`` (higher first), then lowest share (allocated / deserved) first. Allocation stops at
+a queue's deserved share (a queue there is *overused* and takes no turn); admission is refused past the
+real capability. ``reclaim`` takes back from queues above their deserved share, never below it.
 
 Enable with::
 
@@ -12,18 +15,19 @@ Enable with::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import PodGroup, PodUID, Queue
+from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
+from extender.framework.shares import above_deserved
 
 _UNLIMITED = np.iinfo(np.int64).max // 4
 
@@ -40,13 +44,19 @@ class ProportionPlugin(Plugin):
         self.capability: dict[str, Vector] = {}
         self._shared: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._share_of: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {}
+        self._contended = False
 
-    def _cap(self, ssn: Session, q: Queue) -> Vector:
-        cap = np.full(len(ssn.snapshot.index), _UNLIMITED, dtype=np.int64)
+    def _cap(self, ssn: Session, q: Queue, guaranteed: Vector) -> Vector:
+        """``capability`` (unlimited where unset), and where other queues hold a ``guarantee``, at most the
+        cluster less their guarantees (else the cluster's size is not a limit here: overcommit decides
+        admission past it, and a pod too big for the nodes is told so by placement)."""
+        names = ssn.snapshot.index.names
+        cap = np.full(len(names), _UNLIMITED, dtype=np.int64)
         for name, amount in q.capability.items():
-            if name in ssn.snapshot.index.names:
-                cap[ssn.snapshot.index.names.index(name)] = amount
-        return cap
+            if name in names:
+                cap[names.index(name)] = amount
+        others = guaranteed - ssn.snapshot.index.vector(q.guarantee)
+        return np.where(others > 0, np.minimum(cap, np.maximum(ssn.total - others, 0)), cap)
 
     def open(self, ssn: Session) -> None:
         snap = ssn.snapshot
@@ -66,11 +76,17 @@ class ProportionPlugin(Plugin):
         for qn, v in snap.aside_waiting.items():  # groups the snapshot leaves out still ask
             if qn in request:
                 request[qn] += v
-        self.capability = {q.name: self._cap(ssn, q) for q in snap.queues.values()}
+        guaranteed = sum(
+            (snap.index.vector(q.guarantee) for q in snap.queues.values()), np.zeros(r, np.int64)
+        )
+        self.capability = {q.name: self._cap(ssn, q, guaranteed) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
         deserved = {q: np.zeros(r, dtype=np.float64) for q in request}
         remaining = ssn.total.astype(np.float64)
         active = {q for q in request if want[q].any()}
+        # With one queue asking, shares decide nothing: its deserved share is all it can get anyway, and
+        # a pod that does not fit is better told which node comes closest than that it passes a share.
+        self._contended = len(active) > 1
         while active and remaining.any():
             weights = sum(snap.queues[q].weight for q in active) or 1
             given = np.zeros(r, dtype=np.float64)
@@ -91,7 +107,7 @@ class ProportionPlugin(Plugin):
             for name, amount in explicit.items():
                 if name in snap.index.names:
                     vec[snap.index.names.index(name)] = amount
-            self.deserved[q] = vec
+            self.deserved[q] = np.maximum(vec, snap.index.vector(snap.queues[q].guarantee))
         # Shares are over cpu, memory and extended resources, not the pods slot (as Volcano's): per queue,
         # the columns its share is taken over (deserved > 0) and their deserved amounts, found once.
         self._shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
@@ -100,15 +116,33 @@ class ProportionPlugin(Plugin):
             cols = np.flatnonzero((amounts > 0) & self._shared)
             self._share_of[q] = (cols, amounts[cols])
 
-    def queue_order(self, ssn: Session, queue: Queue) -> tuple[float]:
-        share_of = self._share_of.get(queue.name)
-        used = ssn.queue_used.get(queue.name)
+    def queue_order(self, ssn: Session, queue: Queue) -> tuple[int, float]:
+        return (-queue.priority, self.share(ssn, queue.name))
+
+    def share(self, ssn: Session, name: str) -> float:
+        """What queue ``name`` holds over what it deserves, on the resource where that is largest."""
+        share_of = self._share_of.get(name)
+        used = ssn.queue_used.get(name)
         if share_of is None or used is None:
-            return (0.0,)
+            return 0.0
         cols, deserved = share_of
         if not len(cols):
-            return (0.0 if not used[self._shared].any() else 1.0,)
-        return (float(np.maximum.reduce(used[cols] / deserved)),)
+            return 0.0 if not used[self._shared].any() else 1.0
+        return float(np.maximum.reduce(used[cols] / deserved))
+
+    def overused(self, ssn: Session, queue: Queue) -> str | None:
+        deserved = self.deserved.get(queue.name)
+        used = ssn.queue_used.get(queue.name)
+        if not self._contended or deserved is None or used is None:
+            return None
+        if (used[self._shared] < deserved[self._shared]).any():
+            return None
+        return (
+            f"queue {queue.name}: at its deserved share ({self._amounts(ssn, used, deserved, deserved > 0)})"
+        )
+
+    def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
+        return above_deserved(ssn, candidates, self.deserved.get, self._shared)
 
     def _over(self, ssn: Session, queue: Queue, total: Vector) -> str | None:
         cap = self.capability.get(queue.name)
@@ -135,4 +169,25 @@ class ProportionPlugin(Plugin):
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
         held = ssn.queue_used.get(queue.name)
-        return self._over(ssn, queue, request if held is None else held + request)
+        total = request if held is None else held + request
+        over = self._over(ssn, queue, total)
+        if over is not None:
+            return over
+        deserved = self.deserved.get(queue.name)
+        if not self._contended or deserved is None or not ssn.placing_extras:
+            # A gang's minimum is held back by ``overused`` only: Volcano checks every pod against the
+            # deserved share, so a job larger than its queue's share never starts on an idle cluster.
+            return None
+        # Volcano's LessEqualWithDimension: only what the pod asks for is compared.
+        past = (total > deserved) & (request > 0) & self._shared
+        if not past.any():
+            return None
+        return f"queue {queue.name}: {self._amounts(ssn, total, deserved, past)} past its deserved share"
+
+    @staticmethod
+    def _amounts(ssn: Session, used: Vector, limit: Vector, which: npt.NDArray[np.bool_]) -> str:
+        names = ssn.snapshot.index.names
+        return ", ".join(
+            f"{names[i]} {human(names[i], int(used[i]))}/{human(names[i], int(limit[i]))}"
+            for i in np.flatnonzero(which)
+        )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import functools
 import pstats
 import random
 import time
@@ -33,7 +32,6 @@ from extender.core.model import (
     Toleration,
 )
 from extender.core.snapshot import Snapshot, build_snapshot
-from extender.framework import actions
 from extender.framework.cycle import run_cycle
 from extender.framework.session import CycleResult, Session
 from extender.plugins.registry import SchedulerConf, load_conf
@@ -129,10 +127,8 @@ def make_cluster(
 
 def one_by_one(snap: Snapshot, conf: SchedulerConf, now: float) -> CycleResult:
     """``run_cycle()`` with every pod placed by itself."""
-    ssn = Session(snap, conf.tiers(), now=now)
+    ssn = Session(snap, conf.tiers(), now=now, batch=False)
     for act in conf.actions:
-        if act in (actions.allocate, actions.backfill):
-            act = functools.partial(act, batch=False)
         act(ssn)
     return ssn.result
 

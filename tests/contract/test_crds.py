@@ -430,6 +430,7 @@ PODGROUP_COMPUTED = {
     "uid": "metadata.uid",
     "created": "metadata.creationTimestamp",
     "implicit": "set for the one-pod group of a plain pod, which has no API object",
+    "sla_waiting_time": "metadata.annotations[volcano.sh/sla-waiting-time] (the sla plugin)",
 }
 
 QUEUE_READS: dict[str, Fields] = {
@@ -445,6 +446,8 @@ QUEUE_READS: dict[str, Fields] = {
 QUEUE_COMPUTED = {
     "name": "metadata.name",
     "created": "metadata.creationTimestamp",
+    "hierarchy": "metadata.annotations[volcano.sh/hierarchy] (drf with enableHierarchy)",
+    "hierarchy_weights": "metadata.annotations[volcano.sh/hierarchy-weights] (drf with enableHierarchy)",
 }
 
 # What our PodGroup and Queue controllers write, as Volcano's controllers do.

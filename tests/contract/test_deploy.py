@@ -697,9 +697,10 @@ def test_rbac_is_least_privilege() -> None:
     assert _grants(cluster_role, "scheduling.volcano.sh", "podgroups", "patch")
     assert _grants(cluster_role, "scheduling.volcano.sh", "queues/status", "patch")
     assert not _grants(cluster_role, "scheduling.volcano.sh", "podgroups/status", "patch")
-    # Nothing uses these (preemption will add pods/eviction with its code).
-    assert not _grants(cluster_role, "", "pods/eviction", "create")
-    assert not _grants(cluster_role, "", "pods/status", "patch")
+    # Preempt and reclaim evict through the Eviction API and mark the victim; nothing more of pods.
+    assert _grants(cluster_role, "", "pods/eviction", "create")
+    assert _grants(cluster_role, "", "pods/status", "patch")
+    assert not _grants(cluster_role, "", "pods/eviction", "delete")
     assert not _grants(cluster_role, "", "nodes", "update")
     # The ssh plugin reads and creates <job>-ssh, nothing more.
     for verb in ("list", "watch", "update", "patch", "delete", "deletecollection"):

@@ -210,9 +210,9 @@ def test_every_resource_the_code_builds_a_path_for_has_a_row() -> None:
 
 
 def test_the_scan_sees_what_a_new_caller_builds() -> None:
-    text = "await c.post(paths.pod_eviction(ns, n), b)\nawait c.merge_patch(paths.QUEUES.status(q), s)\n"
-    assert list(_built_paths(text)) == [("scheduling.volcano.sh", "queues/status"), ("", "pods/eviction")]
-    assert ("", "pods/eviction") not in {(g.group, g.resource) for g in GRANTS}  # so a caller would fail
+    text = "await c.post(paths.pod_binding(ns, n), b)\nawait c.merge_patch(paths.NODES.status(q), s)\n"
+    assert list(_built_paths(text)) == [("", "nodes/status"), ("", "pods/binding")]
+    assert ("", "nodes/status") not in {(g.group, g.resource) for g in GRANTS}  # so a caller would fail
 
 
 # --- least privilege, whatever the table says -------------------------------------------------------------
@@ -238,8 +238,6 @@ def test_secrets_only_create_and_get(docs: list[Any]) -> None:
 @pytest.mark.parametrize(
     ("group", "resource"),
     [
-        ("", "pods/status"),
-        ("", "pods/eviction"),
         ("", "events"),
         ("coordination.k8s.io", "leases"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),

@@ -17,6 +17,7 @@ from extender.api import labels as L
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
+from extender.core.timestamps import epoch
 from extender.framework.cycle import run_cycle
 from extender.framework.session import CycleResult, Session
 from extender.plugins.registry import SchedulerConf, load_conf
@@ -24,6 +25,21 @@ from extender.plugins.registry import SchedulerConf, load_conf
 Raw = dict[str, Any]
 
 T0 = "2024-01-01T00:00:00Z"
+NOW = epoch(T0) + 3600.0
+# Volcano's CI conf (its e2e tests run with it).
+VOLCANO_CI_CONF = """\
+actions: "enqueue, allocate, backfill, preempt, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
 GPU = "nvidia.com/gpu"
 
 
@@ -222,8 +238,15 @@ def queue(
     deserved: Mapping[str, str] | None = None,
     created: str = T0,
     parent: str | None = None,
+    guarantee: Mapping[str, str] | None = None,
+    reclaimable: bool = True,
+    priority: int | None = None,
 ) -> Raw:
-    spec: Raw = {"weight": weight, "reclaimable": True}
+    spec: Raw = {"weight": weight, "reclaimable": reclaimable}
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": dict(guarantee)}
+    if priority is not None:
+        spec["priority"] = priority
     if parent is not None:
         spec["parent"] = parent
     if capability is not None:
@@ -295,10 +318,12 @@ def run(
     conf: SchedulerConf | str | None = None,
     plans: Mapping[str, str] | None = None,
     priority_classes: Iterable[Raw] = (),
+    now: float = NOW,
 ) -> CycleResult:
-    """One cycle of ``conf`` (a loaded conf, its YAML text, or None for Volcano's default conf)."""
+    """One cycle of ``conf`` (a loaded conf, its YAML text, or None for Volcano's default conf), at
+    ``now`` (by default an hour after the builders' creation time)."""
     snap = snapshot(nodes, pods, groups, queues, plans, priority_classes)
-    return run_cycle(snap, conf_of(conf), 0.0)
+    return run_cycle(snap, conf_of(conf), now)
 
 
 def placed(result: CycleResult, prefix: str = "") -> dict[str, str]:

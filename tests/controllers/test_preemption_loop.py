@@ -1,0 +1,159 @@
+"""Preempt and reclaim in the scheduling loop: victims evicted through the executor and marked, the
+preemptor's reservation waiting for them (holding the room, refused at filter and bind) until the watch
+shows them gone, and given up when an eviction is refused or the victims do not leave in time."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from controllers.ledger import State
+from controllers.scheduler import LoopSettings, Scheduler
+from controllers.state import cluster_state
+from extender.core.model import PodUID
+from extender.plugins.registry import load_conf
+from tests.controllers.test_scheduler import node, pod, podgroup
+from tests.core.builders import VOLCANO_CI_CONF
+
+PREEMPT_CONF = """\
+actions: "enqueue, allocate, preempt, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: proportion
+"""
+
+
+class EvictingExecutor:
+    def __init__(self) -> None:
+        self.evicted: list[str] = []
+        self.marked: list[tuple[str, str, str]] = []
+        self.refuse: str | None = None
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        pass
+
+    async def touch_planned(self, namespace: str, name: str, node: str) -> None:
+        pass
+
+    async def lift_gate(self, namespace: str, name: str) -> None:
+        pass
+
+    async def evict(self, namespace: str, name: str, uid: str) -> str | None:
+        if self.refuse is not None:
+            return self.refuse
+        self.evicted.append(name)
+        return None
+
+    async def mark_disrupted(self, namespace: str, name: str, reason: str, message: str, now: str) -> None:
+        self.marked.append((name, reason, message))
+
+
+class Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def record(self, ref: Any, *, type_: str, reason: str, note: str, action: str) -> None:
+        self.recorded.append((ref.name, reason, note))
+
+
+def running(name: str, group: str, node_name: str, priority: int = 0) -> dict[str, Any]:
+    raw = pod(name, group)
+    raw["spec"]["nodeName"] = node_name
+    raw["spec"]["priority"] = priority
+    raw["status"]["phase"] = "Running"
+    return raw
+
+
+def prioritized(name: str, group: str, priority: int) -> dict[str, Any]:
+    raw = pod(name, group)
+    raw["spec"]["priority"] = priority
+    return raw
+
+
+def setup(conf: str = PREEMPT_CONF, **settings: Any) -> tuple[Scheduler, EvictingExecutor, Events]:
+    state = cluster_state(frozenset({"volcano"}))
+    state.cache.replace_nodes([node("n1", "2")])
+    state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    ex, ev = EvictingExecutor(), Events()
+    s = Scheduler(state, load_conf(conf), ex, settings=LoopSettings(**settings), events=ev)  # type: ignore[arg-type]
+    s.cache.upsert_podgroup(podgroup("low", 1))
+    for i in range(2):
+        s.cache.upsert_pod(running(f"low-{i}", "low", "n1", priority=1))
+    s.cache.upsert_podgroup(podgroup("high", 2))
+    for i in range(2):
+        s.cache.upsert_pod(prioritized(f"high-{i}", "high", priority=100))
+    return s, ex, ev
+
+
+async def settle(s: Scheduler) -> None:
+    await asyncio.gather(*s._tasks)
+
+
+def gone(s: Scheduler, name: str) -> None:
+    s.cache.remove_pod({"metadata": {"name": name, "namespace": "ns", "uid": name}})
+
+
+async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> None:
+    s, ex, ev = setup()
+    s.cycle()
+    await settle(s)
+    assert sorted(ex.evicted) == ["low-0", "low-1"]
+    assert all(reason == "Preempted" and "preempted by ns/high" in msg for _, reason, msg in ex.marked)
+    assert {(n, r) for n, r, _ in ev.recorded} == {("low-0", "Preempted"), ("low-1", "Preempted")}
+    assert s.stats.evictions == 2
+    r = s.ledger.get(PodUID("high-0"))
+    assert r is not None and r.state is State.WAITING and r.victims == {"low-0", "low-1"}
+    # The room is held: nobody else is planned into it, and kube-scheduler is told to wait.
+    answer = s.filter(prioritized("high-0", "high", 100), ["n1"])
+    assert answer["NodeNames"] == [] and "waiting for 2 pods to leave node n1" in str(answer)
+    refusal = s.bind_refusal({"PodName": "high-0", "PodNamespace": "ns", "PodUID": "high-0", "Node": "n1"})
+    assert refusal is not None and "still holds the pods it waits for" in refusal
+    # A second cycle evicts nobody else.
+    s.cache.upsert_pod(
+        {
+            **running("low-0", "low", "n1", 1),
+            "metadata": {
+                **running("low-0", "low", "n1", 1)["metadata"],
+                "deletionTimestamp": "2026-01-01T00:00:01Z",
+            },
+        }
+    )
+    s.cycle()
+    await settle(s)
+    assert sorted(ex.evicted) == ["low-0", "low-1"]
+    gone(s, "low-0")
+    assert s.ledger.get(PodUID("high-0")).state is State.WAITING  # type: ignore[union-attr]
+    gone(s, "low-1")
+    assert s.ledger.get(PodUID("high-0")).state is State.PLANNED  # type: ignore[union-attr]
+    assert s.filter(prioritized("high-0", "high", 100), ["n1"])["NodeNames"] == ["n1"]
+
+
+async def test_a_refused_eviction_gives_up_the_waiting_reservation() -> None:
+    s, ex, ev = setup()
+    ex.refuse = "HTTP 429 Too Many Requests"
+    s.cycle()
+    await settle(s)
+    assert ex.evicted == [] and s.stats.eviction_errors == 2
+    assert ("low-0", "EvictionRefused") in {(n, r) for n, r, _ in ev.recorded}
+    assert s.ledger.get(PodUID("high-0")) is None  # released, to be planned again
+
+
+async def test_victims_that_do_not_leave_in_time_release_the_reservation() -> None:
+    s, _, _ = setup(victims_timeout=0.0)
+    s.cycle()
+    await settle(s)
+    assert s.ledger.get(PodUID("high-0")) is not None
+    s._work()  # the next cycle's bookkeeping finds it overdue
+    assert s.ledger.get(PodUID("high-0")) is None
+
+
+async def test_the_volcano_ci_conf_loads_and_preempts() -> None:
+    s, ex, _ = setup(VOLCANO_CI_CONF)
+    s.cycle()
+    await settle(s)
+    assert sorted(ex.evicted) == ["low-0", "low-1"]
