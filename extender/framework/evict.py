@@ -365,8 +365,8 @@ def _victims_on(
         for m in rest:
             if m.row == row:
                 free += running.vector(m.pod)
-    if not fit.fits(free[None, :], req)[0]:
-        return None
+    if not chosen or not fit.fits(free[None, :], req)[0]:
+        return None  # (no victim needed: the room is there, what refuses the pod is not room)
     return chosen, whole
 
 

@@ -81,9 +81,14 @@ class ProportionPlugin(Plugin):
         )
         self.capability = {q.name: self._cap(ssn, q, guaranteed) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
-        deserved = {q: np.zeros(r, dtype=np.float64) for q in request}
-        remaining = ssn.total.astype(np.float64)
-        active = {q for q in request if want[q].any()}
+        # Guarantees first (at most the capability), then the rest by weight: a guarantee is part of a
+        # queue's share, not room on top of it that the others' shares also count.
+        deserved = {
+            q: np.minimum(snap.index.vector(snap.queues[q].guarantee), self.capability[q]).astype(np.float64)
+            for q in request
+        }
+        remaining = np.maximum(ssn.total - sum(deserved.values(), np.zeros(r)), 0.0)
+        active = {q for q in request if (want[q] > deserved[q]).any()}
         # With one queue asking, shares decide nothing: its deserved share is all it can get anyway, and
         # a pod that does not fit is better told which node comes closest than that it passes a share.
         self._contended = len(active) > 1
@@ -92,7 +97,7 @@ class ProportionPlugin(Plugin):
             given = np.zeros(r, dtype=np.float64)
             for q in list(active):
                 share = remaining * snap.queues[q].weight / weights
-                add = np.minimum(share, want[q] - deserved[q])
+                add = np.clip(want[q] - deserved[q], 0.0, share)
                 deserved[q] += add
                 given += add
                 if (deserved[q] >= want[q]).all():
