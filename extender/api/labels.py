@@ -16,6 +16,8 @@ PREEMPTABLE_ANNOTATION: Final = "volcano.sh/preemptable"
 
 # Ours: the node a pod is planned on (also the "touch" that wakes kube-scheduler's unschedulable queue).
 PLANNED_NODE_ANNOTATION: Final = "pumice.dev/planned-node"
+# How long a pod is expected to run (a Go duration): the starvation guard's estimate of when nodes free up.
+EXPECTED_RUNTIME_ANNOTATION: Final = "pumice.dev/expected-runtime"
 # Scheduling gate (Kubernetes >= 1.27) that holds a gang's pods until the whole gang is planned.
 GANG_SCHEDULING_GATE: Final = "pumice.dev/gang"
 

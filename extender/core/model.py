@@ -207,6 +207,8 @@ class Pod:
     deleting: bool = False
     gated: bool = False
     planned_node: str = ""
+    # Seconds it is expected to run (pumice.dev/expected-runtime), if its owner said.
+    expected_runtime: float | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     # None when the pod has no inter-pod, spread or preferred node rules (the common case).
     affinity: Affinity | None = None

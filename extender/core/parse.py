@@ -308,6 +308,7 @@ def parse_pod(obj: Obj) -> Pod:
         deleting=bool(meta.get("deletionTimestamp")),
         gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
         planned_node=str(ann.get(L.PLANNED_NODE_ANNOTATION) or ""),
+        expected_runtime=_positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
         labels=labels,
         affinity=pod_affinity(spec, namespace, labels),
     )
@@ -359,7 +360,11 @@ def _int(obj: Obj, key: str, where: str, default: int) -> int:
 def _sla_waiting_time(ann: Obj) -> float | None:
     """The job's own SLA in seconds: the first of Volcano's keys that reads as a positive Go duration.
     An unreadable one is skipped, as Volcano skips it, rather than refusing the whole PodGroup."""
-    for key in SLA_WAITING_TIME_KEYS:
+    return _positive_duration(ann, SLA_WAITING_TIME_KEYS)
+
+
+def _positive_duration(ann: Obj, keys: tuple[str, ...]) -> float | None:
+    for key in keys:
         raw = ann.get(key)
         if raw is None:
             continue

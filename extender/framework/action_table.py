@@ -18,8 +18,10 @@ NOT_YET: Final = frozenset({"shuffle"})
 
 
 def _allocate(arguments: Mapping[str, Any]) -> Action:
-    a = parse_arguments("allocate", arguments, {"fairWindow": (Duration, 2.0)}, kind="action")
-    return functools.partial(actions.allocate, args=actions.AllocateArgs(fair_window=a["fairWindow"]))
+    spec = {"fairWindow": (Duration, 2.0), "reserveAfter": (Duration, 0.0)}
+    a = parse_arguments("allocate", arguments, spec, kind="action")
+    args = actions.AllocateArgs(fair_window=a["fairWindow"], reserve_after=a["reserveAfter"])
+    return functools.partial(actions.allocate, args=args)
 
 
 def _evicting(

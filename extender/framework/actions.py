@@ -16,7 +16,7 @@ inter-pod rules, no per-pod scores) is placed as a batch that lands every pod wh
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,10 +25,17 @@ import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.hierarchy import parent_loop
-from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID, Queue, QueueState
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue, QueueState
 from extender.core.resources import Vector
 from extender.core.timestamps import epoch
+from extender.framework.gangs import (
+    counts_toward_gang,
+    gang_need,
+    ordered_waiting,
+    unplanned_waiting,
+)
 from extender.framework.plugin import Rows, Scores
+from extender.framework.reserve import reserve
 from extender.framework.session import Session, Statement, Unschedulable
 
 # Condition reasons (Volcano's where it has one).
@@ -68,14 +75,6 @@ def enqueue(ssn: Session) -> None:
         ssn.admit(g)
 
 
-def _task_order(p: Pod) -> tuple[int, str, str]:
-    return (-p.priority, p.created, p.name)
-
-
-def _counts_toward_gang(ssn: Session, p: Pod) -> bool:
-    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal) or p.uid in ssn.plans
-
-
 def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -> str | None:
     """Place ``p`` on the best feasible node; None on success, else why not."""
     req = ssn.vector(p.uid)
@@ -88,6 +87,9 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
     if not mask.any():
         if rules is not None and allowed is not None and smask.any() and not ok.any():
             return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
+        held = ssn.reservation
+        if held is not None and (held.rows & ssn.static_mask(p.constraints) & room).any():
+            return held.describe()
         short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
         if short is None:
             return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
@@ -275,16 +277,6 @@ def _run(
     return pending[i:j]
 
 
-def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
-    have = sum(_counts_toward_gang(ssn, p) for p in members)
-    task_need: dict[str, int] = {}
-    for task, minimum in g.min_task_member.items():
-        got = sum(_counts_toward_gang(ssn, p) for p in members if p.task == task)
-        if minimum > got:
-            task_need[task] = minimum - got
-    return max(0, g.min_member - have), task_need
-
-
 def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
     snap = ssn.snapshot
@@ -406,31 +398,9 @@ class AllocateArgs:
     # queue has work: jobs submitted together then share by weight from the start, as in Volcano's
     # one-second sessions, instead of the first one seen taking what reclaim would later evict.
     fair_window: float = 2.0
-
-
-def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:
-    """Whether group ``g`` has a waiting pod without a plan."""
-    snap = ssn.snapshot
-    return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
-
-
-def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str, int]) -> list[Pod]:
-    """The waiting pods without a plan in the order they are placed: each task's pods up to what its
-    ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
-    not take the room another task's minimum needs)."""
-    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=_task_order)
-    if not task_need:
-        return waiting
-    quota = dict(task_need)
-    first: list[Pod] = []
-    rest: list[Pod] = []
-    for p in waiting:
-        if quota.get(p.task, 0) > 0:
-            quota[p.task] -= 1
-            first.append(p)
-        else:
-            rest.append(p)
-    return first + rest
+    # Seconds an admitted group whose gang cannot be placed waits before nodes are held for it (0: never;
+    # see extender.framework.reserve).
+    reserve_after: float = 0.0
 
 
 class _Turns:
@@ -492,6 +462,8 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             ssn.result.unschedulable[key] = Unschedulable(
                 QUEUE_UNAVAILABLE, f"queue {g.queue} does not exist"
             )
+    if args.reserve_after > 0:
+        ssn.reservation = reserve(ssn, args.reserve_after)
     turns = _Turns(ssn, _admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
@@ -524,6 +496,9 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             if more:
                 turns.push(g)
         turns.rekey(qname)
+    held = ssn.reservation
+    if held is not None and (why := ssn.result.unschedulable.get(held.group)) is not None:
+        ssn.result.unschedulable[held.group] = Unschedulable(why.reason, f"{why.message}; {held.describe()}")
 
 
 def _gang_whole(ssn: Session, g: PodGroup) -> bool:
@@ -578,7 +553,7 @@ def _place_extras(ssn: Session, g: PodGroup, queue: Queue, *, every: bool) -> bo
 
 
 def _has_allocation(ssn: Session, key: GroupKey) -> bool:
-    return any(_counts_toward_gang(ssn, ssn.snapshot.pods[u]) for u in ssn.snapshot.members.get(key, ()))
+    return any(counts_toward_gang(ssn, ssn.snapshot.pods[u]) for u in ssn.snapshot.members.get(key, ()))
 
 
 def backfill(ssn: Session) -> None:

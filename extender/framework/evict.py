@@ -38,7 +38,7 @@ from extender.core.quantity import human
 from extender.core.resources import Vector
 from extender.core.running import Running
 from extender.core.timestamps import epoch
-from extender.framework.actions import gang_need, ordered_waiting, unplanned_waiting
+from extender.framework.gangs import gang_need, ordered_waiting, unplanned_waiting
 from extender.framework.session import Eviction, Session, Statement, Unschedulable
 
 PREEMPTED: Final = "Preempted"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,9 @@ from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Aside, Snapshot
 from extender.framework.plugin import Plugin, Rows, Scores
+
+if TYPE_CHECKING:
+    from extender.framework.reserve import Reservation
 
 
 @runtime_checkable
@@ -187,6 +190,8 @@ class Session:
         # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
         # may start a gang that takes it past that share, but adds extra pods only up to it (proportion).
         self.placing_extras = False
+        # The starvation guard's held nodes, when the conf turns it on and a group starves.
+        self.reservation: Reservation | None = None
         # True once the inter-pod state exists: from then on placements update it and a pod's labels
         # matter to the rules of others.
         self.rules_active = False
@@ -287,9 +292,12 @@ class Session:
         kube-scheduler's own filters refused for it (ports, volumes, and what the core cannot decide, such
         as a namespaceSelector over namespace labels it was not given)."""
         m = self.static_mask(p.constraints)
+        held = self.reservation
+        if held is not None and not held.admits(self, p):
+            m = m & ~held.rows
         refused = self.snapshot.refused.get(p.uid)
         if refused:
-            m = m.copy()
+            m = m.copy() if m is self._masks.get(p.constraints) else m
             for name in refused:
                 row = self.snapshot.node_pos.get(name)
                 if row is not None:

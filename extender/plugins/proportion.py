@@ -32,6 +32,46 @@ from extender.framework.shares import above_deserved
 _UNLIMITED = np.iinfo(np.int64).max // 4
 
 
+def _water_fill(
+    total: npt.NDArray[np.float64],
+    want: Mapping[str, npt.NDArray[np.float64]],
+    weights: Mapping[str, int],
+    floors: Mapping[str, npt.NDArray[np.float64]],
+) -> dict[str, npt.NDArray[np.float64]]:
+    """Per resource, ``total`` divided by weight among the queues that want more, none above what it
+    wants; a queue whose share comes out below its floor (guarantee) gets the floor, and the others
+    share what is left (Volcano: deserved is at least the guarantee, the guarantee is not on top)."""
+    r = len(total)
+    fixed: dict[str, npt.NDArray[np.float64]] = {q: np.zeros(r) for q in want}
+    pinned = {q: np.zeros(r, dtype=np.bool_) for q in want}
+    while True:
+        left = total - sum((np.where(pinned[q], fixed[q], 0.0) for q in want), np.zeros(r))
+        left = np.maximum(left, 0.0)
+        share = {q: np.where(pinned[q], fixed[q], 0.0) for q in want}
+        active = {q for q in want if ((want[q] > 0) & ~pinned[q]).any()}
+        while active and left.any():
+            wsum = np.zeros(r)
+            for q in active:
+                wsum += np.where(pinned[q] | (share[q] >= want[q]), 0.0, weights[q])
+            given = np.zeros(r)
+            for q in list(active):
+                part = np.where(wsum > 0, left * weights[q] / np.where(wsum > 0, wsum, 1.0), 0.0)
+                add = np.where(pinned[q], 0.0, np.clip(want[q] - share[q], 0.0, part))
+                share[q] += add
+                given += add
+                if ((share[q] >= want[q]) | pinned[q]).all():
+                    active.discard(q)
+            left = left - given
+            if given.sum() <= 1e-9:
+                break
+        below = {q: (share[q] < floors[q]) & ~pinned[q] for q in want}
+        if not any(b.any() for b in below.values()):
+            return {q: np.maximum(share[q], floors[q]) for q in want}
+        for q, b in below.items():
+            fixed[q] = np.where(b, floors[q], fixed[q])
+            pinned[q] |= b
+
+
 class ProportionPlugin(Plugin):
     name = "proportion"
     # A queue's share and its capability check read only its own usage (plus the request).
@@ -81,30 +121,15 @@ class ProportionPlugin(Plugin):
         )
         self.capability = {q.name: self._cap(ssn, q, guaranteed) for q in snap.queues.values()}
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
-        # Guarantees first (at most the capability), then the rest by weight: a guarantee is part of a
-        # queue's share, not room on top of it that the others' shares also count.
-        deserved = {
+        floors = {
             q: np.minimum(snap.index.vector(snap.queues[q].guarantee), self.capability[q]).astype(np.float64)
             for q in request
         }
-        remaining = np.maximum(ssn.total - sum(deserved.values(), np.zeros(r)), 0.0)
-        active = {q for q in request if (want[q] > deserved[q]).any()}
+        weights = {q: snap.queues[q].weight for q in request}
+        deserved = _water_fill(ssn.total.astype(np.float64), want, weights, floors)
         # With one queue asking, shares decide nothing: its deserved share is all it can get anyway, and
         # a pod that does not fit is better told which node comes closest than that it passes a share.
-        self._contended = len(active) > 1
-        while active and remaining.any():
-            weights = sum(snap.queues[q].weight for q in active) or 1
-            given = np.zeros(r, dtype=np.float64)
-            for q in list(active):
-                share = remaining * snap.queues[q].weight / weights
-                add = np.clip(want[q] - deserved[q], 0.0, share)
-                deserved[q] += add
-                given += add
-                if (deserved[q] >= want[q]).all():
-                    active.discard(q)
-            remaining = remaining - given
-            if given.sum() <= 1e-9:
-                break
+        self._contended = sum(bool(want[q].any()) for q in request) > 1
         self.deserved = {}
         for q, d in deserved.items():
             explicit = snap.queues[q].deserved

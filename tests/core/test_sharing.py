@@ -255,3 +255,50 @@ def test_reclaim_takes_a_gang_whole() -> None:
     result = run([node("n0", cpu="4")], pb + pa, [b, a], [queue("qa"), queue("qb")], conf=RECLAIM_CONF)
     # Taking qb's gang whole would push qb below its deserved share (2): proportion refuses.
     assert result.evictions == {}
+
+
+# --- the starvation guard (EASY backfill) -------------------------------------------------------------
+def _guarded(after: str = "10m") -> str:
+    return FAIR_CONF + f"configurations:\n- name: allocate\n  arguments: {{reserveAfter: {after}}}\n"
+
+
+def _with_runtime(raw: Raw, runtime: str) -> Raw:
+    raw["metadata"].setdefault("annotations", {})["pumice.dev/expected-runtime"] = runtime
+    return raw
+
+
+def test_a_starving_large_job_gets_nodes_held_while_small_jobs_backfill_around_it() -> None:
+    """Two 4-cpu nodes; n0 runs a 2-cpu pod ending in 30 min, n1 a full one with no estimate. The large
+    job (4 cpu) has waited an hour: n0 is held for it. A small job that says it ends in 10 min may use
+    n0; one that does not say may not (it would delay the large job), and its reason names the
+    reservation."""
+    nodes = [node("n0", cpu="4"), node("n1", cpu="4")]
+    busy = [
+        _with_runtime(
+            pod("r0", cpu="2", node="n0", phase="Running"), "90m"
+        ),  # created an hour ago: 30 min left
+        pod("r1", cpu="3", node="n1", phase="Running"),
+    ]
+    big, big_pods = job("big", "default", 1, cpu="4")
+    quick, quick_pods = job("quick", "default", 1, cpu="1", created="2024-01-01T00:59:00Z")
+    slow, slow_pods = job("slow", "default", 1, cpu="1", created="2024-01-01T00:59:00Z")
+    _with_runtime(quick_pods[0], "10m")
+    # n1 is the only node for slow once n0 is held: fill n1 so the test shows where slow may not go.
+    filler = pod("r2", cpu="1", node="n1", phase="Running")
+    pods = [*busy, filler, *big_pods, *quick_pods, *slow_pods]
+    result = run(nodes, pods, [big, quick, slow], conf=_guarded())
+    assert placed(result) == {"quick-0": "n0"}
+    assert "reserved for starving job default/big" in result.unschedulable["default/big"].message
+    assert "reserved for starving job default/big" in result.unschedulable["default/slow"].message
+    # Without the guard slow takes n0's last cpu.
+    plain = run(nodes, pods, [big, quick, slow], conf=FAIR_CONF)
+    assert placed(plain) == {"quick-0": "n0", "slow-0": "n0"}
+
+
+def test_no_reservation_before_the_threshold() -> None:
+    nodes = [node("n0", cpu="4")]
+    busy = [pod("r0", cpu="3", node="n0", phase="Running")]
+    big, big_pods = job("big", "default", 1, cpu="4")
+    small, small_pods = job("small", "default", 1, cpu="1")
+    result = run(nodes, busy + big_pods + small_pods, [big, small], conf=_guarded("2h"))
+    assert placed(result) == {"small-0": "n0"}

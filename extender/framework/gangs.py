@@ -1,0 +1,52 @@
+"""A gang's members as the actions see them: what still counts toward ``minMember``, what it still needs,
+and its waiting pods in the order they are placed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from extender.core.model import Pod, PodGroup, PodPhase
+from extender.framework.session import Session
+
+
+def task_order(p: Pod) -> tuple[int, str, str]:
+    return (-p.priority, p.created, p.name)
+
+
+def counts_toward_gang(ssn: Session, p: Pod) -> bool:
+    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal) or p.uid in ssn.plans
+
+
+def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
+    have = sum(counts_toward_gang(ssn, p) for p in members)
+    task_need: dict[str, int] = {}
+    for task, minimum in g.min_task_member.items():
+        got = sum(counts_toward_gang(ssn, p) for p in members if p.task == task)
+        if minimum > got:
+            task_need[task] = minimum - got
+    return max(0, g.min_member - have), task_need
+
+
+def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:
+    """Whether group ``g`` has a waiting pod without a plan."""
+    snap = ssn.snapshot
+    return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
+
+
+def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str, int]) -> list[Pod]:
+    """The waiting pods without a plan in the order they are placed: each task's pods up to what its
+    ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
+    not take the room another task's minimum needs)."""
+    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=task_order)
+    if not task_need:
+        return waiting
+    quota = dict(task_need)
+    first: list[Pod] = []
+    rest: list[Pod] = []
+    for p in waiting:
+        if quota.get(p.task, 0) > 0:
+            quota[p.task] -= 1
+            first.append(p)
+        else:
+            rest.append(p)
+    return first + rest
