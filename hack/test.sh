@@ -8,8 +8,8 @@
 # /usr/local/kubebuilder-1.28/bin". Each e2e run gets KUBEBUILDER_ASSETS=<dir>; a directory without the
 # binaries is reported and its tests skip, saying why. Arguments go to every pytest run (-x, -k gang, -v,
 # a path); the split by marker is added after them, so a -m among them is overridden.
-# PUMICE_E2E_TIMEOUT (seconds, default 360; 0 for none) ends one control plane's e2e run that hangs, so
-# CI stays within its 20 minutes: a whole e2e run takes about 2 minutes on 2 cores.
+# PUMICE_E2E_TIMEOUT (seconds, default 600; 0 for none) ends one control plane's e2e run that hangs, so
+# CI stays within its 20 minutes: a whole e2e run takes about 4 minutes on 2 cores.
 #
 # Exit status: non-zero when verify or any pytest run fails. pytest's exit 5 (no tests collected, e.g. a
 # path argument that holds no e2e test) and all-skipped runs are not failures. The last line is pytest's
@@ -28,7 +28,7 @@ export PATH="$VENV/bin:$PATH"
 hack/verify.sh
 
 E2E_ASSETS=${PUMICE_E2E_ASSETS-"${KUBEBUILDER_ASSETS:-/usr/local/kubebuilder/bin} /usr/local/kubebuilder-1.28/bin"}
-E2E_TIMEOUT=${PUMICE_E2E_TIMEOUT:-360}
+E2E_TIMEOUT=${PUMICE_E2E_TIMEOUT:-600}
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/pumice-test.XXXXXX")
 trap 'rm -rf "$LOGS"' EXIT
 KINDS=(failed passed skipped xfailed xpassed warnings errors)

@@ -168,6 +168,8 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int) -> list[int]:
 
 def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
     """The ``b`` best rows of ``mask`` by score, then lowest row (fewer if the mask has fewer)."""
+    if not mask.any():
+        return []  # (also a cluster without nodes, where argmax has nothing to look at)
     if b <= _ARGMAX_TOP:
         masked = np.where(mask, scores, -np.inf)
         top: list[int] = []
@@ -486,6 +488,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
                 turns.push(g)
         elif several_queues and ssn.now - epoch(g.created) < args.fair_window:
             ssn.retry_at(epoch(g.created) + args.fair_window)
+            ssn.extras_wait.add(g.key)
         else:
             alone = len(turns.groups) == 1 and not turns.groups[qname]
             ssn.placing_extras = True

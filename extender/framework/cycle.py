@@ -35,7 +35,10 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     ssn = Session(snapshot, conf.tiers(), now=now)
     for act in conf.actions:
         act(ssn)
+    held = None if ssn.reservation is None else ssn.reservation.group
     for key, why in ssn.result.unschedulable.items():
-        if why.reason in _STANDING and key in snapshot.groups:
+        # A group holding a reservation is looked at every cycle: its reservation lasts only as long as
+        # the cycles that keep it.
+        if why.reason in _STANDING and key in snapshot.groups and key != held:
             ssn.result.aside[key] = ssn.aside(key)
     return ssn.result

@@ -156,6 +156,8 @@ def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
                 _done(ssn, stmt, g)
                 waiting = [p for p in waiting if p.uid not in ssn.plans]
             # The pods past the gang's minimum, each on its own, up to the queue's share.
+            if g.key in ssn.extras_wait:
+                continue
             ssn.placing_extras = True
             try:
                 for p in waiting:

@@ -60,7 +60,10 @@ def reserve(ssn: Session, after: float) -> Reservation | None:
         if g is None or q is None or q.state != QueueState.OPEN or not unplanned_waiting(ssn, g):
             continue
         created = epoch(g.created)
-        if created <= 0 or ssn.now - created < after:
+        if created <= 0:
+            continue
+        if ssn.now - created < after:
+            ssn.retry_at(created + after)  # it may starve then, with nothing else changing
             continue
         members = [snap.pods[u] for u in snap.members.get(key, ())]
         need, task_need = gang_need(ssn, g, members)

@@ -190,6 +190,9 @@ class Session:
         # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
         # may start a gang that takes it past that share, but adds extra pods only up to it (proportion).
         self.placing_extras = False
+        # Groups whose extra pods wait this cycle for jobs submitted with them (allocate's fairWindow):
+        # preempt and reclaim must not place them either.
+        self.extras_wait: set[GroupKey] = set()
         # The starvation guard's held nodes, when the conf turns it on and a group starves.
         self.reservation: Reservation | None = None
         # True once the inter-pod state exists: from then on placements update it and a pod's labels

@@ -16,6 +16,7 @@ from tests.core.builders import (
     VOLCANO_CI_CONF,
     Raw,
     conf_with,
+    gang,
     node,
     placed,
     pod,
@@ -290,6 +291,8 @@ def test_a_starving_large_job_gets_nodes_held_while_small_jobs_backfill_around_i
     assert placed(result) == {"quick-0": "n0"}
     assert "reserved for starving job default/big" in result.unschedulable["default/big"].message
     assert "reserved for starving job default/big" in result.unschedulable["default/slow"].message
+    # The group holding the reservation is looked at every cycle (never set aside as settled).
+    assert "default/big" not in result.aside and "default/slow" in result.aside
     # Without the guard slow takes n0's last cpu.
     plain = run(nodes, pods, [big, quick, slow], conf=FAIR_CONF)
     assert placed(plain) == {"quick-0": "n0", "slow-0": "n0"}
@@ -302,3 +305,28 @@ def test_no_reservation_before_the_threshold() -> None:
     small, small_pods = job("small", "default", 1, cpu="1")
     result = run(nodes, busy + big_pods + small_pods, [big, small], conf=_guarded("2h"))
     assert placed(result) == {"small-0": "n0"}
+
+
+def test_preempt_and_reclaim_leave_extras_to_the_fair_window_too() -> None:
+    """Found end to end: with Volcano's CI conf, reclaim placed a's extra pods on free room at once,
+    before b's pods existed, and evicted them when they appeared."""
+    from extender.core.timestamps import epoch
+
+    a, pa = job("a", "qa", 4)
+    b, _ = job("b", "qb", 4)
+    early = run(
+        [node("n0", cpu="4")],
+        pa,
+        [a, b],
+        [queue("qa"), queue("qb")],
+        conf=VOLCANO_CI_CONF,
+        now=epoch(T0) + 0.5,
+    )
+    assert len(placed(early, "a-")) == 1 and early.evictions == {}
+
+
+def test_a_cycle_without_nodes_does_not_fail() -> None:
+    pg, pods = gang("g", 4)
+    for conf in (None, VOLCANO_CI_CONF):
+        result = run([], pods, [pg], conf=conf)
+        assert result.placements == {}

@@ -62,10 +62,16 @@ def _apply_crds(cp: ControlPlane) -> None:
             time.sleep(0.1)
 
 
-def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = False) -> Pumice:
+def ensure_pumice(
+    cp: ControlPlane, *, restart: bool = False, bind_verb: bool = False, scheduler_conf: str | None = None
+) -> Pumice:
+    """pumice running on ``cp``; restarted when ``restart`` or when ``scheduler_conf`` (Volcano conf YAML,
+    given with ``--scheduler-conf``; None: pumice's default) is not the one it runs with, so a test that
+    asks for a conf gets it and the tests after it, asking for none, get the default back."""
     proc = cp.processes.get("pumice")
     existing = getattr(cp, "_pumice", None)
-    if proc is not None and proc.running and existing is not None and not restart:
+    same_conf = getattr(cp, "_pumice_scheduler_conf", None) == scheduler_conf
+    if proc is not None and proc.running and existing is not None and not restart and same_conf:
         _start_scheduler(cp, existing, bind_verb)  # a no-op when that configuration already runs
         return existing  # type: ignore[no-any-return]
     if existing is None:
@@ -73,6 +79,11 @@ def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = 
     ep = existing.extender_url.rsplit(":", 1)[1] if existing else str(free_port())
     wp = existing.webhook_url.rsplit(":", 1)[1] if existing else str(free_port())
     pumice = Pumice(extender_url=f"http://127.0.0.1:{ep}", webhook_url=f"https://127.0.0.1:{wp}")
+    conf_args: list[str] = []
+    if scheduler_conf is not None:
+        conf_path = cp.workdir / "pumice-scheduler.conf"
+        conf_path.write_text(scheduler_conf)
+        conf_args.append(f"--scheduler-conf={conf_path}")
     cp.start_process(
         "pumice",
         [
@@ -85,6 +96,7 @@ def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = 
             f"--webhook-bind=127.0.0.1:{wp}",
             f"--webhook-url-base={pumice.webhook_url}",
             f"--cert-dir={cp.workdir / 'pumice-certs'}",
+            *conf_args,
         ],
         cwd=Path(__file__).resolve().parents[2],
         ready_url=f"{pumice.extender_url}/readyz",
@@ -99,6 +111,7 @@ def ensure_pumice(cp: ControlPlane, *, restart: bool = False, bind_verb: bool = 
         time.sleep(0.1)
     _start_scheduler(cp, pumice, bind_verb)
     cp._pumice = pumice  # type: ignore[attr-defined]
+    cp._pumice_scheduler_conf = scheduler_conf  # type: ignore[attr-defined]
     return pumice
 
 
