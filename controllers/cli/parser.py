@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from controllers.cli import jobs, queues
+from controllers.cli import jobs, queues, shares
 from extender.api import labels as L
 from extender.core.quantity import parse_quantity
 
@@ -160,6 +160,22 @@ def _job_parsers(sub: Subparsers) -> None:
     _output(view, ("yaml", "json"))
     view.set_defaults(func=jobs.cmd_view)
 
+    why = verbs.add_parser(
+        "why",
+        parents=[ns],
+        help="say whether a Job runs, or why it waits",
+        description="Say whether a Job runs or why it waits: its PodGroup's phase, the Unschedulable "
+        "reason and message pumice wrote on it (NotEnoughResources, NotEnoughTasks, QueueUnavailable, "
+        "NotEnqueued, WaitingForVictims), and for each of its pods that has no node, why. NAME may also "
+        "name a PodGroup, or a pod (then its group is explained).",
+    )
+    named = why.add_mutually_exclusive_group(required=True)
+    named.add_argument("name", nargs="?", metavar="NAME", help="the Job (or PodGroup, or pod)")
+    named.add_argument(
+        "-N", "--name", dest="name_option", metavar="NAME", help="the same, as a flag like the other verbs"
+    )
+    why.set_defaults(func=jobs.cmd_why)
+
     for verb, func, action, summary in (
         ("suspend", jobs.cmd_suspend, jobs.ABORT_JOB, "abort a Job: its pods are deleted, the Job stays"),
         ("resume", jobs.cmd_resume, jobs.RESUME_JOB, "resume a suspended Job"),
@@ -211,10 +227,39 @@ def _queue_parsers(sub: Subparsers) -> None:
     ls = verbs.add_parser(
         "list",
         parents=[common],
-        help="list Queues",
-        description="List Queues with their state and PodGroup counts per phase.",
+        help="list Queues with their shares, as a tree",
+        description="List Queues as a tree (children indented under spec.parent) with their weight, "
+        "priority, state and PodGroup counts per phase, and per resource (cpu, memory, extended resources "
+        "such as nvidia.com/gpu) one column DESERVED/ALLOCATED/GUARANTEE/CAPABILITY: the share the "
+        "scheduler's plugin computes now from the cluster's nodes, pods, PodGroups and queues; what the "
+        "queue's bound pods hold; its spec.guarantee; its spec.capability ('-': no limit). Listing nodes "
+        "and pods needs read access to them cluster-wide; without it the shares show as '?'. With "
+        "-o json|yaml the List of Queues gets a 'shares' key with the same figures as exact quantities.",
     )
     _output(ls, ("wide", "yaml", "json"))
+    ls.add_argument(
+        "--plugin",
+        choices=shares.SHARE_PLUGINS,
+        default=shares.PROPORTION,
+        help="the share plugin of your scheduler conf that computes deserved (default: %(default)s)",
+    )
+    ls.add_argument(
+        "--hierarchy",
+        action="store_true",
+        help="with --plugin capacity: as with its enableHierarchy: true (children share their parent's)",
+    )
+    ls.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=None,
+        help="schedulerName(s) pumice schedules, as given to pumice serve (default: volcano)",
+    )
+    ls.add_argument(
+        "--default-queue",
+        default=L.DEFAULT_QUEUE,
+        help="the queue of pods and PodGroups that name none, as given to pumice serve "
+        "(default: %(default)s)",
+    )
     ls.set_defaults(func=queues.cmd_list)
 
     get = verbs.add_parser("get", parents=[common], help="show one Queue", description="Show one Queue.")

@@ -14,6 +14,12 @@ differences:
 
 The PodGroup counts come from the Queue's status, which pumice's status writer keeps current, rather than
 from listing every PodGroup in the cluster as vcctl does.
+
+``list`` goes further than vcctl: it lists nodes, pods and PodGroups too and shows, per queue and resource,
+``deserved/allocated/guarantee/capability`` as the scheduler's own share plugin computes them (see
+:mod:`controllers.cli.shares`), with the queue tree as indentation. Its ``-o json|yaml`` document is the
+``kind: List`` of the Queue objects as before, unchanged, plus one top-level ``shares`` key
+(:func:`shares_document`), so the items stay exact API objects.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from controllers.cli import output
-from controllers.cli.kubeconfig import CliError, list_all, run_action
+from controllers.cli.kubeconfig import CliError, api_error_message, list_all, run_action
 from controllers.cli.output import Obj, count, field, mapping, metadata, render_table, text
+from controllers.cli.shares import CAPACITY, Cluster, QueueShare, SharesView, compute_shares
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
+from extender.core.quantity import format_units, human
 
 QUEUE_API_VERSION: Final = paths.QUEUES.api_version
 QUEUE_RESOURCE: Final = f"queue.{L.SCHEDULING_GROUP}"
@@ -110,6 +118,122 @@ def queue_table(queues: Sequence[Mapping[str, Any]], now: datetime, *, wide: boo
     return render_table(headers, (queue_row(q, now, wide=wide) for q in queues))
 
 
+# -- pure: shares ----------------------------------------------------------------------------------
+
+# What a resource column's cells hold, in order; in every such column's header.
+SHARE_LEGEND: Final = "(D/A/G/C)"
+UNLIMITED: Final = "-"  # a capability cell for a resource the queue does not limit
+UNKNOWN: Final = "?"  # a deserved cell when shares could not be computed
+INDENT: Final = "  "  # per tree level, in the NAME column
+SHARES_COLUMNS: Final = ("NAME", "WEIGHT", "STATE", "PRIORITY")
+SHARES_COUNTS: Final = ("INQUEUE", "PENDING", "RUNNING", "AGE")
+SHARES_WIDE: Final = ("UNKNOWN", "COMPLETED", "PARENT")
+
+
+def share_cell(row: QueueShare, resource: str) -> str:
+    """``deserved/allocated/guarantee/capability`` of one resource, as short human figures."""
+    deserved = UNKNOWN if row.deserved is None else human(resource, row.deserved[resource])
+    cap = row.capability.get(resource)
+    return "/".join(
+        (
+            deserved,
+            human(resource, row.allocated[resource]),
+            human(resource, row.guarantee[resource]),
+            UNLIMITED if cap is None else human(resource, cap),
+        )
+    )
+
+
+def shares_table(
+    view: SharesView, queues: Mapping[str, Mapping[str, Any]], now: datetime, *, wide: bool
+) -> str:
+    """``queue list``: one row per queue in tree order, children indented under their parent.
+
+    ``queues`` are the Queue objects by name (state and PodGroup counts come from their status)."""
+    headers = [
+        *SHARES_COLUMNS,
+        *(f"{r}{SHARE_LEGEND}" for r in view.resources),
+        *SHARES_COUNTS,
+        *(SHARES_WIDE if wide else ()),
+    ]
+    rows = []
+    for q in view.queues:
+        obj = queues.get(q.name, {})
+        status = mapping(obj.get("status"))
+        row = [
+            INDENT * q.depth + q.name,
+            str(q.weight),
+            text(status.get("state")),
+            str(q.priority),
+            *(share_cell(q, r) for r in view.resources),
+            count(status.get("inqueue")),
+            count(status.get("pending")),
+            count(status.get("running")),
+            output.age(obj, now),
+        ]
+        if wide:
+            row += [
+                count(status.get("unknown")),
+                count(status.get("completed")),
+                text(field(obj, "spec", "parent")),
+            ]
+        rows.append(row)
+    return render_table(headers, rows)
+
+
+def _quantities(resources: Sequence[str], amounts: Mapping[str, int]) -> dict[str, str | None]:
+    return {r: format_units(r, amounts[r]) if r in amounts else None for r in resources}
+
+
+def shares_document(view: SharesView, queues: Mapping[str, Mapping[str, Any]]) -> Obj:
+    """The ``shares`` key of ``queue list -o json|yaml``. A stable shape; fields may be added, never
+    renamed or removed:
+
+    - ``plugin`` (``proportion``|``capacity``), ``hierarchy`` (bool): what computed ``deserved``;
+    - ``resources``: the resource names every map below has a key for, in column order;
+    - ``clusterTotal``: the nodes' allocatable summed, or null when shares were not computed;
+    - ``error``: why shares were not computed (then every ``deserved`` is null), else null;
+    - ``skipped``: objects that could not be read, each with why (empty list when none);
+    - ``queues``: in the table's order (depth first: each queue right above its subtree), each ``name``,
+      ``parent`` (its parent in the tree, null at the top), ``depth`` (0 at the top), ``note`` (why it is
+      not where its ``spec.parent`` says, else null), ``weight``, ``priority``, ``state`` (``status.state``,
+      null when unset), and four maps from resource name to a canonical quantity string: ``deserved``
+      (null when not computed), ``allocated``, ``guarantee``, ``capability`` (a null amount: not limited).
+    """
+    return {
+        "plugin": view.plugin,
+        "hierarchy": view.hierarchy,
+        "resources": list(view.resources),
+        "clusterTotal": None if view.total is None else _quantities(view.resources, view.total),
+        "error": view.error or None,
+        "skipped": list(view.skipped),
+        "queues": [
+            {
+                "name": q.name,
+                "parent": q.parent,
+                "depth": q.depth,
+                "note": q.note or None,
+                "weight": q.weight,
+                "priority": q.priority,
+                "state": field(queues.get(q.name, {}), "status", "state") or None,
+                "deserved": None if q.deserved is None else _quantities(view.resources, q.deserved),
+                "allocated": _quantities(view.resources, q.allocated),
+                "guarantee": _quantities(view.resources, q.guarantee),
+                "capability": _quantities(view.resources, q.capability),
+            }
+            for q in view.queues
+        ],
+    }
+
+
+def warnings(view: SharesView) -> list[str]:
+    """What the user should know about the figures: printed on stderr, as kubectl prints warnings."""
+    out = [f"Warning: deserved shares not computed: {view.error}"] if view.error else []
+    out += [f"Warning: queue {q.name}: {q.note}" for q in view.queues if q.note]
+    out += [f"Warning: skipped {s}" for s in view.skipped]
+    return out
+
+
 # -- API calls -------------------------------------------------------------------------------------
 
 
@@ -143,6 +267,19 @@ async def create_queue(client: KubeClient, queue: Obj) -> Obj:
 
 async def list_queues(client: KubeClient) -> list[Obj]:
     return await list_all(client, queues_path())
+
+
+# Terminal pods hold nothing and wait for nothing: leaving them out changes no share and saves the listing.
+UNFINISHED_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+async def list_cluster(client: KubeClient) -> Cluster:
+    """Every node, unfinished pod and PodGroup: what shares are computed over."""
+    return Cluster(
+        nodes=await list_all(client, paths.NODES.collection()),
+        pods=await list_all(client, paths.PODS.collection(), [("fieldSelector", UNFINISHED_PODS)]),
+        podgroups=await list_all(client, paths.PODGROUPS.collection()),
+    )
 
 
 async def get_queue(client: KubeClient, name: str) -> Obj:
@@ -187,14 +324,39 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.hierarchy and args.plugin != CAPACITY:
+        print(f"pumice: error: --hierarchy needs --plugin {CAPACITY}", file=sys.stderr)
+        return 2
+
     async def action(client: KubeClient, _: str) -> None:
         queues = await list_queues(client)
-        if args.output in ("yaml", "json"):
-            sys.stdout.write(output.dump(output.as_list(queues), args.output))
-        elif not queues:
+        if not queues and args.output not in ("yaml", "json"):
             print("No resources found", file=sys.stderr)
+            return
+        cluster: Cluster | None = None
+        error = ""
+        try:
+            cluster = await list_cluster(client)
+        except ApiError as e:  # e.g. not allowed to list nodes: show the queues, say what is missing
+            error = api_error_message(e)
+        view = compute_shares(
+            queues,
+            cluster,
+            plugin=args.plugin,
+            hierarchy=args.hierarchy,
+            scheduler_names=frozenset(args.scheduler_name or [L.DEFAULT_SCHEDULER_NAME]),
+            default_queue=args.default_queue,
+            error=error,
+        )
+        by_name = {str(metadata(q).get("name")): q for q in queues}
+        if args.output in ("yaml", "json"):
+            doc = output.as_list(queues)
+            doc["shares"] = shares_document(view, by_name)
+            sys.stdout.write(output.dump(doc, args.output))
         else:
-            sys.stdout.write(queue_table(queues, _now(), wide=args.output == "wide"))
+            sys.stdout.write(shares_table(view, by_name, _now(), wide=args.output == "wide"))
+        for line in warnings(view):
+            print(line, file=sys.stderr)
 
     return run_action(args, action)
 
