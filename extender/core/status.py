@@ -68,8 +68,11 @@ def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict
     held = snap.queue_held.get(name)
     allocated = snap.index.to_map(held) if held is not None else {}
     allocated.pop("pods", None)  # a slot count, not a resource users budget
+    state = existing.get("state") or "Open"
+    if state == "Closing" and not any(allocated.values()) and not by_phase[GroupPhase.RUNNING]:
+        state = "Closed"  # no new work was taken; the last of what ran is gone
     return {
-        "state": existing.get("state") or "Open",
+        "state": state,
         "allocated": format_resource_list(allocated),
         "pending": by_phase[GroupPhase.PENDING],
         "inqueue": by_phase[GroupPhase.INQUEUE],

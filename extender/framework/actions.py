@@ -479,7 +479,8 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
         g = turns.pop(qname)
         if queue.state != QueueState.OPEN and not _has_allocation(ssn, g.key):
             # A closed queue keeps what runs but starts nothing new.
-            ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, f"queue {qname} is closed")
+            closed = f"queue {qname} is {queue.state.value}"
+            ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, closed)
         elif queue.state != QueueState.OPEN:
             pass  # nor does it add extra pods to what runs
         elif not _gang_whole(ssn, g):

@@ -348,7 +348,7 @@ def test_pods_slot_limits_a_node() -> None:
 @pytest.mark.parametrize(
     ("queues", "phase", "fragment"),
     [
-        ([queue("q", state="Closed")], "Inqueue", "queue q is closed"),
+        ([queue("q", state="Closed")], "Inqueue", "queue q is Closed"),
         ([queue("default")], "Inqueue", "queue q does not exist"),
         ([queue("default")], "Pending", "queue q does not exist"),
     ],

@@ -330,3 +330,19 @@ def test_a_cycle_without_nodes_does_not_fail() -> None:
     for conf in (None, VOLCANO_CI_CONF):
         result = run([], pods, [pg], conf=conf)
         assert result.placements == {}
+
+
+# --- queue state ------------------------------------------------------------------------------------------
+def test_a_closing_queue_takes_nothing_new_and_closes_when_its_work_is_gone() -> None:
+    from extender.core.status import queue_status
+    from tests.core.builders import snapshot
+
+    r, rp = running("r", "q", 1, "n0")
+    w, wp = job("w", "q", 1)
+    queues = [queue("q", state="Closing")]
+    result = run([node("n0")], rp + wp, [r, w], queues, conf=FAIR_CONF)
+    assert result.placements == {} and "queue q is Closing" in result.unschedulable["default/w"].message
+    busy = snapshot([node("n0")], rp, [r], queues)
+    assert queue_status(busy, "q", {"state": "Closing"})["state"] == "Closing"
+    idle = snapshot([node("n0")], [], [], queues)
+    assert queue_status(idle, "q", {"state": "Closing"})["state"] == "Closed"

@@ -254,7 +254,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
         )
         await kube.create_pod(kube_api, namespace, manifest)
 
-        await wait_for_reason(kube_api, namespace, "early", lambda m: m == f"queue {qname} is closed", 20)
+        await wait_for_reason(kube_api, namespace, "early", lambda m: m == f"queue {qname} is Closed", 20)
         await asyncio.sleep(2)
         assert await bound(kube_api, namespace, ["early-0"]) == 0
     finally:
