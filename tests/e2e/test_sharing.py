@@ -32,6 +32,7 @@ import pytest_asyncio
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.core.builders import VOLCANO_CI_CONF
 from tests.e2e import kube
 from tests.e2e.conftest import FakeNodes, node_labels
 from tests.e2e.controlplane import ControlPlane
@@ -44,35 +45,10 @@ BATCH = "batch.volcano.sh/v1alpha1"
 SCHEDULING = "scheduling.volcano.sh/v1beta1"
 JOB_LABEL = "volcano.sh/job-name"
 
-# Volcano's CI conf (its e2e suites run the scheduler with it).
-CI_CONF = """\
-actions: "enqueue, allocate, backfill, preempt, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-# The same with capacity and the queue tree in proportion's place.
-HIERARCHY_CONF = """\
-actions: "enqueue, allocate, backfill, preempt, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: capacity
-    enableHierarchy: true
-  - name: nodeorder
-"""
+# Volcano's CI conf (its e2e suites run the scheduler with it), and the same with capacity and the queue
+# tree in proportion's place.
+CI_CONF = VOLCANO_CI_CONF
+HIERARCHY_CONF = CI_CONF.replace("  - name: proportion\n", "  - name: capacity\n    enableHierarchy: true\n")
 
 
 def _capacity_plugin_missing() -> str | None:
