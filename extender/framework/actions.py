@@ -29,6 +29,7 @@ from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue, QueueSta
 from extender.core.resources import Vector
 from extender.core.timestamps import epoch
 from extender.framework.gangs import (
+    admitted_by_queue,
     counts_toward_gang,
     gang_need,
     ordered_waiting,
@@ -378,20 +379,6 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
 
 
-def _admitted_by_queue(
-    ssn: Session, wanted: Callable[[PodGroup], bool] | None = None
-) -> dict[str, list[PodGroup]]:
-    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order."""
-    by_queue: dict[str, list[PodGroup]] = {}
-    for key in ssn.admitted:
-        g = ssn.snapshot.groups.get(key)
-        if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
-            by_queue.setdefault(g.queue, []).append(g)
-    for gs in by_queue.values():
-        gs.sort(key=ssn.job_key)
-    return by_queue
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AllocateArgs:
     """Arguments of allocate (``configurations`` in the conf)."""
@@ -466,7 +453,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             )
     if args.reserve_after > 0:
         ssn.reservation = reserve(ssn, args.reserve_after)
-    turns = _Turns(ssn, _admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
+    turns = _Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]
@@ -571,7 +558,7 @@ def backfill(ssn: Session) -> None:
             for u in snap.members.get(g.key, ())
         )
 
-    for qname, groups in sorted(_admitted_by_queue(ssn, has_best_effort).items()):
+    for qname, groups in sorted(admitted_by_queue(ssn, has_best_effort).items()):
         queue = snap.queues[qname]
         if queue.state != QueueState.OPEN:
             continue  # a closed queue keeps what runs but starts nothing new

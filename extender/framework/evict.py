@@ -33,12 +33,12 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core import fit
-from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue, QueueState
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
 from extender.core.running import Running
 from extender.core.timestamps import epoch
-from extender.framework.gangs import gang_need, ordered_waiting, unplanned_waiting
+from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiting, startable
 from extender.framework.session import Eviction, Session, Statement, Unschedulable
 
 PREEMPTED: Final = "Preempted"
@@ -104,25 +104,8 @@ def _count_releasing(ssn: Session) -> None:
             ssn.leaving.setdefault(row, set()).update(running.releasing_pods[row])
 
 
-def _waiting_groups(ssn: Session) -> dict[str, list[PodGroup]]:
-    """Admitted groups in open queues with a waiting pod that has no plan, by queue, in job order."""
-    snap = ssn.snapshot
-    out: dict[str, list[PodGroup]] = {}
-    for key in ssn.admitted:
-        g = snap.groups.get(key)
-        if g is None:
-            continue
-        q = snap.queues.get(g.queue)
-        if q is None or q.state != QueueState.OPEN or not unplanned_waiting(ssn, g):
-            continue
-        out.setdefault(g.queue, []).append(g)
-    for gs in out.values():
-        gs.sort(key=ssn.job_key)
-    return out
-
-
 def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
-    by_queue = _waiting_groups(ssn)
+    by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g))
     if not by_queue:
         return
     _count_releasing(ssn)

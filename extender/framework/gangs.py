@@ -3,9 +3,9 @@ and its waiting pods in the order they are placed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from extender.core.model import Pod, PodGroup, PodPhase
+from extender.core.model import Pod, PodGroup, PodPhase, QueueState
 from extender.framework.session import Session
 
 
@@ -50,3 +50,24 @@ def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str
         else:
             rest.append(p)
     return first + rest
+
+
+def admitted_by_queue(
+    ssn: Session, wanted: Callable[[PodGroup], bool] | None = None
+) -> dict[str, list[PodGroup]]:
+    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order."""
+    by_queue: dict[str, list[PodGroup]] = {}
+    for key in ssn.admitted:
+        g = ssn.snapshot.groups.get(key)
+        if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
+            by_queue.setdefault(g.queue, []).append(g)
+    for gs in by_queue.values():
+        gs.sort(key=ssn.job_key)
+    return by_queue
+
+
+def startable(ssn: Session, g: PodGroup) -> bool:
+    """Whether ``g`` has a waiting pod without a plan and its queue is open: what preempt, reclaim and
+    the starvation guard may act for."""
+    q = ssn.snapshot.queues.get(g.queue)
+    return q is not None and q.state == QueueState.OPEN and unplanned_waiting(ssn, g)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from extender.core import fit
-from extender.core.model import GroupKey, Pod, QueueState
+from extender.core.model import GroupKey, Pod
 from extender.core.snapshot import pod_group_key
 from extender.core.timestamps import epoch, rfc3339
-from extender.framework.gangs import gang_need, ordered_waiting, unplanned_waiting
+from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiting, startable
 from extender.framework.session import Session
 
 
@@ -54,18 +54,14 @@ def reserve(ssn: Session, after: float) -> Reservation | None:
 
     snap = ssn.snapshot
     starving = []
-    for key in ssn.admitted:
-        g = snap.groups.get(key)
-        q = None if g is None else snap.queues.get(g.queue)
-        if g is None or q is None or q.state != QueueState.OPEN or not unplanned_waiting(ssn, g):
-            continue
+    for g in (g for gs in admitted_by_queue(ssn, lambda g: startable(ssn, g)).values() for g in gs):
         created = epoch(g.created)
         if created <= 0:
             continue
         if ssn.now - created < after:
             ssn.retry_at(created + after)  # it may starve then, with nothing else changing
             continue
-        members = [snap.pods[u] for u in snap.members.get(key, ())]
+        members = [snap.pods[u] for u in snap.members.get(g.key, ())]
         need, task_need = gang_need(ssn, g, members)
         if need or task_need:
             starving.append((g, ordered_waiting(ssn, members, task_need)[: max(need, 1)], need))

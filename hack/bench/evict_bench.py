@@ -17,6 +17,7 @@ import cProfile
 import pstats
 import random
 import time
+from typing import Any
 
 from extender.core.model import GroupPhase, Node, Pod, PodGroup, PodPhase, PodUID, PriorityClass, Queue
 from extender.core.snapshot import Snapshot, build_snapshot
@@ -45,6 +46,21 @@ def queues() -> list[Queue]:
         for t in range(5):
             out.append(Queue(name=f"org{o}-team{t}", parent=f"org{o}", weight=t + 1))
     return out
+
+
+def _pod(name: str, t: int, queue: str, req: dict[str, int], **kw: Any) -> Pod:
+    """Member ``t`` of group ``name``."""
+    return Pod(
+        uid=PodUID(f"{name}-{t}"),
+        namespace="bench",
+        name=f"{name}-{t}",
+        scheduler_name="volcano",
+        requests=dict(req),
+        group_name=name,
+        queue_name=queue,
+        created=CREATED,
+        **kw,
+    )
 
 
 def make(
@@ -78,22 +94,8 @@ def make(
             )
         )
         for t in range(8):
-            i = g * 8 + t
-            pods.append(
-                Pod(
-                    uid=PodUID(f"{name}-{t}"),
-                    namespace="bench",
-                    name=f"{name}-{t}",
-                    scheduler_name="volcano",
-                    requests=dict(req),
-                    group_name=name,
-                    queue_name=q,
-                    node_name=nodes[i % n_nodes].name,
-                    phase=PodPhase.RUNNING,
-                    created=CREATED,
-                    priority=10,
-                )
-            )
+            node = nodes[(g * 8 + t) % n_nodes].name
+            pods.append(_pod(name, t, q, req, priority=10, node_name=node, phase=PodPhase.RUNNING))
     for g in range(n_pending // 10):
         name = f"wait-{g:06d}"
         q = leaves[rng.randrange(len(leaves))]
@@ -111,19 +113,7 @@ def make(
             )
         )
         for t in range(10):
-            pods.append(
-                Pod(
-                    uid=PodUID(f"{name}-{t}"),
-                    namespace="bench",
-                    name=f"{name}-{t}",
-                    scheduler_name="volcano",
-                    requests=dict(req),
-                    group_name=name,
-                    queue_name=q,
-                    created=CREATED,
-                    priority=1000 if high else 10,
-                )
-            )
+            pods.append(_pod(name, t, q, req, priority=1000 if high else 10))
     return nodes, pods, groups, queues()
 
 

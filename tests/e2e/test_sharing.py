@@ -333,6 +333,36 @@ async def wait_split(
         ) from None
 
 
+async def reclaim_to_even(
+    api: client.ApiClient,
+    ns: str,
+    queue: str,
+    sel: Mapping[str, str],
+    history: PodHistory,
+    what: str,
+    quiet: float,
+) -> tuple[float, dict[str, str]]:
+    """Submit job ``a`` (4 x 1 cpu, minAvailable 1) to ``queue`` while job ``b`` holds the room: the
+    split must reach 2/2 within 60 s and stay so, with no further eviction, for ``quiet`` seconds. How
+    long the reclaim took, and its victims."""
+    t0 = time.monotonic()
+    await create_job(api, ns, "a", job_spec(queue=queue, replicas=4, min_available=1, selector=sel))
+    await wait_split(api, ns, ("a", "b"), (2, 2), 60, history)
+    reclaimed_in = time.monotonic() - t0
+    victims_then = history.victims()
+
+    async def steady() -> str | None:
+        split = await running_by_job(api, ns, ("a", "b"))
+        if split != (2, 2):
+            return f"running (a, b) {split}"
+        if history.victims() != victims_then:
+            return f"more evictions: {history.victims()} (were {victims_then})"
+        return None
+
+    await hold(what, quiet, steady, history, interval=1.0)
+    return reclaimed_in, victims_then
+
+
 def short_id() -> str:
     return secrets.token_hex(3)
 
@@ -450,23 +480,9 @@ async def test_a_queue_below_its_share_reclaims_it_and_the_split_then_holds_with
         await wait_split(kube_api, namespace, ("a", "b"), (0, 4), 30, history)
         b_first = history.uids_of("b")
 
-        t0 = time.monotonic()
-        await create_job(
-            kube_api, namespace, "a", job_spec(queue=qa, replicas=4, min_available=1, selector=sel)
+        reclaimed_in, victims_then = await reclaim_to_even(
+            kube_api, namespace, qa, sel, history, "the split stays 2/2 with no further eviction", 30
         )
-        await wait_split(kube_api, namespace, ("a", "b"), (2, 2), 60, history)
-        reclaimed_in = time.monotonic() - t0
-        victims_then = history.victims()
-
-        async def steady() -> str | None:
-            split = await running_by_job(kube_api, namespace, ("a", "b"))
-            if split != (2, 2):
-                return f"running (a, b) {split}"
-            if history.victims() != victims_then:
-                return f"more evictions: {history.victims()} (were {victims_then})"
-            return None
-
-        await hold("the split stays 2/2 with no further eviction", 30, steady, history, interval=1.0)
 
     print(f"\nreclaimed to 2/2 in {reclaimed_in:.1f}s; victims {victims_then}")
     detail = f"\ntimeline:\n{history.tail()}"
@@ -624,23 +640,15 @@ async def test_a_three_level_queue_tree_lends_idle_room_and_reclaims_it(
         b_first = history.uids_of("b")
 
         # team-a wants its deserved share back: the idle cpu, and one reclaimed from team-b.
-        t0 = time.monotonic()
-        await create_job(
-            kube_api, namespace, "a", job_spec(queue=team_a, replicas=4, min_available=1, selector=sel)
+        reclaimed_in, victims_then = await reclaim_to_even(
+            kube_api,
+            namespace,
+            team_a,
+            sel,
+            history,
+            "the tree's split stays 2/2 with no further eviction",
+            10,
         )
-        await wait_split(kube_api, namespace, ("a", "b"), (2, 2), 60, history)
-        reclaimed_in = time.monotonic() - t0
-        victims_then = history.victims()
-
-        async def steady() -> str | None:
-            split = await running_by_job(kube_api, namespace, ("a", "b"))
-            if split != (2, 2):
-                return f"running (a, b) {split}"
-            if history.victims() != victims_then:
-                return f"more evictions: {history.victims()} (were {victims_then})"
-            return None
-
-        await hold("the tree's split stays 2/2 with no further eviction", 10, steady, history, interval=1.0)
 
     print(f"\ntree: reclaimed to 2/2 in {reclaimed_in:.1f}s; victims {victims_then}")
     detail = f"\ntimeline:\n{history.tail()}"
