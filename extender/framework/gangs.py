@@ -14,7 +14,11 @@ def task_order(p: Pod) -> tuple[int, str, str]:
 
 
 def counts_toward_gang(ssn: Session, p: Pod) -> bool:
-    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal) or p.uid in ssn.plans
+    """Succeeded, running and staying, or planned. A pod being deleted (an evicted victim) does not count:
+    a gang whose members are on their way out is not whole, and a replacement for one of them must wait
+    for the whole minimum again rather than start alone beside pods that are leaving."""
+    running = bool(p.node_name) and not p.terminal and not p.deleting
+    return p.phase == PodPhase.SUCCEEDED or running or p.uid in ssn.plans
 
 
 def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:

@@ -346,3 +346,15 @@ def test_a_closing_queue_takes_nothing_new_and_closes_when_its_work_is_gone() ->
     assert queue_status(busy, "q", {"state": "Closing"})["state"] == "Closing"
     idle = snapshot([node("n0")], [], [], queues)
     assert queue_status(idle, "q", {"state": "Closing"})["state"] == "Closed"
+
+
+def test_a_replacement_of_an_evicted_gang_member_waits_for_the_whole_gang() -> None:
+    """Found end to end: low (minMember 4) was evicted whole; its job re-created one pod while three
+    victims were still terminating, and that pod was placed alone, counting the leaving ones as its gang."""
+    low, lp = running("low", "default", 3, "n0", min_member=4)
+    for p in lp:
+        p["metadata"]["deletionTimestamp"] = T0
+    again = pod("low-3", group="low", cpu="1", memory="100Mi")
+    result = run([node("n0", cpu="8")], [*lp, again], [low], conf=FAIR_CONF)
+    assert result.placements == {}
+    assert result.unschedulable["default/low"].message == "gang 1/4: waiting for 3 more pods"
