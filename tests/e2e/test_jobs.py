@@ -71,14 +71,21 @@ def alive(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def wait_phase(
-    api: client.ApiClient, ns: str, name: str, phase: str, within: float = 30
+    api: client.ApiClient, ns: str, name: str, phase: str, within: float = 30, *, retries: int | None = None
 ) -> dict[str, Any]:
+    """The job once its phase is ``phase`` (and, if given, its ``retryCount`` is ``retries``: a job that
+    was Running before a restart reads Running until the restart shows)."""
     seen: list[str] = []
 
     async def check() -> dict[str, Any] | None:
         job = await get_job(api, ns, name)
-        state = job.get("status", {}).get("state", {})
-        seen.append(f"{state.get('phase')} ({state.get('message', '')})")
+        status = job.get("status", {})
+        state = status.get("state", {})
+        seen.append(
+            f"{state.get('phase')} ({state.get('message', '')}), retryCount {status.get('retryCount')}"
+        )
+        if retries is not None and status.get("retryCount", 0) != retries:
+            return None
         return job if state.get("phase") == phase else None
 
     return await kube.wait_for(check, within, message=lambda: f"job {name} {phase}; last {seen[-1:]}")
@@ -343,7 +350,7 @@ async def test_restarting_pumice_mid_lifecycle_loses_nothing_and_duplicates_no_p
     control_plane.stop_process("pumice")
     await fake_kubelet.fail(namespace, "rs-w-2", exit_code=1)
     ensure_pumice(control_plane, restart=True)
-    job = await wait_phase(kube_api, namespace, "rs", "Running", within=60)
+    job = await wait_phase(kube_api, namespace, "rs", "Running", within=60, retries=1)
     assert job["status"]["retryCount"] == 1
     pods = await wait_running_pods(kube_api, namespace, "rs", 4)
     assert not uids & {p["metadata"]["uid"] for p in pods}, "the restart replaced every pod"
