@@ -61,6 +61,11 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._queued)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being worked on (delayed keys not counted)."""
+        return not self._queued and not self._active
+
     async def get(self) -> K:
         key = await self._queue.get()
         self._queued.discard(key)

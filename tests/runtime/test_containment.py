@@ -168,8 +168,9 @@ def _controller(client: KubeClient, **kw: Any) -> JobController:
 
 
 async def _drain(jc: JobController) -> None:
+    """Run the controller until its queue has nothing queued or in hand (a fixed sleep flaked under load)."""
     task = asyncio.create_task(jc.run())
-    await asyncio.sleep(0.3)
+    await _until(lambda: jc.queue.idle, limit=10.0)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
