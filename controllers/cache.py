@@ -437,6 +437,10 @@ class ClusterCache:
             self._node_table = (self._nodes_version, build_node_table(self._nodes.values(), extra | wanted))
         return self._node_table[1]
 
+    def node_table(self) -> NodeTable:
+        """The current node table (the matrices the ledger mirrors are over it)."""
+        return self._table(set())
+
     def _build(
         self,
         pods: list[Pod],

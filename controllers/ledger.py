@@ -74,8 +74,9 @@ class Ledger:
         self._queues: dict[str, dict[str, int]] = {}
         self._groups: dict[GroupKey, set[PodUID]] = {}
         self._plans: dict[PodUID, str] = {}
-        # Victim -> the waiting reservations that wait for it to leave.
+        # Victim -> the waiting reservations that wait for it to leave; the waiting reservations.
         self._awaited: dict[PodUID, set[PodUID]] = {}
+        self._waiting: set[PodUID] = set()
         # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".
         self.plan_version = 0
 
@@ -102,6 +103,7 @@ class Ledger:
     def _account(self, uid: PodUID, r: Reservation, sign: int) -> None:
         planned = r.planned
         if r.state is State.WAITING:
+            (self._waiting.add if sign > 0 else self._waiting.discard)(uid)
             for v in r.victims:
                 if sign > 0:
                     self._awaited.setdefault(v, set()).add(uid)
@@ -204,7 +206,7 @@ class Ledger:
 
     def overdue(self, before: float) -> list[PodUID]:
         """Reservations still waiting for victims that were made before ``before``."""
-        return [uid for uid, r in self._entries.items() if r.state is State.WAITING and r.since < before]
+        return sorted(uid for uid in self._waiting if self._entries[uid].since < before)
 
     def prune_plans(self, keep: Callable[[PodUID, str], bool]) -> int:
         """Release the plans ``keep`` rejects; how many went."""

@@ -107,7 +107,10 @@ class Scheduler:
         heartbeat: Callable[[], None] = lambda: None,
         admitted: Callable[[GroupKey], None] = lambda _key: None,
         events: EventRecorder | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        # Epoch seconds: the cycle's ``now``, plan times and timers read it (the simulator's is virtual).
+        self._clock = clock
         self.cache = state.cache
         self.ledger = state.ledger
         self.pending = state.pending
@@ -145,7 +148,7 @@ class Scheduler:
         self._due = False
         self._timer: asyncio.TimerHandle | None = None
         self._evicts = any(a in ("preempt", "reclaim") for a in conf.spec.actions)
-        self._revisited = time.monotonic()
+        self._revisited = clock()
 
     @property
     def ready(self) -> bool:
@@ -175,7 +178,7 @@ class Scheduler:
         """One whole cycle inline (tests, and ``ensure_fresh``); the loop runs :meth:`cycle_off_loop`."""
         t0 = time.perf_counter()
         snap, left_out = self._prepare()
-        self._apply(snap, left_out, run_cycle(snap, self.conf, time.time()), t0)
+        self._apply(snap, left_out, run_cycle(snap, self.conf, self._clock()), t0)
 
     async def cycle_off_loop(self) -> None:
         """The cycle's pure part in a worker thread, so filters, webhooks and informers keep running
@@ -183,7 +186,7 @@ class Scheduler:
         any a newer event made stale (see :meth:`_apply`)."""
         t0 = time.perf_counter()
         snap, left_out = self._prepare()
-        result = await asyncio.to_thread(run_cycle, snap, self.conf, time.time())
+        result = await asyncio.to_thread(run_cycle, snap, self.conf, self._clock())
         self._apply(snap, left_out, result, t0)
 
     def _stale_groups(self, snap: Snapshot, result: CycleResult) -> set[GroupKey]:
@@ -228,7 +231,7 @@ class Scheduler:
         external = self._cycled_at != self._versions()
         stale = self._stale_groups(snap, result) if external else set()
         planned = 0
-        now = time.time()
+        now = self._clock()
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
             key = pod_group_key(pod)
@@ -295,11 +298,11 @@ class Scheduler:
         changes = self.pending.drain()
         if changes.nodes and self.ledger.prune_plans(self.cache.plan_is_live):
             self.pending.room_freed()
-        for uid in self.ledger.overdue(time.time() - self.settings.victims_timeout):
+        for uid in self.ledger.overdue(self._clock() - self.settings.victims_timeout):
             log.warning("victims did not leave in time; planning again", extra={"pod": str(uid)})
             self._release(uid)
-        if self._evicts and time.monotonic() - self._revisited >= self.settings.revisit:
-            self._revisited = time.monotonic()
+        if self._evicts and self._clock() - self._revisited >= self.settings.revisit:
+            self._revisited = self._clock()
             self.pending.room_freed()
         for uid in changes.pods:
             pod = self.cache.pod(uid)
@@ -314,6 +317,11 @@ class Scheduler:
                 del self.unseen[uid]
                 self.rejected.add(uid)
         return self.pending.work() | self.cache.unfinished_groups()
+
+    def mark_fresh(self) -> None:
+        """Count what changed since the last cycle as seen: a caller that knows the changes are the
+        cycle's own consequences (the simulator's binds) spares the cycle that would find nothing to do."""
+        self._cycled_at = self._versions()
 
     def ensure_fresh(self) -> None:
         if self._cycled_at != self._versions():
@@ -352,7 +360,7 @@ class Scheduler:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a cycle run inline without a loop (tests): nobody to wake
             return
-        at = loop.time() + max(0.0, when - time.time())
+        at = loop.time() + max(0.0, when - self._clock())
         if self._timer is not None and self._timer.when() <= at and not self._timer.cancelled():
             return
         if self._timer is not None:

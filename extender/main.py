@@ -41,6 +41,7 @@ from controllers.kube.version import cluster_version
 from controllers.liveness import Liveness
 from controllers.queue_commands import QueueCommandController
 from controllers.scheduler import Scheduler
+from controllers.simulate.cli import add_simulate_parser
 from controllers.state import cluster_state
 from controllers.status import StatusWriter
 from extender.api import labels as L
@@ -578,12 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     _serve_parser(sub)
     add_manifests_parser(sub, cluster_version=cluster_version, webhook_configurations=webhook_configurations)
     add_cli_parsers(sub)
+    add_simulate_parser(sub)
     sub.add_parser("version", help="print the version")
     args = parser.parse_args(argv)
     if args.command == "version":
         print(metadata.version("pumice"))
         return 0
-    if args.command in ("manifests", "job", "queue"):
+    if args.command in ("manifests", "job", "queue", "simulate"):
         return int(args.func(args))
     settings = _settings(args, parser)
     handler = logging.StreamHandler()

@@ -1,0 +1,143 @@
+"""``pumice simulate``: what pumice would do, without a cluster.
+
+``pumice simulate TRACE.yaml`` runs a trace (jobs arriving over time, see
+:mod:`controllers.simulate.trace`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
+cluster's objects until nothing changes. Each ``--scheduler-conf`` (repeatable) is a
+``volcano-scheduler.conf``; without one, pumice's default conf. Exit codes: 0 done, 2 bad input (the
+message says what and where).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controllers.simulate.engine import TraceRun
+from controllers.simulate.metrics import TraceResult
+from controllers.simulate.report import snapshot_document, snapshot_table, trace_document, trace_table
+from controllers.simulate.snapshot import flatten, simulate_snapshot
+from controllers.simulate.trace import Trace, TraceError, parse_trace
+from extender.core.durations import parse_duration
+from extender.core.errors import ConfigError
+from extender.plugins.registry import SchedulerConf, load_conf
+
+
+def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "simulate",
+        help="simulate pumice on a trace of jobs or a cluster snapshot (no cluster needed)",
+        description="Run pumice's scheduler on a simulated cluster: a trace of jobs over virtual time "
+        "(TRACE), or the objects of a real cluster (--snapshot).",
+    )
+    p.add_argument("trace", nargs="?", metavar="TRACE", help="a trace file (YAML: nodes, queues, jobs)")
+    p.add_argument(
+        "--snapshot", metavar="STATE", help="cluster objects as `kubectl get ... -o yaml` prints them"
+    )
+    p.add_argument(
+        "--scheduler-conf",
+        action="append",
+        default=[],
+        metavar="CONF",
+        help="a volcano-scheduler.conf; give several to compare them side by side (trace mode)",
+    )
+    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    p.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR (trace mode; needs matplotlib)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="a preempted or reclaimed job keeps its progress (default: it starts over)",
+    )
+    p.add_argument("--until", metavar="DURATION", help="stop the simulation at this virtual time (e.g. 24h)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+
+
+def _confs(paths: list[str]) -> list[tuple[str, SchedulerConf]]:
+    if not paths:
+        return [("default", load_conf(None))]
+    return [(Path(p).name, load_conf(Path(p).read_text())) for p in paths]
+
+
+def _emit(doc: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argparse.Namespace) -> int:
+    until = parse_duration(args.until) if args.until else None
+    runs: list[tuple[str, TraceResult]] = []
+    end = until if until is not None else max((j.submit + j.duration for j in trace.jobs), default=0.0)
+    for label, conf in confs:
+        bar = _progress(label, end, quiet=args.no_progress or len(trace.jobs) < 200)
+        try:
+            run = TraceRun(trace, conf, resume=args.resume, until=until, progress=bar.update_to)
+            runs.append((label, run.run()))
+        finally:
+            bar.close()
+    if args.output == "table":
+        sys.stdout.write(trace_table(runs))
+    else:
+        _emit(trace_document(runs), args.output)
+    if args.plot:
+        from controllers.simulate.plots import write_plots
+
+        for path in write_plots(runs, Path(args.plot)):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+class _Bar:
+    """A tqdm bar over virtual time, or nothing."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+
+    def update_to(self, t: float) -> None:
+        if self._bar is not None and t > self._bar.n:
+            self._bar.update(min(t, self._bar.total) - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _progress(label: str, end: float, *, quiet: bool) -> _Bar:
+    if quiet or end <= 0:
+        return _Bar(None)
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints
+
+    fmt = "{desc}: {percentage:3.0f}%|{bar}| virtual {n:.0f}/{total:.0f}s [{elapsed}<{remaining}]"
+    return _Bar(tqdm(total=end, desc=label, unit="s", bar_format=fmt, file=sys.stderr, leave=False))
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.trace) == bool(args.snapshot):
+        print("pumice simulate: give a TRACE file or --snapshot STATE (one of them)", file=sys.stderr)
+        return 2
+    try:
+        confs = _confs(args.scheduler_conf)
+        path = Path(args.snapshot or args.trace)
+        docs = list(yaml.safe_load_all(path.read_text()))
+        if args.snapshot:
+            if len(confs) > 1:
+                raise ValueError("--snapshot takes one --scheduler-conf")
+            result = simulate_snapshot(flatten(docs), confs[0][1])
+            queues = dict(result.queue_objects)
+            if args.output == "table":
+                sys.stdout.write(snapshot_table(result, queues))
+            else:
+                _emit(snapshot_document(result, queues), args.output)
+            return 0
+        if len(docs) != 1:
+            raise TraceError(f"{path}: a trace is one YAML document, found {len(docs)}")
+        return _run_trace(parse_trace(docs[0]), confs, args)
+    except (OSError, yaml.YAMLError, ConfigError, TraceError, ValueError, RuntimeError) as e:
+        print(f"pumice simulate: {e}", file=sys.stderr)
+        return 2

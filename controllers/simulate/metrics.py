@@ -1,0 +1,256 @@
+"""What a trace run measures, integrated over virtual time.
+
+- per job: wait (submission to the first time its gang was whole), run (its last start to its end),
+  restarts and evicted pods;
+- per queue: wait-time percentiles, its mean share of the cluster and its mean ``deserved`` share (from
+  the conf's own share plugin, ``proportion`` or ``capacity``, opened on the cluster as it stands);
+- the cluster: the **allocation rate** (requested over allocatable, per resource) and the
+  **fragmentation rate**: of the free amount of the *key resource* (GPUs when any node has them, else
+  CPU), the part on nodes that cannot fit the smallest pending pod. Both are time-weighted means between
+  the first submission and the last event.
+
+Shares are of the key resource. Series are kept per event and thinned to at most ``POINTS`` for output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from controllers.simulate.cluster import SimCluster
+from controllers.simulate.trace import Trace
+from extender.core.model import GroupKey
+from extender.core.resources import parse_resource_list
+from extender.framework.session import Session
+from extender.plugins.capacity import CapacityPlugin
+from extender.plugins.proportion import ProportionPlugin
+
+if TYPE_CHECKING:
+    from controllers.simulate.engine import JobState
+
+POINTS = 400
+DESERVED_SAMPLES = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobResult:
+    name: str
+    queue: str
+    submit: float
+    start: float | None  # None: never started
+    end: float | None  # None: did not finish
+    wait: float | None  # to its first start
+    queued: float  # waiting over every attempt (a preempted job waits again)
+    run: float | None
+    restarts: int
+    evicted: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueResult:
+    name: str
+    jobs: int
+    finished: int
+    wait_mean: float | None
+    wait_p50: float | None
+    wait_p95: float | None
+    wait_max: float | None
+    share_mean: float
+    deserved_mean: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceResult:
+    key_resource: str
+    makespan: float  # virtual seconds from the first submission to the last event
+    jobs: tuple[JobResult, ...]
+    queues: tuple[QueueResult, ...]
+    allocation: dict[str, float]  # resource -> time-weighted mean allocation rate
+    fragmentation: float
+    cycles: int
+    evictions: int
+    series: dict[str, Any] = field(default_factory=dict)  # time, allocation, fragmentation, queues
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def _thin(n: int) -> list[int]:
+    if n <= POINTS:
+        return list(range(n))
+    return sorted({int(i) for i in np.linspace(0, n - 1, POINTS)})
+
+
+class Recorder:
+    def __init__(self, cluster: SimCluster, trace: Trace) -> None:
+        self.cluster = cluster
+        self.trace = trace
+        gpu = any("nvidia.com/gpu" in p.allocatable for p in trace.pools)
+        self.key = "nvidia.com/gpu" if gpu else "cpu"
+        self.resources = sorted(
+            {r for p in trace.pools for r in parse_resource_list(p.allocatable)} - {"pods"}
+        )
+        totals: dict[str, int] = {}
+        for p in trace.pools:
+            for k, v in parse_resource_list(p.allocatable).items():
+                totals[k] = totals.get(k, 0) + v * p.count
+        self.total = totals
+        self.queues = [q["metadata"]["name"] for q in trace.queues]
+        self.waiting: set[GroupKey] = set()
+        # The smallest key-resource request of each waiting job's pods (fragmentation's yardstick).
+        self._smallest: dict[GroupKey, dict[str, int]] = {}
+        self.first = trace.jobs[0].submit if trace.jobs else 0.0
+        span = max((j.submit + j.duration for j in trace.jobs), default=1.0) - self.first
+        self._deserved_every = max(span / DESERVED_SAMPLES, 1.0)
+        self._deserved_at = -np.inf
+        self._last_t: float | None = None
+        self._now: dict[str, float] = {}
+        self._area: dict[str, float] = {}
+        self.times: list[float] = []
+        self.series: dict[str, list[float | None]] = {}
+        self.deserved: dict[str, float] = {}
+        self._deserved_area: dict[str, float] = {}
+        self._deserved_since: float | None = None
+
+    # --- job events -----------------------------------------------------------------------------------
+    def submitted(self, js: JobState) -> None:
+        self.waiting.add(js.key)
+        reqs = [parse_resource_list(t.requests) for t in js.spec.tasks]
+        self._smallest[js.key] = min(reqs, key=lambda r: (r.get(self.key, 0), sorted(r.items())))
+
+    def started(self, js: JobState) -> None:
+        self.waiting.discard(js.key)
+
+    def finished(self, js: JobState) -> None:
+        self.waiting.discard(js.key)
+        self._smallest.pop(js.key, None)
+
+    # --- sampling ------------------------------------------------------------------------------------
+    def _fragmentation(self) -> float:
+        smallest = [self._smallest[k] for k in self.waiting if k in self._smallest]
+        if not smallest:
+            return 0.0
+        need = min(smallest, key=lambda r: (r.get(self.key, 0), sorted(r.items())))
+        table = self.cluster.cache.node_table()
+        free = (
+            table.alloc - self.cluster.ledger.held_matrix(table) - self.cluster.ledger.planned_matrix(table)
+        )
+        names = table.index.names
+        col = {n: i for i, n in enumerate(names)}
+        if self.key not in col:
+            return 0.0
+        fits = np.ones(len(free), dtype=bool)
+        for r, v in need.items():
+            fits &= free[:, col[r]] >= v if r in col else v <= 0
+        key_free = np.maximum(free[:, col[self.key]], 0)
+        total = int(key_free.sum())
+        return float(key_free[~fits].sum()) / total if total else 0.0
+
+    def _deserved(self, t: float) -> None:
+        if t - self._deserved_at < self._deserved_every:
+            return
+        self._deserved_at = t
+        tiers = self.cluster.scheduler.conf.tiers()
+        plugin = next(
+            (p for tier in tiers for p in tier if isinstance(p, ProportionPlugin | CapacityPlugin)), None
+        )
+        if plugin is None or not self.total.get(self.key):
+            return
+        snap = self.cluster.cache.full_snapshot()
+        Session(snap, [[plugin]])
+        col = snap.index.names.index(self.key) if self.key in snap.index.names else None
+        if col is None:
+            return
+        self.deserved = {
+            q: float(v[col]) / self.total[self.key] for q, v in plugin.deserved.items() if q in self.queues
+        }
+
+    def sample(self, t: float) -> None:
+        """The state right after the cycles of an event at ``t``: what holds until the next event."""
+        usage = self.cluster.ledger.queue_usage()
+        now: dict[str, float] = {}
+        for r in self.resources:
+            used = sum(u.get(r, 0) for u in usage.values())
+            now[f"allocation:{r}"] = used / self.total[r] if self.total.get(r) else 0.0
+        key_total = self.total.get(self.key, 0)
+        for q in self.queues:
+            now[f"share:{q}"] = usage.get(q, {}).get(self.key, 0) / key_total if key_total else 0.0
+        now["fragmentation"] = self._fragmentation()
+        self._deserved(t)
+        for q, v in self.deserved.items():
+            now[f"deserved:{q}"] = v
+        self._now = now
+        self.times.append(t)
+        for k, v in now.items():
+            # A series that starts late (deserved shares) is padded so every series lines up with times.
+            self.series.setdefault(k, [None] * (len(self.times) - 1)).append(v)
+
+    def advance(self, t: float) -> None:
+        """Time moves to ``t``: what held since the last event counts for the time it held."""
+        if self._last_t is not None and t > self._last_t:
+            dt = t - self._last_t
+            for k, v in self._now.items():
+                self._area[k] = self._area.get(k, 0.0) + v * dt
+        if self._last_t is None or t > self._last_t:
+            self._last_t = t
+
+    # --- the result ----------------------------------------------------------------------------------
+    def result(self, jobs: Iterable[JobState]) -> TraceResult:
+        span = (self._last_t - self.first) if self._last_t is not None else 0.0
+        end = self._last_t if self._last_t is not None else self.first
+
+        def mean(k: str) -> float:
+            return self._area.get(k, 0.0) / span if span > 0 else self._now.get(k, 0.0)
+
+        rows = [
+            JobResult(
+                name=f"{js.spec.namespace}/{js.spec.name}",
+                queue=js.spec.queue,
+                submit=js.spec.submit,
+                start=js.first_start,
+                end=js.end,
+                wait=None if js.first_start is None else js.first_start - js.spec.submit,
+                queued=js.waited
+                + (0.0 if js.started is not None or js.end is not None else end - js.queued_since),
+                run=None if js.end is None or js.started is None else js.end - js.started,
+                restarts=js.restarts,
+                evicted=js.evicted,
+            )
+            for js in jobs
+        ]
+        queues = []
+        for q in self.queues:
+            mine = [r for r in rows if r.queue == q]
+            waits = [r.wait for r in mine if r.wait is not None]
+            queues.append(
+                QueueResult(
+                    name=q,
+                    jobs=len(mine),
+                    finished=sum(r.end is not None for r in mine),
+                    wait_mean=float(np.mean(waits)) if waits else None,
+                    wait_p50=_pct(waits, 50),
+                    wait_p95=_pct(waits, 95),
+                    wait_max=max(waits, default=None),
+                    share_mean=mean(f"share:{q}"),
+                    deserved_mean=mean(f"deserved:{q}") if f"deserved:{q}" in self._area else None,
+                )
+            )
+        keep = _thin(len(self.times))
+        series: dict[str, Any] = {"time": [self.times[i] for i in keep]}
+        for k, values in self.series.items():
+            series[k] = [values[i] for i in keep]
+        return TraceResult(
+            key_resource=self.key,
+            makespan=span,
+            jobs=tuple(rows),
+            queues=tuple(queues),
+            allocation={r: mean(f"allocation:{r}") for r in self.resources},
+            fragmentation=mean("fragmentation"),
+            cycles=self.cluster.cycles,
+            evictions=len(self.cluster.evictions),
+            series=series,
+        )

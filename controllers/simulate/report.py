@@ -1,0 +1,195 @@
+"""How ``pumice simulate`` prints: tables for people, one JSON/YAML document for machines.
+
+The documents are a stable shape: fields may be added, never renamed or removed (a test pins them).
+
+Snapshot mode, ``kind: SnapshotSimulation``:
+
+- ``now`` (RFC 3339: the simulated clock at the end), ``cycles`` (scheduling cycles run);
+- ``placements``: ``pod``, ``node``, ``group`` (namespace/name of its PodGroup), ``queue``;
+- ``evictions``: ``pod``, ``node``, ``reason`` (``Preempted``|``Reclaimed``), ``message``, ``for`` (the
+  PodGroup that takes its place);
+- ``podGroups``: ``name``, ``queue``, ``phase``, ``minMember``, ``running``, ``waiting``, ``reason`` and
+  ``message`` (why it waits; null when nothing holds it back);
+- ``shares``: the shape of ``pumice queue list -o json``'s ``shares`` (deserved, allocated, guarantee,
+  capability per queue and resource, after the simulation);
+- ``ignored``: objects the simulation does not act on, each as ``Kind namespace/name``.
+
+Trace mode, ``kind: TraceSimulation``, ``runs``: one per ``--scheduler-conf``, in the order given, each:
+
+- ``conf`` (its label: the file name, or ``default``), ``keyResource``, ``makespan`` (seconds), ``cycles``,
+  ``evictions``, ``allocationRate`` (resource -> time-weighted mean 0..1), ``fragmentationRate`` (0..1);
+- ``queues``: ``name``, ``jobs``, ``finished``, ``waitMean``/``waitP50``/``waitP95``/``waitMax`` (seconds,
+  null when no job started), ``shareMean``, ``deservedMean`` (null without a share plugin);
+- ``jobs``: ``name``, ``queue``, ``submit``, ``start``, ``end``, ``wait``, ``queued``, ``run`` (seconds,
+  null when it did not happen), ``restarts``, ``evicted``;
+- ``series``: ``time`` and, per key, values at those times (at most 400 points):
+  ``allocation:<resource>``, ``fragmentation``, ``share:<queue>``, ``deserved:<queue>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from controllers.cli.output import human_duration, render_table
+from controllers.cli.queues import shares_document, shares_table
+from controllers.simulate.metrics import TraceResult
+from controllers.simulate.snapshot import SnapshotResult
+
+Obj = dict[str, Any]
+Runs = Sequence[tuple[str, TraceResult]]
+
+
+def snapshot_document(r: SnapshotResult, queues: dict[str, Obj]) -> Obj:
+    return {
+        "kind": "SnapshotSimulation",
+        "now": r.now,
+        "cycles": r.cycles,
+        "placements": [
+            {"pod": p.pod, "node": p.node, "group": p.group, "queue": p.queue} for p in r.placements
+        ],
+        "evictions": [
+            {"pod": e.pod, "node": e.node, "reason": e.reason, "message": e.message, "for": e.by}
+            for e in r.evictions
+        ],
+        "podGroups": [
+            {
+                "name": g.name,
+                "queue": g.queue,
+                "phase": g.phase,
+                "minMember": g.min_member,
+                "running": g.running,
+                "waiting": g.waiting,
+                "reason": g.reason or None,
+                "message": g.message or None,
+            }
+            for g in r.podgroups
+        ],
+        "shares": shares_document(r.shares, queues),
+        "ignored": list(r.ignored),
+    }
+
+
+def snapshot_table(r: SnapshotResult, queues: dict[str, Obj]) -> str:
+    out = [f"Simulated {r.cycles} scheduling cycles (clock at the end: {r.now}).\n"]
+    if r.placements:
+        out.append("\nPLACEMENTS\n")
+        out.append(
+            render_table(
+                ["pod", "node", "podgroup", "queue"],
+                ((p.pod, p.node, p.group, p.queue) for p in r.placements),
+            )
+        )
+    else:
+        out.append("\nNo pod was placed.\n")
+    if r.evictions:
+        out.append("\nEVICTIONS\n")
+        out.append(
+            render_table(
+                ["pod", "node", "reason", "for"], ((e.pod, e.node, e.reason, e.by) for e in r.evictions)
+            )
+        )
+    if r.podgroups:
+        out.append("\nPODGROUPS\n")
+        rows = (
+            (g.name, g.queue, g.phase, f"{g.running}/{g.min_member}", str(g.waiting), g.message or "")
+            for g in r.podgroups
+        )
+        out.append(render_table(["podgroup", "queue", "phase", "running/min", "waiting", "why"], rows))
+    out.append("\nQUEUES\n")
+    out.append(
+        shares_table(r.shares, queues, datetime.fromisoformat(r.now.replace("Z", "+00:00")), wide=False)
+    )
+    if r.ignored:
+        out.append(f"\nNot simulated: {', '.join(r.ignored)}\n")
+    return "".join(out)
+
+
+def _run_document(label: str, r: TraceResult) -> Obj:
+    return {
+        "conf": label,
+        "keyResource": r.key_resource,
+        "makespan": r.makespan,
+        "cycles": r.cycles,
+        "evictions": r.evictions,
+        "allocationRate": dict(r.allocation),
+        "fragmentationRate": r.fragmentation,
+        "queues": [
+            {
+                "name": q.name,
+                "jobs": q.jobs,
+                "finished": q.finished,
+                "waitMean": q.wait_mean,
+                "waitP50": q.wait_p50,
+                "waitP95": q.wait_p95,
+                "waitMax": q.wait_max,
+                "shareMean": q.share_mean,
+                "deservedMean": q.deserved_mean,
+            }
+            for q in r.queues
+        ],
+        "jobs": [
+            {
+                "name": j.name,
+                "queue": j.queue,
+                "submit": j.submit,
+                "start": j.start,
+                "end": j.end,
+                "wait": j.wait,
+                "queued": j.queued,
+                "run": j.run,
+                "restarts": j.restarts,
+                "evicted": j.evicted,
+            }
+            for j in r.jobs
+        ],
+        "series": r.series,
+    }
+
+
+def trace_document(runs: Runs) -> Obj:
+    return {"kind": "TraceSimulation", "runs": [_run_document(label, r) for label, r in runs]}
+
+
+def _t(seconds: float | None) -> str:
+    return "-" if seconds is None else human_duration(seconds)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def trace_table(runs: Runs) -> str:
+    """The cluster figures and per-queue waits and shares, one column per conf (side by side)."""
+    labels = [label for label, _ in runs]
+    results = [r for _, r in runs]
+    key = results[0].key_resource
+    rows: list[list[str]] = [
+        ["jobs finished", *(f"{sum(j.end is not None for j in r.jobs)}/{len(r.jobs)}" for r in results)],
+        ["makespan", *(_t(r.makespan) for r in results)],
+        *(
+            [f"allocation {res}", *(_pct(r.allocation.get(res)) for r in results)]
+            for res in results[0].allocation
+        ),
+        [f"fragmentation ({key})", *(_pct(r.fragmentation) for r in results)],
+        ["evictions", *(str(r.evictions) for r in results)],
+        ["restarts", *(str(sum(j.restarts for j in r.jobs)) for r in results)],
+        ["scheduling cycles", *(str(r.cycles) for r in results)],
+    ]
+    queues = [q.name for q in results[0].queues if q.jobs]
+    for name in queues:
+        per = [next(q for q in r.queues if q.name == name) for r in results]
+        rows.append(
+            [
+                f"{name}: wait mean / p95 / max",
+                *(f"{_t(q.wait_mean)} / {_t(q.wait_p95)} / {_t(q.wait_max)}" for q in per),
+            ]
+        )
+        rows.append(
+            [
+                f"{name}: {key} share / deserved",
+                *(f"{_pct(q.share_mean)} / {_pct(q.deserved_mean)}" for q in per),
+            ]
+        )
+    return render_table(["", *labels], rows)

@@ -1,0 +1,216 @@
+"""Snapshot mode: what pumice would do with a cluster as ``kubectl get ... -o yaml`` shows it.
+
+The objects (Nodes, Pods, PodGroups, Queues, PriorityClasses; Volcano Jobs, expanded as the job
+controller would when their pods are not in the snapshot) are loaded into a simulated cluster
+(:mod:`controllers.simulate.cluster`), which cycles until nothing changes: pods are bound where the
+scheduler plans them, victims leave, and when a rule waits for time (a fair window, an SLA deadline)
+the clock moves to that time. The clock starts at ``now`` (by default the newest creationTimestamp in
+the snapshot).
+
+Not simulated: PodDisruptionBudgets (the Eviction API would refuse some evictions; they are counted and
+listed as ignored), the owners of evicted pods (a ReplicaSet or job controller would create new ones),
+and kube-scheduler's own filters (host ports, volumes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controllers.cli.shares import CAPACITY, PROPORTION, Cluster, SharesView, compute_shares
+from controllers.simulate.cluster import SimCluster
+from controllers.simulate.jobs import expand
+from extender.api import labels as L
+from extender.core.model import GroupPhase, group_key
+from extender.core.timestamps import epoch, rfc3339
+from extender.plugins.registry import SchedulerConf
+
+Obj = dict[str, Any]
+
+_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    pod: str
+    node: str
+    group: str
+    queue: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Eviction:
+    pod: str
+    node: str
+    reason: str
+    message: str
+    by: str  # the PodGroup that takes its place
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupState:
+    name: str
+    queue: str
+    phase: str
+    min_member: int
+    running: int
+    waiting: int
+    reason: str  # why it waits ("" when nothing holds it back)
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotResult:
+    now: str
+    cycles: int
+    placements: tuple[Placement, ...]
+    evictions: tuple[Eviction, ...]
+    podgroups: tuple[GroupState, ...]
+    shares: SharesView
+    ignored: tuple[str, ...]  # objects the simulation does not act on, each with why
+    queue_objects: Mapping[str, Obj]  # the Queues simulated, by name (those pumice creates at start too)
+
+
+def flatten(docs: Iterable[object]) -> list[Obj]:
+    """Objects from YAML documents, ``List`` kinds (what ``kubectl get -o yaml`` prints) unwrapped."""
+    out: list[Obj] = []
+    for d in docs:
+        if d is None:
+            continue
+        if not isinstance(d, dict):
+            raise ValueError(f"expected Kubernetes objects, got a {type(d).__name__}")
+        if d.get("kind") == "List" or (str(d.get("kind", "")).endswith("List") and "items" in d):
+            out.extend(flatten(d.get("items") or ()))
+        else:
+            out.append(d)
+    return out
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise ValueError(f"a {obj.get('kind') or 'object'} without metadata.name")
+    return meta
+
+
+def _default_now(objs: Iterable[Obj]) -> float:
+    return max(
+        (epoch(str((o.get("metadata") or {}).get("creationTimestamp") or "")) for o in objs), default=0.0
+    )
+
+
+def simulate_snapshot(
+    objects: Iterable[Obj],
+    conf: SchedulerConf,
+    *,
+    now: float | None = None,
+    default_queue: str = L.DEFAULT_QUEUE,
+    limit: int = 200,
+) -> SnapshotResult:
+    objs = [dict(o) for o in objects]
+    start = _default_now(objs) if now is None else now
+    cluster = SimCluster(conf, now=start, default_queue=default_queue)
+    ignored: list[str] = []
+    priorities = {
+        _meta(o)["name"]: int(o.get("value") or 0) for o in objs if o.get("kind") == "PriorityClass"
+    }
+    have_pods = {
+        (str(m.get("namespace") or "default"), str((m.get("labels") or {}).get(L.JOB_NAME_KEY)))
+        for o in objs
+        if o.get("kind") == "Pod" and (m := o.get("metadata") or {})
+    }
+    queues: set[str] = set()
+    for o in objs:
+        kind, meta = o.get("kind"), _meta(o)
+        meta.setdefault("uid", f"{kind}/{meta.get('namespace') or ''}/{meta['name']}")
+        if kind in _KINDS:
+            if kind == "Queue":
+                queues.add(meta["name"])
+            cluster.add(o)
+        elif kind == "Job" and str(o.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+            if (str(meta.get("namespace") or "default"), meta["name"]) in have_pods:
+                continue  # its pods and PodGroup are in the snapshot already
+            _, pg, pods = expand(o, created=rfc3339(start), priorities=priorities)
+            for x in (pg, *pods):
+                cluster.add(x)
+        else:
+            ignored.append(
+                f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta['name']}"
+            )
+    for name in ("root", default_queue):  # pumice serve creates these at start
+        if name not in queues:
+            q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}
+            cluster.add({**q, "spec": {"weight": 1}, "status": {"state": "Open"}})
+    steps = 0
+    while steps < limit:
+        steps += cluster.settle(limit=limit - steps)
+        if cluster.due is None or steps >= limit:
+            break
+        cluster.now = max(cluster.now, cluster.due)
+    return _result(cluster, conf, ignored)
+
+
+def _result(cluster: SimCluster, conf: SchedulerConf, ignored: list[str]) -> SnapshotResult:
+    cache = cluster.cache
+    placements = []
+    for uid, node in sorted(
+        cluster.bound.items(), key=lambda x: (cluster.cache.pod(x[0]) is None, str(x[0]))
+    ):
+        pod = cache.pod(uid)
+        if pod is None or pod.node_name != node:
+            continue  # bound, then evicted
+        key = group_key(pod.namespace, pod.group_name) if pod.group_name else pod.key
+        placements.append(Placement(pod=pod.key, node=node, group=key, queue=cache.pod_queue(pod) or ""))
+    placements.sort(key=lambda p: p.pod)
+    groups = []
+    for key in sorted(cluster.podgroups):
+        g = cache.group(key)
+        if g is None:
+            continue
+        pods = [p for u in cache.members(key) if (p := cache.pod(u)) is not None]
+        u = cluster.scheduler.reasons.get(key)
+        phase = g.phase
+        groups.append(
+            GroupState(
+                name=key,
+                queue=g.queue,
+                phase=phase.value,
+                min_member=g.min_member,
+                running=sum(1 for p in pods if p.holds_resources),
+                waiting=sum(1 for p in pods if p.waiting),
+                reason=u.reason if u is not None and phase != GroupPhase.RUNNING else "",
+                message=u.message if u is not None and phase != GroupPhase.RUNNING else "",
+            )
+        )
+    names = {p.name for tier in conf.spec.tiers for p in tier}
+    plugin = CAPACITY if CAPACITY in names and PROPORTION not in names else PROPORTION
+    hierarchy = any(
+        p.name == CAPACITY and p.switches.get("enableHierarchy", False)
+        for tier in conf.spec.tiers
+        for p in tier
+    )
+    shares = compute_shares(
+        list(cluster.queues.values()),
+        Cluster(
+            nodes=list(cluster.nodes.values()),
+            pods=list(cluster.pods.values()),
+            podgroups=list(cluster.podgroups.values()),
+        ),
+        plugin=plugin,
+        hierarchy=hierarchy and plugin == CAPACITY,
+        default_queue=cache.default_queue,
+    )
+    return SnapshotResult(
+        now=rfc3339(cluster.now),
+        cycles=cluster.cycles,
+        placements=tuple(placements),
+        evictions=tuple(
+            Eviction(pod=e.pod, node=e.node, reason=e.reason, message=e.message, by=e.by)
+            for e in cluster.evictions
+        ),
+        podgroups=tuple(groups),
+        shares=shares,
+        ignored=tuple(ignored),
+        queue_objects=dict(cluster.queues),
+    )

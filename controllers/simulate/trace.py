@@ -1,0 +1,325 @@
+"""What a trace file says: nodes, queues, and jobs arriving over time (``pumice simulate TRACE.yaml``).
+
+A trace is one YAML document (``kind: Trace`` optional)::
+
+    nodes:                       # node pools: count x shape
+      - name: gpu                # nodes gpu-0 .. gpu-{count-1}
+        count: 8
+        allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}
+        labels: {pool: gpu}      # optional, and taints: [{key, value, effect}]
+    queues:                      # Volcano Queue fields (spec), or whole Queue objects
+      - {name: team-a, weight: 2, capability: {nvidia.com/gpu: "48"}}
+      - {name: team-b, weight: 1, parent: root, reclaimable: true}
+    priorityClasses: [{name: urgent, value: 1000}]
+    jobs:
+      - name: train
+        submit: 0                # seconds or a duration ("90s", "1h30m") after the trace starts
+        queue: team-a
+        priorityClassName: urgent
+        duration: 2h             # how long it runs once its gang is whole
+        minAvailable: 4          # default: every task's minAvailable (else replicas), summed
+        tasks:
+          - {name: worker, replicas: 4, requests: {nvidia.com/gpu: "8", cpu: "32"}}
+        failures: [10m]          # optional: attempt i fails this long after it starts
+    generate:                    # optional: many jobs drawn from shapes, reproducibly (a seed)
+      - {count: 1000, seed: 1, every: 60s, queues: {team-a: 2, team-b: 1}, shapes: [...]}
+
+A ``generate`` shape is a job without name and submit: ``replicas`` and ``duration`` may be ``[low, high]``
+ranges (drawn uniformly), ``weight`` says how often it is drawn; arrivals are a Poisson process with mean
+gap ``every`` (starting at ``start``). Every problem is reported with where it is (``jobs[3].tasks[0]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from extender.core.durations import parse_duration
+from extender.core.resources import parse_resource_list
+
+Obj = dict[str, Any]
+
+
+class TraceError(ValueError):
+    """The trace cannot be simulated as written; the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodePool:
+    name: str
+    count: int
+    allocatable: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    name: str
+    replicas: int
+    min_available: int | None
+    requests: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceJob:
+    name: str
+    namespace: str
+    submit: float
+    queue: str
+    priority_class: str
+    duration: float
+    min_available: int
+    tasks: tuple[Task, ...]
+    failures: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    pools: tuple[NodePool, ...]
+    queues: tuple[Obj, ...]  # Queue objects
+    priority_classes: tuple[Obj, ...]  # PriorityClass objects
+    jobs: tuple[TraceJob, ...]  # by submit time, then name
+
+    def priority(self, name: str) -> int:
+        for pc in self.priority_classes:
+            if pc["metadata"]["name"] == name:
+                return int(pc["value"])
+        return 0
+
+
+def _map(v: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise TraceError(f"{where}: expected a mapping, got {type(v).__name__}")
+    return v
+
+
+def _list(v: object, where: str) -> Sequence[Any]:
+    if v is None:
+        return ()
+    if not isinstance(v, list):
+        raise TraceError(f"{where}: expected a list, got {type(v).__name__}")
+    return v
+
+
+def _name(v: object, where: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise TraceError(f"{where}: a non-empty name is required")
+    return v
+
+
+def _count(v: object, where: str, minimum: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise TraceError(f"{where}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def _seconds(v: object, where: str) -> float:
+    if isinstance(v, bool):
+        raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
+    if isinstance(v, int | float):
+        if v < 0:
+            raise TraceError(f"{where}: must not be negative")
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return parse_duration(v)
+        except ValueError as e:
+            raise TraceError(f"{where}: {e}") from None
+    raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
+
+
+def _resources(v: object, where: str) -> dict[str, str]:
+    out = {str(k): str(q) for k, q in _map(v, where).items()}
+    try:
+        parse_resource_list(out)
+    except ValueError as e:
+        raise TraceError(f"{where}: {e}") from None
+    return out
+
+
+def _pool(raw: object, where: str) -> NodePool:
+    m = _map(raw, where)
+    return NodePool(
+        name=_name(m.get("name"), f"{where}.name"),
+        count=_count(m.get("count", 1), f"{where}.count"),
+        allocatable=_resources(m.get("allocatable"), f"{where}.allocatable"),
+        labels={str(k): str(v) for k, v in _map(m.get("labels") or {}, f"{where}.labels").items()},
+        taints=tuple(_map(t, f"{where}.taints[{i}]") for i, t in enumerate(_list(m.get("taints"), where))),
+    )
+
+
+_QUEUE_SPEC = ("weight", "capability", "deserved", "guarantee", "parent", "reclaimable", "priority")
+
+
+def _queue(raw: object, where: str) -> Obj:
+    m = _map(raw, where)
+    if "spec" in m:  # a whole Queue object
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **m}
+    name = _name(m.get("name"), f"{where}.name")
+    unknown = sorted(set(m) - {"name", "state", *_QUEUE_SPEC})
+    if unknown:
+        raise TraceError(f"{where}: unknown fields {unknown} (known: name, state, {', '.join(_QUEUE_SPEC)})")
+    spec: Obj = {k: m[k] for k in _QUEUE_SPEC if k in m}
+    spec.setdefault("weight", 1)
+    if "guarantee" in spec:
+        spec["guarantee"] = {"resource": _resources(spec["guarantee"], f"{where}.guarantee")}
+    for k in ("capability", "deserved"):
+        if k in spec:
+            spec[k] = _resources(spec[k], f"{where}.{k}")
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"state": str(m.get("state") or "Open")},
+    }
+
+
+def _task(raw: object, where: str) -> Task:
+    m = _map(raw, where)
+    replicas = _count(m.get("replicas", 1), f"{where}.replicas", 1)
+    ma = m.get("minAvailable")
+    return Task(
+        name=_name(m.get("name", "task"), f"{where}.name"),
+        replicas=replicas,
+        min_available=None if ma is None else _count(ma, f"{where}.minAvailable"),
+        requests=_resources(m.get("requests") or {}, f"{where}.requests"),
+    )
+
+
+def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> TraceJob:
+    tasks = tuple(_task(t, f"{where}.tasks[{i}]") for i, t in enumerate(_list(m.get("tasks"), where)))
+    if not tasks:
+        raise TraceError(f"{where}.tasks: a job needs at least one task")
+    whole = sum(t.replicas for t in tasks)
+    default_min = sum(t.replicas if t.min_available is None else t.min_available for t in tasks)
+    min_available = _count(m.get("minAvailable", default_min), f"{where}.minAvailable", 1)
+    if min_available > whole:
+        raise TraceError(f"{where}.minAvailable: {min_available} is more than its {whole} pods")
+    return TraceJob(
+        name=name,
+        namespace=str(m.get("namespace") or "default"),
+        submit=submit,
+        queue=str(m.get("queue") or "default"),
+        priority_class=str(m.get("priorityClassName") or ""),
+        duration=_seconds(m.get("duration"), f"{where}.duration"),
+        min_available=min_available,
+        tasks=tasks,
+        failures=tuple(
+            _seconds(f, f"{where}.failures[{i}]") for i, f in enumerate(_list(m.get("failures"), where))
+        ),
+    )
+
+
+def _draw(v: object, rng: np.random.Generator, where: str, parse: Any) -> Any:
+    """A value, or one drawn uniformly from a ``[low, high]`` range."""
+    if isinstance(v, list):
+        if len(v) != 2:
+            raise TraceError(f"{where}: a range is [low, high]")
+        lo, hi = parse(v[0], where), parse(v[1], where)
+        if hi < lo:
+            raise TraceError(f"{where}: the range's high end is below its low end")
+        return rng.integers(lo, hi + 1) if isinstance(lo, int) else rng.uniform(lo, hi)
+    return parse(v, where)
+
+
+def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
+    m = _map(raw, where)
+    count = _count(m.get("count"), f"{where}.count", 1)
+    rng = np.random.default_rng(_count(m.get("seed", 0), f"{where}.seed"))
+    every = _seconds(m.get("every", 60), f"{where}.every")
+    t = _seconds(m.get("start", 0), f"{where}.start")
+    prefix = str(m.get("namePrefix") or f"job{first}")
+    queues = m.get("queues") or {"default": 1}
+    if isinstance(queues, list):
+        queues = dict.fromkeys(queues, 1)
+    q_names = [str(q) for q in _map(queues, f"{where}.queues")]
+    q_p = np.array([float(w) for w in queues.values()])
+    shapes = _list(m.get("shapes"), f"{where}.shapes")
+    if not shapes:
+        raise TraceError(f"{where}.shapes: at least one job shape is required")
+    s_p = np.array([float(_map(s, f"{where}.shapes[{i}]").get("weight", 1)) for i, s in enumerate(shapes)])
+    classes = _map(m.get("priorityClasses") or {}, f"{where}.priorityClasses")
+    jobs: list[TraceJob] = []
+    for n in range(count):
+        t += float(rng.exponential(every)) if every > 0 else 0.0
+        i = int(rng.choice(len(shapes), p=s_p / s_p.sum()))
+        shape = dict(_map(shapes[i], f"{where}.shapes[{i}]"))
+        sw = f"{where}.shapes[{i}]"
+        tasks = []
+        for j, task in enumerate(_list(shape.get("tasks"), sw)):
+            task = dict(_map(task, f"{sw}.tasks[{j}]"))
+            task["replicas"] = int(_draw(task.get("replicas", 1), rng, f"{sw}.tasks[{j}].replicas", _count))
+            tasks.append(task)
+        shape["tasks"] = tasks
+        shape["duration"] = float(_draw(shape.get("duration"), rng, f"{sw}.duration", _seconds))
+        shape["queue"] = q_names[int(rng.choice(len(q_names), p=q_p / q_p.sum()))]
+        for pc, p in classes.items():
+            if rng.random() < float(p):
+                shape["priorityClassName"] = str(pc)
+                break
+        shape.pop("weight", None)
+        jobs.append(_job(shape, sw, name=f"{prefix}-{n}", submit=t))
+    return jobs
+
+
+def parse_trace(doc: object) -> Trace:
+    m = _map(doc, "trace")
+    known = {"apiVersion", "kind", "metadata", "nodes", "queues", "priorityClasses", "jobs", "generate"}
+    unknown = sorted(set(m) - known)
+    if unknown:
+        raise TraceError(f"trace: unknown fields {unknown} (known: {', '.join(sorted(known))})")
+    pools = tuple(_pool(p, f"nodes[{i}]") for i, p in enumerate(_list(m.get("nodes"), "nodes")))
+    if not pools:
+        raise TraceError("nodes: a trace needs at least one node pool")
+    queues = [_queue(q, f"queues[{i}]") for i, q in enumerate(_list(m.get("queues"), "queues"))]
+    if not any(q["metadata"]["name"] == "default" for q in queues):
+        queues.append(_queue({"name": "default"}, "queues"))
+    classes: list[Obj] = []
+    for i, pc in enumerate(_list(m.get("priorityClasses"), "priorityClasses")):
+        pm = _map(pc, f"priorityClasses[{i}]")
+        value = pm.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TraceError(f"priorityClasses[{i}].value: expected an integer")
+        classes.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": _name(pm.get("name"), f"priorityClasses[{i}].name")},
+                "value": value,
+            }
+        )
+    jobs: list[TraceJob] = []
+    for i, j in enumerate(_list(m.get("jobs"), "jobs")):
+        jm = _map(j, f"jobs[{i}]")
+        where = f"jobs[{i}]"
+        jobs.append(
+            _job(
+                jm,
+                where,
+                name=_name(jm.get("name"), f"{where}.name"),
+                submit=_seconds(jm.get("submit", 0), f"{where}.submit"),
+            )
+        )
+    for i, g in enumerate(_list(m.get("generate"), "generate")):
+        jobs.extend(_generated(g, f"generate[{i}]", len(jobs)))
+    names = [(j.namespace, j.name) for j in jobs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise TraceError(f"jobs: the name {dup[0]}/{dup[1]} is used twice")
+    known_q = {q["metadata"]["name"] for q in queues}
+    for j in jobs:
+        if j.queue not in known_q:
+            raise TraceError(f"job {j.name}: queue {j.queue!r} is not among the trace's queues")
+    known_pc = {pc["metadata"]["name"] for pc in classes}
+    for j in jobs:
+        if j.priority_class and j.priority_class not in known_pc:
+            raise TraceError(
+                f"job {j.name}: priorityClassName {j.priority_class!r} is not in priorityClasses"
+            )
+    jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))
+    return Trace(pools=pools, queues=tuple(queues), priority_classes=tuple(classes), jobs=tuple(jobs))
