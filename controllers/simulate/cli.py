@@ -43,7 +43,8 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         action="append",
         default=[],
         metavar="CONF",
-        help="a volcano-scheduler.conf; give several to compare them side by side (trace mode)",
+        help="a volcano-scheduler.conf, or 'default' for pumice's default conf; give several to compare them "
+        "side by side (trace mode)",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     p.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR (trace mode; needs matplotlib)")
@@ -60,7 +61,10 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
 def _confs(paths: list[str]) -> list[tuple[str, SchedulerConf]]:
     if not paths:
         return [("default", load_conf(None))]
-    return [(Path(p).name, load_conf(Path(p).read_text())) for p in paths]
+    return [
+        (p, load_conf(None)) if p == "default" else (Path(p).name, load_conf(Path(p).read_text()))
+        for p in paths
+    ]
 
 
 def _emit(doc: dict[str, Any], fmt: str) -> None:

@@ -9,7 +9,8 @@ What this module plays instead of the real parts around it:
 - **kube-scheduler**: every planned pod whose node holds no victims any more is bound through
   :meth:`Scheduler.bind`, as kube-scheduler's filter (answered with the planned node) and bind calls do.
   kube-scheduler's own filters (host ports, volumes) are not simulated;
-- **the kubelet**: a bound pod runs at once; a victim leaves at once (no grace period);
+- **the kubelet**: a bound pod runs at once; a victim leaves at once (no grace period), and so does a pod
+  that was already terminating when it was added (after the cycle that sees it leaving);
 - **the status writer**: PodGroup phases follow :func:`extender.core.gang.next_phase`, the function the
   status writer calls.
 
@@ -146,6 +147,7 @@ class SimCluster:
         self.eviction_reasons: dict[PodUID, Eviction] = {}
         self.evictions: list[Evicted] = []
         self._evicted: list[tuple[PodUID, Obj]] = []  # told to ``on_evicted`` after the step
+        self._terminating: set[PodUID] = set()  # added with a deletionTimestamp: gone after the next cycle
         self.bound: dict[PodUID, str] = {}  # every bind the simulation made: pod -> node
         self.cycles = 0
         self.scheduler = SimScheduler(self, self.state, conf)
@@ -172,6 +174,8 @@ class SimCluster:
             uid = PodUID(str(meta.get("uid")))
             self.pods[uid] = obj
             self._names[(str(meta.get("namespace") or "default"), str(meta.get("name")))] = uid
+            if meta.get("deletionTimestamp"):
+                self._terminating.add(uid)
             self._stored(uid)
         else:
             raise ValueError(f"the simulated cluster holds no {kind!r} objects")
@@ -301,6 +305,9 @@ class SimCluster:
         else:  # nothing waits: the real loop's cycle would find no work
             self.scheduler.mark_fresh()
         self.cycles += self.scheduler.stats.cycles - cycles
+        for uid in sorted(self._terminating):
+            self.delete_pod(uid)
+        self._terminating.clear()
         bound = self._bind_plans()
         evicted, self._evicted = self._evicted, []
         for uid, raw in evicted:

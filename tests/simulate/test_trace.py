@@ -216,3 +216,15 @@ def test_the_cli_reports_bad_input_with_exit_code_2(
     assert "nodes: a trace needs at least one node pool" in capsys.readouterr().err
     assert main(["simulate"]) == 2
     assert main(["simulate", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_the_readme_first_command_runs_as_written(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # the command's paths are relative to a fresh clone's root
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("```sh\n", 1)[1].splitlines()[0]
+    command = first.split("#", 1)[0].split("&&")[-1].split()
+    assert command[0] == ".venv/bin/pumice" and command[1] == "simulate", first
+    assert main(command[1:]) == 0
+    assert "team-b: wait mean / p95 / max" in capsys.readouterr().out

@@ -1,0 +1,112 @@
+"""Snapshot mode (``pumice simulate --snapshot``): the shared scenarios give the placements and evictions one
+core cycle gives (``tests/core/test_scenarios.py``), and what only snapshot mode reads: ``kind: List``
+documents, Volcano Jobs without their pods, kinds it ignores, PodGroup phases and reasons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.simulate.snapshot import SnapshotResult, flatten, simulate_snapshot
+from extender.framework.actions import NOT_ENOUGH_RESOURCES
+from extender.plugins.registry import load_conf
+from tests.core.builders import NOW, T0, gang, node
+from tests.fixtures.scenarios import Scenario, load_scenarios
+
+SCENARIOS = load_scenarios()
+
+
+def placements(result: SnapshotResult) -> dict[str, str]:
+    return {p.pod.split("/")[1]: p.node for p in result.placements}
+
+
+@pytest.mark.parametrize("s", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_snapshot_mode_gives_the_expected_placements(s: Scenario) -> None:
+    result = simulate_snapshot(s.objects, load_conf(s.conf), now=NOW)
+    assert placements(result) == s.placements
+    if s.evictions is not None:
+        assert sorted(e.pod.split("/")[1] for e in result.evictions) == s.evictions
+
+
+def test_kubectl_list_documents_are_unwrapped() -> None:
+    pg, pods = gang("a", 2)
+    listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [node("n0"), *pods]})
+    typed = yaml.safe_dump({"apiVersion": "v1", "kind": "PodGroupList", "items": [pg], "metadata": {}})
+    objects = flatten(yaml.safe_load_all(f"{listed}---\n---\n{typed}"))
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Node", "n0"),
+        ("Pod", "a-0"),
+        ("Pod", "a-1"),
+        ("PodGroup", "a"),
+    ]
+    assert placements(simulate_snapshot(objects, load_conf(None), now=NOW)) == {"a-0": "n0", "a-1": "n0"}
+    with pytest.raises(ValueError, match="got a list"):
+        flatten([[node("n0")]])
+
+
+def _task(name: str, replicas: int, cpu: str) -> dict[str, Any]:
+    containers = [{"name": "main", "image": "img", "resources": {"requests": {"cpu": cpu}}}]
+    return {"name": name, "replicas": replicas, "template": {"spec": {"containers": containers}}}
+
+
+VCJOB = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "train", "namespace": "ml", "uid": "uid-train", "creationTimestamp": T0},
+    "spec": {"minAvailable": 3, "tasks": [_task("ps", 1, "1"), _task("worker", 2, "2")]},
+}
+
+
+def test_a_volcano_job_without_pods_is_expanded_and_placed() -> None:
+    result = simulate_snapshot([node("n0", cpu="5"), VCJOB], load_conf(None), now=NOW)
+    assert {p.pod: p.node for p in result.placements} == {
+        "ml/train-ps-0": "n0",
+        "ml/train-worker-0": "n0",
+        "ml/train-worker-1": "n0",
+    }
+    assert {p.group for p in result.placements} == {"ml/train-uid-train"}
+    [group] = result.podgroups
+    assert (group.name, group.phase, group.min_member, group.running) == (
+        "ml/train-uid-train",
+        "Running",
+        3,
+        3,
+    )
+
+
+def test_unknown_kinds_are_listed_as_ignored() -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "ml"}}
+    result = simulate_snapshot([node("n0"), config], load_conf(None), now=NOW)
+    assert result.ignored == ("ConfigMap ml/settings",)
+    assert simulate_snapshot([node("n0")], load_conf(None), now=NOW).ignored == ()
+
+
+def test_podgroup_phases_and_why_a_gang_waits() -> None:
+    """n0 has 4 cpu: a (2 pods) is placed and Running; b (4 pods, younger) fits only 2 and says so."""
+    a, pa = gang("a", 2, phase="Pending")
+    b, pb = gang("b", 4, phase="Pending")
+    b["metadata"]["creationTimestamp"] = "2024-01-01T00:00:01Z"
+    result = simulate_snapshot([node("n0", cpu="4"), a, b, *pa, *pb], load_conf(None), now=NOW)
+    groups = {g.name: g for g in result.podgroups}
+    placed, waiting = groups["default/a"], groups["default/b"]
+    assert (placed.phase, placed.running, placed.reason, placed.message) == ("Running", 2, "", "")
+    assert (waiting.phase, waiting.running, waiting.waiting) == ("Inqueue", 0, 4)
+    assert waiting.reason == NOT_ENOUGH_RESOURCES
+    assert waiting.message == "gang 2/4 placeable: needs cpu 1, best node n0 has cpu 0"
+
+
+def test_pods_already_terminating_leave_and_their_room_is_used() -> None:
+    """The state of test_sharing's test_pods_already_leaving_need_no_victim: the preemptor waits for the
+    two terminating pods (no eviction) and, once the kubelet lets them go, runs where they were."""
+    from tests.core.test_sharing import CLASSES, PREEMPT_CONF, job, running
+
+    low, lp = running("low", "default", 4, "n0", priority_class="low")
+    lp[0]["metadata"]["deletionTimestamp"] = T0
+    lp[1]["metadata"]["deletionTimestamp"] = T0
+    high, hp = job("high", "default", 2, min_member=2, priority_class="high")
+    objects = [node("n0", cpu="4"), *CLASSES, low, high, *lp, *hp]
+    result = simulate_snapshot(objects, load_conf(PREEMPT_CONF), now=NOW)
+    assert result.evictions == ()
+    assert placements(result) == {"high-0": "n0", "high-1": "n0"}
