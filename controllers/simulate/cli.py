@@ -10,6 +10,7 @@ message says what and where).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -75,6 +76,8 @@ def _emit(doc: dict[str, Any], fmt: str) -> None:
 
 
 def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argparse.Namespace) -> int:
+    if args.plot and importlib.util.find_spec("matplotlib") is None:  # say so before a long run, not after
+        raise RuntimeError("--plot needs matplotlib: pip install 'pumice[plot]'")
     until = parse_duration(args.until) if args.until else None
     runs: list[tuple[str, TraceResult]] = []
     end = until if until is not None else max((j.submit + j.duration for j in trace.jobs), default=0.0)
