@@ -64,6 +64,18 @@ def _cdf(ax: Any, jobs: Sequence[JobResult], label: str, right: float, **style: 
     ax.step(xs, ys, where="post", label=f"{label} ({len(waits)}/{len(jobs)} started)", **style)
 
 
+def _share_axes(ax: Any, title: str, resource: str, percent: Any) -> None:
+    """Labels and limits of a plot of shares of the cluster over time."""
+    ax.set_title(title)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel(f"share of the cluster's {resource}")
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(percent(1.0))
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
+
+
 def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> list[Path]:
     """Write utilization.png, shares.png and waits.png into ``directory``; returns their paths."""
     try:
@@ -94,14 +106,7 @@ def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> 
         _step(ax, hours, alloc, color=f"C{i}", label=f"{label}: allocation")
         frag = _values(r.series, "fragmentation")
         _step(ax, hours, frag, color=f"C{i}", linestyle="--", label=f"{label}: fragmentation")
-    ax.set_title(f"{key} allocation and fragmentation over time")
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel(f"share of the cluster's {key}")
-    ax.set_ylim(0, 1.05)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize="small")
+    _share_axes(ax, f"{key} allocation and fragmentation over time", key, PercentFormatter)
     save(fig, "utilization.png")
 
     # 2. Each queue's share against its deserved share, one panel per conf.
@@ -114,14 +119,8 @@ def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> 
             _step(ax, hours, _values(r.series, f"share:{q}"), color=color[q], label=q)
             deserved = _values(r.series, f"deserved:{q}")
             _step(ax, hours, deserved, color=color[q], linestyle="--", label=f"{q} deserved")
-        ax.set_title(f"{label}: queue share of {_name(r.key_resource)} (dashed: deserved)")
-        ax.set_xlabel("time (hours)")
-        ax.set_ylabel(f"share of the cluster's {_name(r.key_resource)}")
-        ax.set_ylim(0, 1.05)
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize="small")
+        name = _name(r.key_resource)
+        _share_axes(ax, f"{label}: queue share of {name} (dashed: deserved)", name, PercentFormatter)
     save(fig, "shares.png")
 
     # 3. Wait-time CDFs: per conf, and per queue when there is only one conf.
