@@ -21,7 +21,7 @@ timer the scheduler asks for (a fair window, an SLA deadline) is a due time the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -338,6 +338,3 @@ class SimCluster:
     def phase(self, key: GroupKey) -> GroupPhase | None:
         g = self.cache.group(key)
         return None if g is None else g.phase
-
-    def members(self, key: GroupKey) -> Iterable[PodUID]:
-        return self.cache.members(key)
