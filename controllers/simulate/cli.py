@@ -10,7 +10,6 @@ message says what and where).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import yaml
 
 from controllers.simulate.engine import TraceRun
 from controllers.simulate.metrics import TraceResult
+from controllers.simulate.plots import require_matplotlib, write_plots
 from controllers.simulate.report import snapshot_document, snapshot_table, trace_document, trace_table
 from controllers.simulate.snapshot import flatten, simulate_snapshot
 from controllers.simulate.trace import Trace, TraceError, parse_trace
@@ -76,8 +76,8 @@ def _emit(doc: dict[str, Any], fmt: str) -> None:
 
 
 def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argparse.Namespace) -> int:
-    if args.plot and importlib.util.find_spec("matplotlib") is None:  # say so before a long run, not after
-        raise RuntimeError("--plot needs matplotlib: pip install 'pumice[plot]'")
+    if args.plot:
+        require_matplotlib()
     until = parse_duration(args.until) if args.until else None
     runs: list[tuple[str, TraceResult]] = []
     end = until if until is not None else max((j.submit + j.duration for j in trace.jobs), default=0.0)
@@ -93,8 +93,6 @@ def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argpa
     else:
         _emit(trace_document(runs), args.output)
     if args.plot:
-        from controllers.simulate.plots import write_plots
-
         for path in write_plots(runs, Path(args.plot)):
             print(f"wrote {path}", file=sys.stderr)
     return 0

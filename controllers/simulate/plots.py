@@ -76,12 +76,19 @@ def _share_axes(ax: Any, title: str, resource: str, percent: Any) -> None:
         ax.legend(loc="best", fontsize="small")
 
 
-def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> list[Path]:
-    """Write utilization.png, shares.png and waits.png into ``directory``; returns their paths."""
+def require_matplotlib() -> None:
+    """Fail with what to install when matplotlib is missing (called before a long run, not after it)."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401  # only whether it imports
     except ImportError as e:
         raise RuntimeError("--plot needs matplotlib: pip install 'pumice[plot]'") from e
+
+
+def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> list[Path]:
+    """Write utilization.png, shares.png and waits.png into ``directory``; returns their paths."""
+    require_matplotlib()
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
