@@ -74,7 +74,8 @@ class Ledger:
         self._queues: dict[str, dict[str, int]] = {}
         self._groups: dict[GroupKey, set[PodUID]] = {}
         self._plans: dict[PodUID, str] = {}
-        # Victim -> the waiting reservations that wait for it to leave; the waiting reservations.
+        # Victim -> the waiting reservations that wait for it to leave; and every waiting reservation (the
+        # victim timeout looks at these alone, not at every entry, once per cycle).
         self._awaited: dict[PodUID, set[PodUID]] = {}
         self._waiting: set[PodUID] = set()
         # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".

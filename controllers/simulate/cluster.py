@@ -56,7 +56,6 @@ class Evicted:
     at: float
     pod: str  # namespace/name
     node: str
-    group: GroupKey
     reason: str
     message: str
     by: GroupKey
@@ -239,7 +238,6 @@ class SimCluster:
                     at=self.now,
                     pod=pod.key,
                     node=pod.node_name,
-                    group=pod_group_key(pod),
                     reason=why.reason,
                     message=why.message,
                     by=why.by,

@@ -190,7 +190,7 @@ class TraceRun:
 
     def _started(self) -> None:
         """Jobs whose gang turned whole since the last look."""
-        for key in list(self.recorder.waiting):
+        for key in sorted(self.recorder.waiting):  # a set: sorted, so same-time finishes queue in one order
             js = self.jobs[key]
             if js.started is None and self.cluster.phase(key) == GroupPhase.RUNNING:
                 js.started = self.t

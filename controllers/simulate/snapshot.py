@@ -154,9 +154,7 @@ def simulate_snapshot(
 def _result(cluster: SimCluster, conf: SchedulerConf, ignored: list[str]) -> SnapshotResult:
     cache = cluster.cache
     placements = []
-    for uid, node in sorted(
-        cluster.bound.items(), key=lambda x: (cluster.cache.pod(x[0]) is None, str(x[0]))
-    ):
+    for uid, node in cluster.bound.items():
         pod = cache.pod(uid)
         if pod is None or pod.node_name != node:
             continue  # bound, then evicted
