@@ -102,7 +102,7 @@ def snapshot_table(r: SnapshotResult, queues: dict[str, Obj]) -> str:
         shares_table(r.shares, queues, datetime.fromisoformat(r.now.replace("Z", "+00:00")), wide=False)
     )
     if r.ignored:
-        out.append(f"\nNot simulated: {', '.join(r.ignored)}\n")
+        out.append("\nNot simulated:\n" + "".join(f"  {x}\n" for x in r.ignored))
     return "".join(out)
 
 

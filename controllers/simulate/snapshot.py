@@ -94,6 +94,12 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return meta
 
 
+def _where(meta: object) -> str:
+    """``namespace/name`` (or ``name``) of an object's metadata, however odd it is."""
+    m = meta if isinstance(meta, dict) else {}
+    return "/".join(str(m[k]) for k in ("namespace", "name") if m.get(k)) or "<unnamed>"
+
+
 def _default_now(objs: Iterable[Obj]) -> float:
     return max(
         (epoch(str((o.get("metadata") or {}).get("creationTimestamp") or "")) for o in objs), default=0.0
@@ -112,32 +118,39 @@ def simulate_snapshot(
     start = _default_now(objs) if now is None else now
     cluster = SimCluster(conf, now=start, default_queue=default_queue)
     ignored: list[str] = []
+    # What the API server's priority admission would write into spec.priority of expanded jobs' pods.
     priorities = {
-        _meta(o)["name"]: int(o.get("value") or 0) for o in objs if o.get("kind") == "PriorityClass"
+        str(_meta(o)["name"]): o["value"]
+        for o in objs
+        if o.get("kind") == "PriorityClass"
+        and type(o.get("value")) is int
+        and isinstance(o.get("metadata"), dict)
     }
     have_pods = {
         (str(m.get("namespace") or "default"), str((m.get("labels") or {}).get(L.JOB_NAME_KEY)))
         for o in objs
-        if o.get("kind") == "Pod" and (m := o.get("metadata") or {})
+        if o.get("kind") == "Pod" and isinstance(m := o.get("metadata"), dict)
     }
     queues: set[str] = set()
     for o in objs:
-        kind, meta = o.get("kind"), _meta(o)
-        meta.setdefault("uid", f"{kind}/{meta.get('namespace') or ''}/{meta['name']}")
-        if kind in _KINDS:
-            if kind == "Queue":
-                queues.add(meta["name"])
-            cluster.add(o)
-        elif kind == "Job" and str(o.get("apiVersion", "")).startswith("batch.volcano.sh/"):
-            if (str(meta.get("namespace") or "default"), meta["name"]) in have_pods:
-                continue  # its pods and PodGroup are in the snapshot already
-            _, pg, pods = expand(o, created=rfc3339(start), priorities=priorities)
-            for x in (pg, *pods):
-                cluster.add(x)
-        else:
-            ignored.append(
-                f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta['name']}"
-            )
+        kind = o.get("kind")
+        try:
+            meta = _meta(o)
+            meta.setdefault("uid", f"{kind}/{meta.get('namespace') or ''}/{meta['name']}")
+            if kind in _KINDS:
+                if kind == "Queue":
+                    queues.add(meta["name"])
+                cluster.add(o)  # the cache skips and remembers what it cannot read (listed below)
+            elif kind == "Job" and str(o.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+                if (str(meta.get("namespace") or "default"), meta["name"]) in have_pods:
+                    continue  # its pods and PodGroup are in the snapshot already
+                _, pg, pods = expand(o, created=rfc3339(start), priorities=priorities)
+                for x in (pg, *pods):
+                    cluster.add(x)
+            else:
+                ignored.append(f"{kind} {_where(meta)}")
+        except ValueError as e:  # one unreadable object is that object's problem, never the run's
+            ignored.append(f"{kind} {_where(o.get('metadata'))}: {e}")
     for name in ("root", default_queue):  # pumice serve creates these at start
         if name not in queues:
             q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}
@@ -148,6 +161,7 @@ def simulate_snapshot(
         if cluster.due is None or steps >= limit:
             break
         cluster.now = max(cluster.now, cluster.due)
+    ignored += [f"{kind} {name}: {why}" for (kind, name), why in sorted(cluster.cache.unreadable().items())]
     return _result(cluster, conf, ignored)
 
 

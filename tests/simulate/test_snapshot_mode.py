@@ -110,3 +110,23 @@ def test_pods_already_terminating_leave_and_their_room_is_used() -> None:
     result = simulate_snapshot(objects, load_conf(PREEMPT_CONF), now=NOW)
     assert result.evictions == ()
     assert placements(result) == {"high-0": "n0", "high-1": "n0"}
+
+
+def test_an_unreadable_object_is_listed_with_why_and_the_rest_is_simulated() -> None:
+    bad_job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"tasks": 5},
+    }
+    bad_node = node("n9", cpu="1")
+    bad_node["status"]["allocatable"]["cpu"] = "lots"
+    nameless = {"apiVersion": "v1", "kind": "Pod", "metadata": {}}
+    pg, pods = gang("g", 1)
+    result = simulate_snapshot([bad_job, bad_node, nameless, node("n0"), pg, *pods], load_conf(None), now=NOW)
+    assert placements(result) == {"g-0": "n0"}
+    assert result.ignored == (
+        "Job j: spec.tasks: expected a list, got int",
+        "Pod <unnamed>: a Pod without metadata.name",
+        "Node n9: Node.status.allocatable: invalid resource quantity 'lots'",
+    )
