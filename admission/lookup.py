@@ -48,6 +48,10 @@ class Lookup(Protocol):
 
     def queue_has_podgroups(self, name: str) -> bool: ...
 
+    def job_template_exists(self, namespace: str, name: str) -> bool:
+        """A JobTemplate (``flow.volcano.sh``) ``namespace/name`` exists (a JobFlow may name it)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StaticLookup:
@@ -58,6 +62,7 @@ class StaticLookup:
     scheduler_names: frozenset[str] = frozenset({L.DEFAULT_SCHEDULER_NAME})
     default_queue: str = L.DEFAULT_QUEUE
     scheduling_gates: bool = False
+    job_templates: frozenset[tuple[str, str]] = frozenset()  # (namespace, name)
     _queues: dict[str, Queue] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,6 +79,9 @@ class StaticLookup:
 
     def queue_has_podgroups(self, name: str) -> bool:
         return any(p.queue == name for p in self.podgroups)
+
+    def job_template_exists(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self.job_templates
 
 
 def _parent(q: Queue) -> str:

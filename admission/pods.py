@@ -18,6 +18,10 @@ mutate: with scheduling gates available (Kubernetes >= 1.27) a pod that names a 
 so it stays out of kube-scheduler's queue until its whole gang is planned. As Volcano does for its own gate:
 never twice, appended (``/-``) when the list exists so other webhooks' gates survive. Bound pods are skipped,
 the API server refuses gates on them. Volcano's config-driven "resource group" mutations are not mirrored.
+A pod of a ReplicaSet, StatefulSet or batch Job that names no group gets its workload's group name
+(``podgroup-<owner uid>``) as well, the annotation Volcano's PodGroup controller patches in after creation;
+pumice's workload controller (:mod:`controllers.workload_groups`) does that patch where this webhook is
+not registered (before 1.28), and the scheduler keys the pod by that group either way.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from admission.bounds import object_errors
 from admission.lookup import Lookup
 from admission.quantities import check_resource_list
 from extender.api import labels as L
+from extender.core.workloads import pod_group_name
 from extender.jobs.rules import shown
 
 JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
@@ -119,18 +124,31 @@ def _budget_errors(key: str, value: object) -> list[FieldError]:
 
 
 def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
-    """The gang gate for a new pod of ours that belongs to a PodGroup."""
-    if not lookup.scheduling_gates or not is_ours(obj, lookup) or not group_name(obj):
+    """The gang gate for a new pod of ours that belongs to a PodGroup; a workload's pod that names none
+    is also given its workload's group name (see :mod:`extender.core.workloads`)."""
+    if not lookup.scheduling_gates or not is_ours(obj, lookup):
+        return []
+    meta = mapping(obj, "metadata")
+    workload_group = pod_group_name(meta) if not group_name(obj) else None
+    if not group_name(obj) and not workload_group:
         return []
     spec = obj.get("spec")
     if not isinstance(spec, Mapping) or spec.get("nodeName"):
         return []
+    ops: list[PatchOp] = []
+    if workload_group:
+        # The annotation Volcano's PodGroup controller would patch in later, here at creation (JSON
+        # Pointer escapes the key's "/" as "~1").
+        if not isinstance(meta.get("annotations"), Mapping):
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+        key = L.GROUP_NAME_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        ops.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": workload_group})
     gate = {"name": L.GANG_SCHEDULING_GATE}
     gates = spec.get("schedulingGates")
     if gates is None:
-        return [{"op": "add", "path": "/spec/schedulingGates", "value": [gate]}]
+        return [*ops, {"op": "add", "path": "/spec/schedulingGates", "value": [gate]}]
     if not isinstance(gates, list):
-        return []
+        return ops
     if any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates):
-        return []
-    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}]
+        return ops
+    return [*ops, {"op": "add", "path": "/spec/schedulingGates/-", "value": gate}]

@@ -12,9 +12,10 @@ within Volcano's CRD bounds 1..65535; every quantity of ``capability``, ``deserv
 ``guarantee.resource`` valid and within the limits; per resource guarantee <= deserved <=
 capability (a guaranteed resource must also be deserved; an uncapped resource is unlimited); ``status.state``
 Open or Closed (on UPDATE the state the controller already wrote is accepted as it is); hierarchy annotations
-well-formed. Then the hierarchy (:mod:`admission.queue_tree`): on CREATE or a parent change the parent chain,
-on CREATE or a change of parent or resources the resource bounds against parent and children. ``root``'s
-resources cannot change.
+well-formed; ``spec.affinity`` and ``volcano.sh/nodegroup-resource-limits`` well-formed
+(:mod:`admission.queue_nodegroups`). Then the hierarchy (:mod:`admission.queue_tree`): on CREATE or a
+parent change the parent chain, on CREATE or a change of parent or resources the resource bounds against
+parent and children. ``root``'s resources cannot change.
 
 validate, DELETE: ``root`` and the default queue stay; a queue with child queues or with PodGroups cannot go
 (Volcano checks children; PodGroups are our addition so no group is left pointing at a missing queue).
@@ -41,6 +42,7 @@ from admission.base import (
 from admission.bounds import object_errors
 from admission.lookup import Lookup
 from admission.quantities import Quantities, check_resource_list
+from admission.queue_nodegroups import node_group_errors
 from admission.queue_tree import check_parent, check_resources
 from extender.api import labels as L
 from extender.jobs.rules import shown
@@ -202,6 +204,7 @@ def _spec_errors(new: Obj, old: Obj | None, limits: Limits) -> tuple[list[FieldE
     errors += _order_errors(cap, des, gua)
     errors += _state_errors(new, old)
     errors += _hierarchy_errors(new)
+    errors += node_group_errors(new, limits)
     return errors, (cap, des, gua)
 
 

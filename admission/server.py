@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from extender.api.limits import DEFAULT_LIMITS, Limits
 log = logging.getLogger(__name__)
 
 LookupProvider = Callable[[], Lookup]
+# Told each answered review's resource, operation and handling time in seconds (the metrics' histogram).
+Observe = Callable[[str, str, float], None]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # Two copies of the largest object etcd stores (object and oldObject) plus the review around them.
@@ -72,9 +75,23 @@ async def _decode(body: bytes) -> AdmissionRequest:
 
 
 def _handler(
-    w: Webhook, lookup_provider: LookupProvider, metrics: AdmissionMetrics, limits: Limits
+    w: Webhook,
+    lookup_provider: LookupProvider,
+    metrics: AdmissionMetrics,
+    limits: Limits,
+    observe: Observe | None = None,
 ) -> Handler:
-    async def handle(request: web.Request) -> web.StreamResponse:
+    async def timed(request: web.Request) -> web.StreamResponse:
+        operation: list[str] = []  # the decoded review's, for the histogram's label
+        if observe is None:
+            return await handle(request, operation)
+        t0 = time.perf_counter()
+        try:
+            return await handle(request, operation)
+        finally:
+            observe(w.resource, operation[0] if operation else "", time.perf_counter() - t0)
+
+    async def handle(request: web.Request, operation: list[str]) -> web.StreamResponse:
         metrics.requests[w.path] += 1
         body = await _read_body(request)
         if body is None:
@@ -86,6 +103,7 @@ def _handler(
             metrics.malformed[w.path] += 1
             log.warning("malformed admission request", extra={"path": w.path, "reason": str(e)})
             return web.Response(status=400, text=f"malformed AdmissionReview: {e}")
+        operation.append(req.operation)
         try:
             review = admit(w, req, lookup_provider(), limits)
         except LookupUnavailable as e:
@@ -113,16 +131,19 @@ def _handler(
             metrics.patched[w.path] += 1
         return web.Response(body=encode(review), content_type="application/json")
 
-    return handle
+    return timed
 
 
-def make_admission_app(lookup_provider: LookupProvider, limits: Limits = DEFAULT_LIMITS) -> web.Application:
+def make_admission_app(
+    lookup_provider: LookupProvider, limits: Limits = DEFAULT_LIMITS, *, observe: Observe | None = None
+) -> web.Application:
     """An app serving every served webhook at its table path (mount it at the ``path_prefix`` given to
     :func:`admission.webhooks.webhook_configurations`). ``lookup_provider`` is called once per request and
-    may raise :class:`LookupUnavailable`; every object is checked against ``limits``."""
+    may raise :class:`LookupUnavailable`; every object is checked against ``limits``; ``observe`` is told
+    each request's resource, operation (empty for a malformed review) and handling time."""
     app = web.Application()
     metrics = AdmissionMetrics()
     app[METRICS_KEY] = metrics
     for w in served_webhooks():
-        app.router.add_post(w.path, _handler(w, lookup_provider, metrics, limits))
+        app.router.add_post(w.path, _handler(w, lookup_provider, metrics, limits, observe))
     return app

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from admission import commands, jobs, podgroups, pods, queues
+from admission import commands, cronjobs, flows, jobs, podgroups, pods, queues
 from admission.base import DEFAULT_LIMITS, FieldError, Limits, Mutator, Validator
 from admission.lookup import Lookup
 from admission.review import AdmissionRequest, AdmissionReview, allow, deny, patch
@@ -100,6 +100,45 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         failure_policy="Fail",
         timeout_seconds=10,
         validate=commands.validate,
+    ),
+    Webhook(
+        name="validate-jobflow.pumice.dev",
+        path="/jobflows/validate",
+        group=L.FLOW_GROUP,
+        version="v1alpha1",
+        resource="jobflows",
+        namespaced=True,
+        operations=("CREATE", "UPDATE"),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=flows.validate_jobflow,
+    ),
+    Webhook(
+        name="validate-jobtemplate.pumice.dev",
+        path="/jobtemplates/validate",
+        group=L.FLOW_GROUP,
+        version="v1alpha1",
+        resource="jobtemplates",
+        namespaced=True,
+        operations=("CREATE", "UPDATE"),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=flows.validate_jobtemplate,
+    ),
+    Webhook(
+        name="validate-cronjob.pumice.dev",
+        path="/cronjobs/validate",
+        group=L.BATCH_GROUP,
+        version="v1alpha1",
+        resource="cronjobs",
+        namespaced=True,
+        operations=("CREATE", "UPDATE"),
+        mutating=False,
+        failure_policy="Fail",
+        timeout_seconds=10,
+        validate=cronjobs.validate,
     ),
     Webhook(
         name="mutate-pod.pumice.dev",

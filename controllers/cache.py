@@ -22,6 +22,7 @@ from controllers.kube.informer import Handler
 from controllers.ledger import Ledger
 from controllers.pending import PendingSet
 from extender.api import labels as L
+from extender.core.budgets import DisruptionBudget
 from extender.core.errors import InvalidObject
 from extender.core.model import (
     GroupKey,
@@ -34,7 +35,16 @@ from extender.core.model import (
     Queue,
     group_key,
 )
-from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
+from extender.core.parse import (
+    parse_node,
+    parse_pod,
+    parse_pod_disruption_budget,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+    parse_resource_quota,
+)
+from extender.core.quota import ResourceQuota
 from extender.core.snapshot import (
     Aside,
     NodeTable,
@@ -80,6 +90,9 @@ class ClusterCache:
         self._podgroups: dict[GroupKey, PodGroup] = {}
         self._queues: dict[str, Queue] = {}
         self._priority_classes: dict[str, PriorityClass] = {}
+        # ResourceQuotas and PodDisruptionBudgets by namespace/name (the resourcequota, drf and pdb plugins).
+        self._quotas: dict[str, ResourceQuota] = {}
+        self._budgets: dict[str, DisruptionBudget] = {}
         # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
         self._raw_podgroups: dict[GroupKey, Obj] = {}
         self._raw_queues: dict[str, Obj] = {}
@@ -101,7 +114,8 @@ class ClusterCache:
         if kind == "node":
             self._nodes_version += 1
             self._pending.nodes_changed()
-        elif kind in ("queue", "priorityclass"):
+        elif kind in ("queue", "priorityclass", "resourcequota", "poddisruptionbudget"):
+            # A quota with room or a budget that allows more can admit or unblock what waits.
             self._pending.room_freed()
 
     # --- pods ------------------------------------------------------------------------------------------
@@ -346,6 +360,39 @@ class ClusterCache:
                 self._priority_classes[pc.name] = pc
         self._changed("priorityclass")
 
+    # --- ResourceQuotas and PodDisruptionBudgets ------------------------------------------------------
+    def _namespaced(
+        self, kind: str, store: dict[str, Any], parse: Callable[[Obj], Any], change: str
+    ) -> Handler:
+        """The informer handler for a namespaced kind kept as parsed objects by namespace/name: an
+        unreadable object is skipped with why (the others stand)."""
+
+        def upsert(obj: Obj) -> None:
+            parsed = self._parse(parse, obj, kind)
+            if parsed is None:
+                return
+            key = f"{parsed.namespace}/{parsed.name}"
+            if store.get(key) != parsed:
+                store[key] = parsed
+                self._changed(change)
+
+        def remove(obj: Obj) -> None:
+            ref = _ref(kind, obj)[0]
+            self._unreadable.pop(ref, None)
+            if store.pop(ref[1], None) is not None:
+                self._changed(change)
+
+        def replace(objs: Sequence[Obj]) -> None:
+            self._forget_unreadable(kind)
+            store.clear()
+            for o in objs:
+                parsed = self._parse(parse, o, kind)
+                if parsed is not None:
+                    store[f"{parsed.namespace}/{parsed.name}"] = parsed
+            self._changed(change)
+
+        return Handler(replace, upsert, remove, self._unreadable_listed(kind))
+
     def _unreadable_listed(self, kind: str) -> Callable[[Sequence[Obj]], None]:
         """Objects a LIST showed by name only (they could not be decoded): remembered as unreadable, so a
         filter for such a pod says why instead of waiting for a watch that will never show it."""
@@ -379,6 +426,12 @@ class ClusterCache:
             ),
             "priorityclasses": Handler(
                 self.replace_priority_classes, self.upsert_priority_class, self.remove_priority_class
+            ),
+            "resourcequotas": self._namespaced(
+                "ResourceQuota", self._quotas, parse_resource_quota, "resourcequota"
+            ),
+            "poddisruptionbudgets": self._namespaced(
+                "PodDisruptionBudget", self._budgets, parse_pod_disruption_budget, "poddisruptionbudget"
             ),
         }
 
@@ -474,6 +527,8 @@ class ClusterCache:
             residents=self._pods.values(),
             aside=aside,
             other_groups=self._podgroups,
+            quotas=self._quotas.values(),
+            budgets=self._budgets.values(),
         )
 
     def snapshot(

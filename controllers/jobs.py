@@ -39,6 +39,7 @@ from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.timestamps import epoch
 from extender.jobs.model import Job, parse_job, placeholder_job, podgroup_name
+from extender.jobs.notices import transition_event
 from extender.jobs.plugins.base import PluginContext
 from extender.jobs.plugins.ssh import secret_name as ssh_secret_name
 from extender.jobs.pods import view_pod
@@ -474,6 +475,9 @@ class JobController:
             }
             self._upsert_job(await self.client.merge_patch(paths.JOBS.status(job.name, namespace=ns), body))
             state = plan.status.get("state") or {}
+            notice = transition_event((obj.get("status") or {}).get("state") or {}, state)
+            if notice is not None:  # after the write: a refused write is retried, and tells then
+                self._event(obj, notice.type, notice.reason, notice.note)
             if state.get("phase") != job.status.phase:
                 log.info(
                     "job phase",

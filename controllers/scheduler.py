@@ -19,11 +19,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from controllers.events import EventRecorder, Ref
 from controllers.executor import BindError, Executor
+from controllers.kube import paths
 from controllers.state import ClusterState
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
@@ -77,6 +78,8 @@ class SchedulerStats:
     cycle_errors: int = 0
     evictions: int = 0
     eviction_errors: int = 0
+    plans: int = 0  # pods given a node by a cycle
+    eviction_reasons: dict[str, int] = field(default_factory=dict)  # evictions carried out, by reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +111,10 @@ class Scheduler:
         admitted: Callable[[GroupKey], None] = lambda _key: None,
         events: EventRecorder | None = None,
         clock: Callable[[], float] = time.time,
+        on_cycle: Callable[[float], None] = lambda _seconds: None,
     ) -> None:
+        # Told each applied cycle's duration in seconds (the metrics' histogram).
+        self._on_cycle = on_cycle
         # Epoch seconds: the cycle's ``now``, plan times and timers read it (the simulator's is virtual).
         self._clock = clock
         self.cache = state.cache
@@ -231,6 +237,7 @@ class Scheduler:
         external = self._cycled_at != self._versions()
         stale = self._stale_groups(snap, result) if external else set()
         planned = 0
+        nodes: dict[GroupKey, list[str]] = {}
         now = self._clock()
         for uid, node in result.placements.items():
             pod = snap.pods[uid]
@@ -239,12 +246,15 @@ class Scheduler:
                 continue
             planned += 1
             victims = result.pipelined.get(uid, frozenset())
+            nodes.setdefault(key, []).append(f"{node}+" if victims else node)
             self.ledger.plan(
                 uid, node, pod.requests, self.cache.pod_queue(pod), key, victims=victims, now=now
             )
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
                 self._spawn(self._touch(pod, node))
+        for key in sorted(result.ready & nodes.keys()):
+            self._gang_planned(key, nodes[key])
         for key in result.admitted:
             if self.cache.set_group_phase(key, GroupPhase.INQUEUE):
                 self._admitted(key)
@@ -256,6 +266,7 @@ class Scheduler:
             self._spawn(self._evict(victim, why))
         if result.retry_at is not None:
             self._due_at(result.retry_at)
+        previous = self.reasons
         # Groups left out were not looked at: their reasons stand as the earlier cycle gave them.
         reasons = {k: self.reasons[k] for k in left_out if k in self.reasons}
         reasons.update(result.unschedulable)
@@ -274,19 +285,34 @@ class Scheduler:
         else:  # only our own changes since the snapshot: nothing new to look at
             self._cycled_at = self._versions()
         self.stats.cycles += 1
-        self.stats.cycle_seconds += time.perf_counter() - t0
+        self.stats.plans += planned
+        seconds = time.perf_counter() - t0
+        self.stats.cycle_seconds += seconds
+        self._on_cycle(seconds)
         self.decided += 1
         self._cycling = False
         self._cycle_done.set()
         self._cycle_done = asyncio.Event()
-        if planned or result.unschedulable:
-            log.info(
+        # One INFO line per cycle that decided something (a plan, an admission, an eviction, a group newly
+        # waiting or waiting for another kind of reason); a cycle that only found the same groups still
+        # waiting for the same kind of reason (its figures move with every pod) is DEBUG detail.
+        waits = sorted(
+            f"{k}:{u.reason}"
+            for k, u in result.unschedulable.items()
+            if k not in previous or previous[k].reason != u.reason
+        )
+        changed = bool(planned or result.admitted or result.evictions or waits)
+        if changed or log.isEnabledFor(logging.DEBUG):
+            log.log(
+                logging.INFO if changed else logging.DEBUG,
                 "cycle",
                 extra={
                     "planned": planned,
                     "admitted": len(result.admitted),
                     "unschedulable": len(result.unschedulable),
                     "stale": len(stale),
+                    # The groups newly waiting, or waiting for another kind of reason (at most 5 named).
+                    "waiting": ",".join(waits[:5]) + (f",+{len(waits) - 5}" if len(waits) > 5 else ""),
                     "ms": round((time.perf_counter() - t0) * 1000, 2),
                 },
             )
@@ -316,7 +342,21 @@ class Scheduler:
             elif uid in self.unseen and pod.scheduler_name in self.scheduler_names:
                 del self.unseen[uid]
                 self.rejected.add(uid)
+            elif pod.scheduler_refused and pod.scheduler_name in self.scheduler_names:
+                # kube-scheduler failed it without asking us (a predecessor refused it, or was down during
+                # a restart): it waits in kube-scheduler's unschedulable queue for up to five minutes
+                # unless touched once planned, as pods we refused are.
+                self.rejected.add(uid)
         return self.pending.work() | self.cache.unfinished_groups()
+
+    def use_conf(self, conf: SchedulerConf) -> None:
+        """Swap in a new, already validated scheduler conf (a live reload). A cycle running in its worker
+        thread finishes with the conf it was handed; the next one, run at once, uses this one. Groups that
+        settled under the old rules are looked at again; plans already made stay (they are reservations)."""
+        self.conf = conf
+        self._evicts = any(a in ("preempt", "reclaim") for a in conf.spec.actions)
+        self._due = True
+        self.pending.room_freed()
 
     def mark_fresh(self) -> None:
         """Count what changed since the last cycle as seen: a caller that knows the changes are the
@@ -385,6 +425,7 @@ class Scheduler:
             refused = repr(e)
         if refused is None:
             self.stats.evictions += 1
+            self.stats.eviction_reasons[why.reason] = self.stats.eviction_reasons.get(why.reason, 0) + 1
             log.info("evicted", extra={"pod": pod.key, "reason": why.reason, "by": why.by})
             self._record(pod, "Normal", why.reason, note)
             return
@@ -394,6 +435,27 @@ class Scheduler:
         self._record(pod, "Warning", "EvictionRefused", f"not evicted for {why.by}: {refused}")
         for waiter in self.ledger.stay(pod.uid):
             self._release(waiter)
+
+    def _gang_planned(self, key: GroupKey, placed: list[str]) -> None:
+        """An Event on a PodGroup whose whole gang got nodes in this cycle (kube-scheduler binds next)."""
+        group = self.cache.group(key)
+        if self.events is None or group is None or group.implicit:
+            return
+        ref = Ref(
+            api_version=paths.PODGROUPS.api_version,
+            kind="PodGroup",
+            name=group.name,
+            namespace=group.namespace,
+            uid=group.uid,
+        )
+        # A "+" marks a placement that waits for evicted pods to leave its node (pipelined).
+        waiting = sum(p.endswith("+") for p in placed)
+        nodes = sorted({p.rstrip("+") for p in placed})
+        where = ", ".join(nodes[:8]) + (f" and {len(nodes) - 8} more" if len(nodes) > 8 else "")
+        note = f"{len(placed)} pods planned (minMember {group.min_member}) on {where}"
+        if waiting:
+            note += f"; {waiting} of them once evicted pods have left"
+        self.events.record(ref, type_="Normal", reason="GangPlanned", note=note, action="Schedule")
 
     def _record(self, pod: Pod, type_: str, reason: str, note: str) -> None:
         if self.events is not None:
@@ -513,7 +575,8 @@ class Scheduler:
         whole gang, and evicting for one member would not place the gang."""
         if ours:
             return {}
-        ssn = Session(self.cache.full_snapshot(), self.conf.tiers())
+        # The cycle's clock too: a victim veto may depend on time (cdp's cooldown).
+        ssn = Session(self.cache.full_snapshot(), self.conf.tiers(), now=self._clock())
         proposed = {
             n: [PodUID(str(v.get("UID", ""))) for v in mv.get("Pods") or []] for n, mv in victims.items()
         }

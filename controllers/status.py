@@ -1,4 +1,4 @@
-"""Status writers for PodGroups and Queues: level-triggered, patch only on difference.
+"""Status writers for PodGroups and Queues: level-triggered, patch only on difference; PodGroup Events.
 
 Each pass recomputes the desired status of every PodGroup and Queue from the latest snapshot (pure, in
 :mod:`extender.core.status`), compares it with what the API server last showed us, and merge-patches the
@@ -23,15 +23,32 @@ from controllers.kube.client import ApiError
 from controllers.scheduler import Scheduler
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
+from extender.jobs.notices import same_reason
 
 log = logging.getLogger(__name__)
 
 
-def _unschedulable(status: dict[str, Any]) -> str:
+def _unschedulable(status: dict[str, Any]) -> tuple[str, str] | None:
+    """The standing Unschedulable condition as (reason, message), or None."""
     for c in status.get("conditions") or ():
         if isinstance(c, dict) and c.get("type") == "Unschedulable" and c.get("status") == "True":
-            return str(c.get("message") or c.get("reason") or "")
-    return ""
+            return str(c.get("reason") or "Unschedulable"), str(c.get("message") or "")
+    return None
+
+
+def _owner_job(raw: dict[str, Any]) -> Ref | None:
+    """The vcjob a PodGroup belongs to (its controller reference), so its Events reach the job too."""
+    meta = raw.get("metadata") or {}
+    for r in meta.get("ownerReferences") or ():
+        if isinstance(r, dict) and r.get("kind") == "Job" and r.get("apiVersion") == paths.JOBS.api_version:
+            return Ref(
+                api_version=paths.JOBS.api_version,
+                kind="Job",
+                name=str(r.get("name") or ""),
+                namespace=str(meta.get("namespace") or ""),
+                uid=str(r.get("uid") or ""),
+            )
+    return None
 
 
 def _rv(raw: dict[str, Any]) -> str:
@@ -90,18 +107,31 @@ class StatusWriter:
         return out
 
     def _tell(self, raw: dict[str, Any], current: dict[str, Any], desired: dict[str, Any]) -> None:
-        """An Event on the PodGroup when what a user waits on changes: a new reason it cannot be
-        scheduled (once per change of message, not per pass), admission, and running."""
+        """Events on the PodGroup when what a user waits on changes: a new reason it cannot be scheduled
+        (once per change of the rule or resource that blocks it, not per pass and not when only its
+        figures move: see :func:`extender.jobs.notices.same_reason`), admission to its queue
+        (``Enqueued``) and the gang running (``Scheduled``). The last two are told on its vcjob as
+        well; the job controller tells the job why it waits (``PodGroupPending``) with its own status."""
         if self.events is None:
             return
         ref = Ref.of(raw, api_version=paths.PODGROUPS.api_version, kind="PodGroup")
         was, now = _unschedulable(current), _unschedulable(desired)
-        if now and now != was:
-            self.events.record(ref, type_="Warning", reason="Unschedulable", note=now, action="Schedule")
+        if now is not None and not (was is not None and was[0] == now[0] and same_reason(was[1], now[1])):
+            note = f"{now[0]}: {now[1]}" if now[1] else now[0]
+            self.events.record(ref, type_="Warning", reason="Unschedulable", note=note, action="Schedule")
         before, after = current.get("phase"), desired.get("phase")
-        if after != before and after in ("Inqueue", "Running"):
-            note = "admitted to its queue" if after == "Inqueue" else "gang scheduled: minMember pods running"
-            self.events.record(ref, type_="Normal", reason=str(after), note=note, action="Schedule")
+        if after == before or after not in ("Inqueue", "Running"):
+            return
+        spec = raw.get("spec") or {}
+        if after == "Inqueue":
+            reason, note = "Enqueued", f"admitted to queue {spec.get('queue') or 'default'}"
+        else:
+            reason = "Scheduled"
+            running, min_member = desired.get("running", 0), spec.get("minMember", 1)
+            note = f"gang scheduled: {running} pods running (minMember {min_member})"
+        for target in (ref, _owner_job(raw)):
+            if target is not None:
+                self.events.record(target, type_="Normal", reason=reason, note=note, action="Schedule")
 
     async def sync_once(self) -> None:
         async def write(path: str, desired: dict[str, Any], subresource: bool, rv: str) -> None:

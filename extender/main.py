@@ -1,8 +1,9 @@
 """The composition root: the ``pumice`` command and the one process ``pumice serve`` runs.
 
 The only module that imports the extender, admission and controllers packages together. ``serve`` builds
-one aiohttp application per listener (extender: plain HTTP by default; webhooks: always TLS), both
-serving ``/healthz``, ``/readyz`` and ``/metrics``, and owns every background task in one TaskGroup:
+one aiohttp application per listener (extender: plain HTTP by default; webhooks: always TLS; metrics:
+plain HTTP for Prometheus, ``--metrics-bind``), each serving ``/healthz``, ``/readyz`` and ``/metrics``
+(extender.server.metrics), and owns every background task in one TaskGroup:
 informers, the scheduling loop and the status writer. If any of them dies, the process exits non-zero
 rather than serve a stale cache; SIGTERM/SIGINT shut it down cleanly.
 """
@@ -31,8 +32,11 @@ from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
 from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cli.parser import add_cli_parsers
-from controllers.events import EventRecorder
+from controllers.conf_reload import ConfWatcher
+from controllers.cronjobs import CRONJOBS_PATH, CronJobController
+from controllers.events import EventRecorder, Ref
 from controllers.executor import Executor
+from controllers.flows import JOBFLOWS_PATH, JOBTEMPLATES_PATH, FlowController
 from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
@@ -40,21 +44,27 @@ from controllers.kube.informer import Informer, tee
 from controllers.kube.version import cluster_version
 from controllers.liveness import Liveness
 from controllers.queue_commands import QueueCommandController
+from controllers.queue_figures import Memo, queue_figures
 from controllers.scheduler import Scheduler
 from controllers.simulate.cli import add_simulate_parser
 from controllers.state import cluster_state
 from controllers.status import StatusWriter
+from controllers.watch_metrics import WatchMetrics
+from controllers.workload_groups import WorkloadGroupController
 from extender.api import labels as L
 from extender.api.limits import Limits
 from extender.core.errors import ConfigError
 from extender.core.model import PodGroup, Queue
 from extender.deploy.cli import add_manifests_parser
 from extender.jobs.rules import job_problems
+from extender.logs import FORMATS, LEVELS, configure
 from extender.plugins.registry import SchedulerConf, load_conf
+from extender.preflight import kubeconfig_problem, listen_problem, one_line
 from extender.server.app import make_extender_app
-from extender.server.metrics import Registry
+from extender.server.metrics import CONTENT_TYPE, Metrics, Sample, one
 from extender.settings import (
     ExtenderListener,
+    MetricsListener,
     SchedulingSettings,
     ServeSettings,
     WebhookListener,
@@ -70,8 +80,13 @@ INFORMERS = (
     ("podgroups", paths.PODGROUPS.collection()),
     ("queues", paths.QUEUES.collection()),
     ("priorityclasses", paths.PRIORITY_CLASSES.collection()),
+    ("resourcequotas", paths.RESOURCE_QUOTAS.collection()),
+    ("poddisruptionbudgets", paths.POD_DISRUPTION_BUDGETS.collection()),
     ("jobs", JOBS_PATH),
     ("commands", COMMANDS_PATH),
+    ("jobflows", JOBFLOWS_PATH),
+    ("jobtemplates", JOBTEMPLATES_PATH),
+    ("cronjobs", CRONJOBS_PATH),
 )
 
 
@@ -98,8 +113,27 @@ class Process:
             events=self.events,
         )
         self.queue_commands = QueueCommandController(client)
+        self.workload_groups = WorkloadGroupController(
+            client, scheduler_names=settings.scheduling.scheduler_names, events=self.events
+        )
+        self.flows = FlowController(client, events=self.events)
+        self.cronjobs = CronJobController(client, events=self.events)
+        self.metrics = Metrics(version=_version())
+        # Binds and wait times are observed in the watch (see controllers.watch_metrics).
+        self.watch_metrics = WatchMetrics(
+            scheduler_names=settings.scheduling.scheduler_names,
+            binds=self.metrics.binds.inc,
+            job_wait=self.metrics.job_wait.observe,
+            podgroup_wait=self.metrics.podgroup_wait.observe,
+        )
         handlers = self.cache.handlers()
-        for name, h in self.jobs.handlers().items():
+        for name, h in (
+            *self.jobs.handlers().items(),
+            *self.workload_groups.handlers().items(),
+            *self.watch_metrics.handlers().items(),
+            *self.flows.handlers().items(),
+            *self.cronjobs.handlers().items(),
+        ):
             handlers[name] = tee(handlers[name], h) if name in handlers else h
         handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
         self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
@@ -113,6 +147,7 @@ class Process:
             heartbeat=self.liveness.expect("scheduling loop", 60.0),
             admitted=self.jobs.group_admitted,
             events=self.events,
+            on_cycle=self.metrics.observe_cycle,
         )
         self.status = StatusWriter(
             self.cache,
@@ -121,10 +156,7 @@ class Process:
             heartbeat=self.liveness.expect("status writer", 120.0),
             events=self.events,
         )
-        self.metrics = Registry()
-        self.latency = self.metrics.histogram(
-            "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb"
-        )
+        self.latency = self.metrics.extender
 
     def _group_phase(self, namespace: str, name: str) -> str | None:
         pg = self.cache.podgroup(namespace, name)
@@ -168,15 +200,20 @@ class Process:
     def queue_has_podgroups(self, name: str) -> bool:
         return self.cache.queue_has_podgroups(name)
 
+    def job_template_exists(self, namespace: str, name: str) -> bool:
+        return name in self.flows.templates.get(namespace, {})
+
     # metrics ------------------------------------------------------------------------------------------
     def register_metrics(self, admission_app: web.Application) -> None:
+        """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
         s = self.scheduler.stats
         m = self.metrics
         for stat, name, help_text in (
             ("cycles", "pumice_scheduling_cycles_total", "Scheduling cycles run."),
-            ("cycle_seconds", "pumice_scheduling_cycle_seconds_total", "Time in cycles."),
-            ("binds", "pumice_binds_total", "Successful binds."),
-            ("bind_errors", "pumice_bind_errors_total", "Failed binds."),
+            ("cycle_seconds", "pumice_scheduling_cycle_seconds_total", "Time in cycles, seconds."),
+            ("plans", "pumice_plans_total", "Pods given a node by a scheduling cycle."),
+            ("binds", "pumice_extender_binds_total", "Binds carried out through the extender bind verb."),
+            ("bind_errors", "pumice_bind_errors_total", "Binds through the extender bind verb that failed."),
             (
                 "binds_refused",
                 "pumice_binds_refused_total",
@@ -189,66 +226,76 @@ class Process:
             ),
             ("touches", "pumice_touches_total", "Pods touched after a plan."),
             ("cycle_errors", "pumice_cycle_errors_total", "Scheduling cycles that raised."),
-            ("evictions", "pumice_evictions_total", "Pods evicted by preempt or reclaim."),
             (
                 "eviction_errors",
                 "pumice_eviction_errors_total",
                 "Evictions the API refused (a PodDisruptionBudget) or that failed.",
             ),
         ):
-            m.add(name, "counter", help_text, _attr(s, stat))
-        m.add(
+            m.scrape(name, "counter", help_text, _attr(s, stat))
+        m.scrape(
+            "pumice_evictions_total",
+            "counter",
+            "Pods evicted by preempt or reclaim, by reason.",
+            lambda: [((r,), v) for r, v in sorted(s.eviction_reasons.items())],
+            ["reason"],
+        )
+        m.scrape(
             "pumice_unreadable_objects_total",
             "counter",
             "Objects pumice could not read (skipped and reported).",
-            lambda: {"": self.cache.unreadable_total},
+            lambda: one(self.cache.unreadable_total),
         )
-        m.add(
+        m.scrape(
             "pumice_informer_errors_total",
             "counter",
             "Informer errors by informer and kind (handler: one object's; list: an unreadable response).",
-            lambda: {
-                f'informer="{i.name}",kind="{k}"': v
+            lambda: [
+                ((i.name, k), v)
                 for i in self.informers
                 for k, v in (("handler", i.handler_errors), ("list", i.list_errors))
-            },
+            ],
+            ["informer", "kind"],
         )
-        m.add(
+        m.scrape(
             "pumice_status_errors_total",
             "counter",
             "Status passes that failed.",
-            lambda: {"": self.status.errors},
+            lambda: one(self.status.errors),
         )
-        m.add(
+        m.scrape(
             "pumice_events_total",
             "counter",
             "Kubernetes Events written, and dropped by the rate limit.",
-            lambda: {'result="written"': self.events.written, 'result="dropped"': self.events.dropped},
+            lambda: [(("written",), self.events.written), (("dropped",), self.events.dropped)],
+            ["result"],
         )
-        m.add(
+        m.scrape(
             "pumice_planned_pods",
             "gauge",
             "Pods holding a plan.",
-            lambda: {"": self.scheduler.ledger.plan_count()},
+            lambda: one(self.scheduler.ledger.plan_count()),
         )
-        m.add(
+        m.scrape(
             "pumice_waiting_groups",
             "gauge",
             "Groups of pumice's with pods waiting for a node.",
-            lambda: {"": self.scheduler.pending.waiting_groups()},
+            lambda: one(self.scheduler.pending.waiting_groups()),
         )
-        m.add(
+        m.scrape(
             "pumice_unschedulable_podgroups",
             "gauge",
             "Groups waiting, by reason.",
             lambda: _count_by(u.reason for u in self.scheduler.reasons.values()),
+            ["reason"],
         )
-        m.add("pumice_status_writes_total", "counter", "Status patches.", lambda: {"": self.status.writes})
-        m.add(
+        m.scrape("pumice_status_writes_total", "counter", "Status patches.", lambda: one(self.status.writes))
+        m.scrape(
             "pumice_informer_events_total",
             "counter",
             "Watch events by informer.",
-            lambda: {f'informer="{i.name}"': i.events for i in self.informers},
+            lambda: [((i.name,), i.events) for i in self.informers],
+            ["informer"],
         )
         js = self.jobs.stats
         for stat, help_text in (
@@ -259,35 +306,115 @@ class Process:
             ("pods_created", "Pods created for jobs."),
             ("pods_deleted", "Pods deleted for jobs."),
         ):
-            m.add(f"pumice_job_{stat}_total", "counter", help_text, _stat(js, stat))
+            m.scrape(f"pumice_job_{stat}_total", "counter", help_text, _stat(js, stat))
+        for prefix, stats in (("jobflow", self.flows.stats), ("cronjob", self.cronjobs.stats)):
+            for stat in ("reconciles", "conflicts", "errors", "jobs_created", "jobs_deleted"):
+                what = stat.replace("_", " ")
+                m.scrape(f"pumice_{prefix}_{stat}_total", "counter", f"{prefix} {what}.", _stat(stats, stat))
+        for stat in ("probes", "failed"):
+            m.scrape(
+                f"pumice_jobflow_probe_{stat}_total",
+                "counter",
+                f"JobFlow HTTP/TCP probes ({stat}).",
+                _stat(self.flows.probes.stats, stat),
+            )
         adm = admission_app[METRICS_KEY]
-        for name, counter in (("requests", adm.requests), ("denials", adm.denied), ("patches", adm.patched)):
-            m.add(
+        for name, counter in (
+            ("requests", adm.requests),
+            ("denials", adm.denied),
+            ("patches", adm.patched),
+            ("malformed", adm.malformed),
+            ("unavailable", adm.unavailable),
+            ("failures", adm.failed),
+        ):
+            m.scrape(
                 f"pumice_admission_{name}_total",
                 "counter",
                 f"Admission {name} by webhook path.",
                 _by_path(counter),
+                ["path"],
             )
+        self._queue_metrics()
+
+    def _queue_metrics(self) -> None:
+        """Per-queue gauges, computed from the cache once per scrape (see controllers.queue_figures)."""
+        figures = Memo(lambda: queue_figures(self.cache, self.scheduler.conf))
+        m = self.metrics
+
+        def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:
+            return lambda: [
+                ((q.name, r), v) for q in figures().queues for r, v in sorted((pick(q) or {}).items())
+            ]
+
+        unit = " (cpu in cores, memory in bytes, others in their unit)"
+        m.scrape(
+            "pumice_queue_allocated",
+            "gauge",
+            "Requests of the bound, unfinished pods of each queue" + unit + ".",
+            per_resource(lambda q: q.allocated),
+            ["queue", "resource"],
+        )
+        m.scrape(
+            "pumice_queue_deserved",
+            "gauge",
+            "What each queue deserves by the conf's share plugin (proportion or capacity)" + unit + ".",
+            per_resource(lambda q: q.deserved),
+            ["queue", "resource"],
+        )
+        m.scrape(
+            "pumice_queue_capability",
+            "gauge",
+            "Each queue's spec.capability, for the resources it limits" + unit + ".",
+            per_resource(lambda q: q.capability),
+            ["queue", "resource"],
+        )
+        m.scrape(
+            "pumice_queue_share",
+            "gauge",
+            "Each queue's share: the largest allocated/deserved over its resources (Volcano's proportion).",
+            lambda: [((q.name,), q.share) for q in figures().queues],
+            ["queue"],
+        )
+        m.scrape(
+            "pumice_queue_podgroups",
+            "gauge",
+            "PodGroups of each queue by phase (Pending, Inqueue, Running, ...).",
+            lambda: [((q.name, p), n) for q in figures().queues for p, n in sorted(q.podgroups.items())],
+            ["queue", "phase"],
+        )
+        m.scrape(
+            "pumice_cluster_allocatable",
+            "gauge",
+            "The nodes' allocatable, summed" + unit + ".",
+            lambda: [((r,), v) for r, v in sorted(figures().allocatable.items())],
+            ["resource"],
+        )
 
 
-def _attr(obj: object, name: str) -> Callable[[], dict[str, float]]:
-    return lambda: {"": float(getattr(obj, name))}
+def _version() -> str:
+    try:
+        return metadata.version("pumice")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
-def _stat(stats: Mapping[str, int], key: str) -> Callable[[], dict[str, float]]:
-    return lambda: {"": float(stats[key])}
+def _attr(obj: object, name: str) -> Callable[[], list[Sample]]:
+    return lambda: [((), float(getattr(obj, name)))]
 
 
-def _by_path(counter: Mapping[str, int]) -> Callable[[], dict[str, float]]:
-    return lambda: {f'path="{k}"': float(v) for k, v in counter.items()}
+def _stat(stats: Mapping[str, int], key: str) -> Callable[[], list[Sample]]:
+    return lambda: [((), float(stats[key]))]
 
 
-def _count_by(items: Any) -> dict[str, float]:
+def _by_path(counter: Mapping[str, int]) -> Callable[[], list[Sample]]:
+    return lambda: [((k,), float(v)) for k, v in sorted(counter.items())]
+
+
+def _count_by(items: Any) -> list[Sample]:
     out: dict[str, float] = {}
     for it in items:
-        key = f'reason="{it}"'
-        out[key] = out.get(key, 0) + 1
-    return out
+        out[str(it)] = out.get(str(it), 0) + 1
+    return [((k,), v) for k, v in sorted(out.items())]
 
 
 def _health_routes(app: web.Application, proc: Process) -> None:
@@ -299,12 +426,18 @@ def _health_routes(app: web.Application, proc: Process) -> None:
 
     async def readyz(_: web.Request) -> web.Response:
         if proc.ready:
+            webhooks = proc.settings.webhooks
+            if not (webhooks.url_base or webhooks.service):
+                return web.Response(
+                    text="ok; admission webhooks not registered by pumice (no --webhook-service or "
+                    "--webhook-url-base): only existing configurations get the CA"
+                )
             return web.Response(text="ok")
         waiting = [i.name for i in proc.informers if not i.synced.is_set()]
         return web.Response(status=503, text=f"waiting for first LIST of: {', '.join(waiting)}")
 
     async def metrics(_: web.Request) -> web.Response:
-        return web.Response(text=proc.metrics.render(), content_type="text/plain")
+        return web.Response(body=proc.metrics.render().encode(), headers={"Content-Type": CONTENT_TYPE})
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -328,14 +461,77 @@ def _webhook_tls(settings: ServeSettings) -> tuple[ssl.SSLContext, bytes]:
     return server_ssl_context(certs), certs.ca_pem
 
 
-async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
+def _listeners(settings: ServeSettings) -> list[tuple[str, int, str]]:
+    out = [
+        (settings.extender.host, settings.extender.port, "--extender-bind"),
+        (settings.webhooks.host, settings.webhooks.port, "--webhook-bind"),
+    ]
+    if settings.metrics is not None:
+        out.append((settings.metrics.host, settings.metrics.port, "--metrics-bind"))
+    return out
+
+
+def _fail(problem: str) -> int:
+    """A start-up problem: one line on stderr, exit status 2."""
+    print(f"pumice: {one_line(problem)}", file=sys.stderr)
+    return 2
+
+
+def _conf_watcher(settings: ServeSettings, proc: Process, conf_text: str | None) -> ConfWatcher | None:
+    """The live reload of ``--scheduler-conf`` (see controllers.conf_reload), with its metrics; None
+    without a conf file or with ``--scheduler-conf-poll 0``."""
+    path = settings.scheduling.conf_path
+    if not path or conf_text is None or settings.scheduling.conf_poll <= 0:
+        return None
+    own = settings.scheduling.self_pod
+    watch = ConfWatcher(
+        path,
+        initial=conf_text.encode(),
+        apply=proc.scheduler.use_conf,
+        events=proc.events,
+        pod=Ref(api_version="v1", kind="Pod", namespace=own[0], name=own[1], uid="") if own else None,
+        interval=settings.scheduling.conf_poll,
+    )
+    proc.metrics.scrape(
+        "pumice_conf_reloads_total",
+        "counter",
+        "Scheduler conf versions read from --scheduler-conf, by result (ok: swapped in; error: rejected).",
+        lambda: [(("ok",), watch.stats.ok), (("error",), watch.stats.error)],
+        ("result",),
+    )
+    proc.metrics.scrape(
+        "pumice_conf_generation",
+        "gauge",
+        "Generation of the running scheduler conf (1 at start, +1 per reload), by its sha256 prefix.",
+        lambda: [((watch.digest[:12],), watch.generation)],
+        ("sha256",),
+    )
+    return watch
+
+
+async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | None = None) -> int:
+    problem = kubeconfig_problem(settings.kubeconfig) or next(
+        (p for h, port, flag in _listeners(settings) if (p := listen_problem(h, port, flag))), None
+    )
+    if problem:
+        return _fail(problem)
     try:
         client = KubeClient(await load_config(settings.kubeconfig))
     except KubeConfigError as e:
-        print(f"pumice: {e}", file=sys.stderr)
-        return 2
-    features = await server_features(client)
+        return _fail(str(e))
+    try:
+        features = await server_features(client)
+    except (ApiError, OSError, TimeoutError) as e:
+        await client.close()
+        return _fail(f"cannot reach the API server ({settings.kubeconfig or 'in-cluster/$KUBECONFIG'}): {e}")
+    if not (settings.webhooks.url_base or settings.webhooks.service):
+        log.warning(
+            "admission webhooks not registered by this process (neither --webhook-service nor "
+            "--webhook-url-base): only the CA of existing pumice-mutating/pumice-validating "
+            "configurations is patched; without them admission is off"
+        )
     proc = Process(settings, conf, client, gates=features.scheduling_gates)
+    conf_watch = _conf_watcher(settings, proc, conf_text)
     ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender.max_body)
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup, proc.limits)
@@ -345,15 +541,32 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
     wh_ssl, ca_pem = _webhook_tls(settings)
     ext_ssl = _extender_tls(settings)
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
+    sites: list[tuple[web.AppRunner, str, int, str, ssl.SSLContext | None]] = [
+        (runners[0], settings.extender.host, settings.extender.port, "--extender-bind", ext_ssl),
+        (runners[1], settings.webhooks.host, settings.webhooks.port, "--webhook-bind", wh_ssl),
+    ]
+    if settings.metrics is not None:
+        # Plain HTTP for Prometheus: the other two listeners want TLS (or mTLS) or a NetworkPolicy hole.
+        metrics_app = web.Application()
+        _health_routes(metrics_app, proc)
+        runners.append(web.AppRunner(metrics_app, access_log=None))
+        sites.append((runners[2], settings.metrics.host, settings.metrics.port, "--metrics-bind", None))
     for r in runners:
         await r.setup()
-    await web.TCPSite(runners[0], settings.extender.host, settings.extender.port, ssl_context=ext_ssl).start()
-    await web.TCPSite(runners[1], settings.webhooks.host, settings.webhooks.port, ssl_context=wh_ssl).start()
+    for runner, host, port, flag, ctx in sites:
+        try:
+            await web.TCPSite(runner, host, port, ssl_context=ctx).start()
+        except OSError as e:  # taken since the preflight check
+            for r in runners:
+                await r.cleanup()
+            await client.close()
+            return _fail(f"cannot listen on {host}:{port} ({flag}): {e.strerror or e}")
     log.info(
         "serving",
         extra={
             "extender": f"{settings.extender.host}:{settings.extender.port}",
             "webhooks": settings.webhooks.port,
+            "metrics": f"{settings.metrics.host}:{settings.metrics.port}" if settings.metrics else "off",
         },
     )
 
@@ -403,6 +616,11 @@ async def serve(settings: ServeSettings, conf: SchedulerConf) -> int:
             tasks.append(tg.create_task(proc.status.run(), name="status"))
             tasks.append(tg.create_task(proc.jobs.run(), name="jobs"))
             tasks.append(tg.create_task(proc.queue_commands.run(), name="queue-commands"))
+            tasks.append(tg.create_task(proc.workload_groups.run(), name="workload-groups"))
+            tasks.append(tg.create_task(proc.flows.run(), name="jobflows"))
+            tasks.append(tg.create_task(proc.cronjobs.run(), name="cronjobs"))
+            if conf_watch is not None:
+                tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
             for t in tasks:  # each runs forever: ending at all is a death
                 proc.liveness.watch(t)
@@ -459,14 +677,27 @@ def _ssl_context(cert: str, key: str) -> ssl.SSLContext:
     return ctx
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each default, but not an absent one (None, False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _serve_parser(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the extender, the webhooks and the controllers")
+    p = sub.add_parser(
+        "serve",
+        help="run the extender, the webhooks and the controllers",
+        formatter_class=_DefaultsFormatter,
+    )
     p.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
     p.add_argument("--extender-bind", default="0.0.0.0:8888", help="HOST:PORT for the extender (plain HTTP)")
     p.add_argument(
         "--extender-tls-cert-file", default=None, help="serve the extender over TLS with this cert"
     )
-    p.add_argument("--extender-tls-key-file", default=None)
+    p.add_argument("--extender-tls-key-file", default=None, help="the key of --extender-tls-cert-file")
     p.add_argument(
         "--extender-client-ca-file",
         default=None,
@@ -490,7 +721,7 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument(
         "--tls-cert-file", default=None, help="webhook serving cert (default: generate a self-signed CA)"
     )
-    p.add_argument("--tls-key-file", default=None)
+    p.add_argument("--tls-key-file", default=None, help="the key of --tls-cert-file")
     p.add_argument("--cert-dir", default=None, help="where generated certs go (default: a temp dir)")
     p.add_argument(
         "--webhook-url-base",
@@ -502,19 +733,43 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--scheduler-conf", default=None, help="Volcano scheduler conf (actions + tiers)")
     p.add_argument(
+        "--scheduler-conf-poll",
+        type=float,
+        default=1.0,
+        help="seconds between reads of --scheduler-conf for a live reload; 0: off (default %(default)s)",
+    )
+    p.add_argument(
         "--scheduler-name",
         action="append",
         default=None,
         help="schedulerName(s) pumice schedules (default volcano)",
     )
-    p.add_argument("--default-queue", default=L.DEFAULT_QUEUE)
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--default-queue", default=L.DEFAULT_QUEUE, help="queue of a PodGroup that names none")
+    p.add_argument(
+        "--metrics-bind",
+        "--metrics-listen",
+        default="0.0.0.0:9090",
+        help="HOST:PORT for /metrics, /healthz and /readyz over plain HTTP (Prometheus); '' for none",
+    )
+    p.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=LEVELS, help="least severe level logged"
+    )
+    p.add_argument(
+        "--log-format",
+        default="text",
+        choices=FORMATS,
+        help="text: logfmt key=value lines; json: one JSON object per line",
+    )
 
 
 def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ServeSettings:
     try:
         eh, ep = split_host_port(args.extender_bind)
         wh, wp = split_host_port(args.webhook_bind)
+        metrics = None
+        if args.metrics_bind:
+            mh, mp = split_host_port(args.metrics_bind)
+            metrics = MetricsListener(host=mh, port=mp)
     except ValueError as e:
         parser.error(str(e))
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
@@ -533,7 +788,9 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Serv
         service = (ns, name)
     return ServeSettings(
         kubeconfig=args.kubeconfig,
-        log_level=args.log_level.upper(),
+        log_level=args.log_level,
+        log_format=args.log_format,
+        metrics=metrics,
         extender=ExtenderListener(
             host=eh,
             port=ep,
@@ -556,19 +813,14 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Serv
             scheduler_names=frozenset(args.scheduler_name or [L.DEFAULT_SCHEDULER_NAME]),
             default_queue=args.default_queue,
             max_job_replicas=args.max_job_replicas,
+            conf_poll=args.scheduler_conf_poll,
+            self_pod=(
+                (os.environ["POD_NAMESPACE"], os.environ["POD_NAME"])
+                if os.environ.get("POD_NAMESPACE") and os.environ.get("POD_NAME")
+                else None
+            ),
         ),
     )
-
-
-class _JsonishFormatter(logging.Formatter):
-    """``time level logger message key=value ...`` with the structured ``extra`` fields."""
-
-    _std = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        base = super().format(record)
-        extras = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in self._std)
-        return f"{base} {extras}" if extras else base
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -588,18 +840,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("manifests", "job", "queue", "simulate"):
         return int(args.func(args))
     settings = _settings(args, parser)
-    handler = logging.StreamHandler()
-    handler.setFormatter(_JsonishFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.basicConfig(level=settings.log_level, handlers=[handler])
+    configure(settings.log_level, settings.log_format)
     try:
-        conf = load_conf(
-            Path(settings.scheduling.conf_path).read_text() if settings.scheduling.conf_path else None
-        )
+        conf_text = Path(settings.scheduling.conf_path).read_text() if settings.scheduling.conf_path else None
+        conf = load_conf(conf_text)
     except (ConfigError, OSError) as e:
         print(f"pumice: cannot load scheduler conf: {e}", file=sys.stderr)
         return 2
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(serve(settings, conf))
+        return asyncio.run(serve(settings, conf, conf_text))
     return 130
 
 

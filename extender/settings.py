@@ -33,11 +33,23 @@ class WebhookListener:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsListener:
+    """Where Prometheus scrapes ``/metrics`` (plain HTTP; also ``/healthz`` and ``/readyz``)."""
+
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulingSettings:
     conf_path: str | None = None
     scheduler_names: frozenset[str]
     default_queue: str
     max_job_replicas: int = 10_000
+    # How often the conf file is read for a live reload (seconds; 0: never), and pumice's own Pod
+    # (namespace, name; from POD_NAMESPACE/POD_NAME, the downward API) for the reload's Events.
+    conf_poll: float = 1.0
+    self_pod: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +59,8 @@ class ServeSettings:
     extender: ExtenderListener
     webhooks: WebhookListener
     scheduling: SchedulingSettings
+    log_format: str = "text"  # text (logfmt) or json; see extender.logs
+    metrics: MetricsListener | None = None  # None: /metrics only on the extender and webhook listeners
 
 
 def split_host_port(value: str) -> tuple[str, int]:

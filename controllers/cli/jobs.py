@@ -29,8 +29,9 @@ from typing import Any, Final
 import yaml
 
 from controllers.cli import output
-from controllers.cli.kubeconfig import CliError, UsageError, list_all, run_action
+from controllers.cli.kubeconfig import CliError, UsageError, list_all, list_versioned, run_action
 from controllers.cli.output import NONE, Obj, count, field, mapping, metadata, render_table, text
+from controllers.cli.watch import one_row, watch
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
@@ -341,7 +342,9 @@ def describe_job(
         status_pairs.append(("Reason", str(state["reason"])))
     if state.get("message"):
         status_pairs.append(("Message", str(state["message"])))
-    if waiting is not None:
+    # The job controller copies this text into status.state while the job is Pending (PodGroupPending);
+    # shown once, not twice.
+    if waiting is not None and condition_text(waiting) != str(state.get("message") or ""):
         status_pairs.append(("Waiting", condition_text(waiting)))
     status_pairs += [
         ("Min Available", count(_min_available(job))),
@@ -565,8 +568,19 @@ async def create_job(client: KubeClient, job: Obj) -> Obj:
     return await client.post(jobs_path(str(metadata(job).get("namespace"))), job)
 
 
-async def list_jobs(client: KubeClient, namespace: str | None) -> list[Obj]:
-    return await list_all(client, jobs_path(namespace))
+def selector_query(selector: str | None) -> list[tuple[str, str]]:
+    """``-l``: the API server filters by labels (kubectl's selector syntax, checked by the server)."""
+    return [("labelSelector", selector)] if selector else []
+
+
+async def list_jobs(client: KubeClient, namespace: str | None, selector: str | None = None) -> list[Obj]:
+    return (await list_jobs_versioned(client, namespace, selector))[0]
+
+
+async def list_jobs_versioned(
+    client: KubeClient, namespace: str | None, selector: str | None = None
+) -> tuple[list[Obj], str]:
+    return await list_versioned(client, jobs_path(namespace), selector_query(selector))
 
 
 async def get_job(client: KubeClient, namespace: str, name: str) -> Obj:
@@ -717,19 +731,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_action(args, action)
 
 
+def render_jobs(jobs: Sequence[Obj], fmt: str, *, all_namespaces: bool, header: bool = True) -> str:
+    """Jobs as ``-o`` asks: a table (``header=False``: its rows only, for a watch), a List document,
+    names or a jsonpath template."""
+    # As kubectl: a template sees the List, but in a watch each changed object on its own.
+    special = output.render_as(fmt, output.as_list(list(jobs)) if header else jobs[0], JOB_RESOURCE)
+    if special is not None:
+        return special
+    if fmt in output.DOCUMENTS:
+        if header:
+            return output.dump(output.as_list(list(jobs)), "json" if fmt == "json" else "yaml")
+        # A watch prints each changed object as a document of its own.
+        return "---\n" + output.dump(jobs[0], "yaml") if fmt == "yaml" else output.dump(jobs[0], "json")
+    table = job_table(jobs, _now(), all_namespaces=all_namespaces, wide=fmt == "wide")
+    return table if header else one_row(table)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     async def action(client: KubeClient, namespace: str) -> None:
-        jobs = await list_jobs(client, None if args.all_namespaces else namespace)
+        where_ns = None if args.all_namespaces else namespace
+        jobs, version = await list_jobs_versioned(client, where_ns, args.selector)
         jobs = filter_jobs(jobs, queue=args.queue, scheduler=args.scheduler)
-        if args.output in ("yaml", "json"):
-            sys.stdout.write(output.dump(output.as_list(jobs), args.output))
-        elif not jobs:
+        per_object = args.watch and args.output.startswith(output.JSONPATH)
+        if per_object:  # kubectl: while watching, a template sees each object, the first ones too
+            sys.stdout.write(
+                "".join(render_jobs([j], args.output, all_namespaces=False, header=False) for j in jobs)
+            )
+        elif jobs or output.always_printed(args.output) or (args.watch and args.output in ("table", "wide")):
+            sys.stdout.write(render_jobs(jobs, args.output, all_namespaces=args.all_namespaces))
+        else:
             where = "" if args.all_namespaces else f" in {namespace} namespace"
             print(f"No resources found{where}.", file=sys.stderr)
-        else:
-            sys.stdout.write(
-                job_table(jobs, _now(), all_namespaces=args.all_namespaces, wide=args.output == "wide")
-            )
+        if not args.watch:
+            return
+        sys.stdout.flush()
+
+        def row(obj: Mapping[str, Any]) -> str:
+            if not filter_jobs([dict(obj)], queue=args.queue, scheduler=args.scheduler):
+                return ""
+            return render_jobs([dict(obj)], args.output, all_namespaces=args.all_namespaces, header=False)
+
+        query = selector_query(args.selector)
+        await watch(client, jobs_path(where_ns), query, version, row, seconds=args.timeout)
 
     return run_action(args, action)
 
@@ -737,7 +780,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_view(args: argparse.Namespace) -> int:
     async def action(client: KubeClient, namespace: str) -> None:
         job = await get_job(client, namespace, args.name)
-        if args.output in ("yaml", "json"):
+        special = output.render_as(args.output, job, JOB_RESOURCE)
+        if special is not None:
+            sys.stdout.write(special)
+            return
+        if args.output in output.DOCUMENTS:
             sys.stdout.write(output.dump(job, args.output))
             return
         try:
@@ -750,10 +797,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_why(args: argparse.Namespace) -> int:
-    name = args.name or args.name_option
-
     async def action(client: KubeClient, namespace: str) -> None:
-        sys.stdout.write(explain(await find_subject(client, namespace, name), _now()))
+        sys.stdout.write(explain(await find_subject(client, namespace, args.name), _now()))
 
     return run_action(args, action)
 

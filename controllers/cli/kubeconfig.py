@@ -3,7 +3,8 @@
 Lookup order is kubectl's, not ``pumice serve``'s: ``--kubeconfig``, else ``$KUBECONFIG`` (``:``-separated,
 merged by kubernetes-asyncio), else ``~/.kube/config``, else the in-cluster service account. The default
 namespace is ``-n``, else the current context's ``namespace`` (read here, as the kubernetes-asyncio loader
-does not expose it), else the service account's namespace in a cluster, else ``default``.
+does not expose it), else the service account's namespace in a cluster, else ``default``. ``--context``
+picks another context of the kubeconfig, for the cluster and the default namespace alike.
 
 Every command ends in an exit code: 0 done, 1 the cluster said no or could not be reached (one line
 ``pumice: <why>`` on stderr, the API server's own message when it sent one), 2 a usage error.
@@ -46,6 +47,7 @@ class UsageError(Exception):
 class Target:
     kubeconfig: str | None  # what load_config takes; None means the in-cluster service account
     namespace: str
+    context: str | None = None  # --context: a kubeconfig context other than the current one
 
 
 def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str], home: Path) -> list[Path]:
@@ -58,13 +60,14 @@ def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str], home: Pat
     return [home / ".kube" / "config"]
 
 
-def context_namespace(docs: Sequence[Mapping[str, Any]]) -> str | None:
-    """The current context's namespace across merged kubeconfig files.
+def context_namespace(docs: Sequence[Mapping[str, Any]], context: str | None = None) -> str | None:
+    """The namespace of ``context`` (default: the current context) across merged kubeconfig files.
 
     As kubectl merges them: the first file that sets ``current-context`` chooses the context, and the first
-    file that defines a context name owns it.
+    file that defines a context name owns it. A ``context`` no file defines is a KubeConfigError, as
+    kubectl's ``context "x" does not exist``.
     """
-    current = next((d.get("current-context") for d in docs if d.get("current-context")), None)
+    current = context or next((d.get("current-context") for d in docs if d.get("current-context")), None)
     if not current:
         return None
     for doc in docs:
@@ -73,6 +76,8 @@ def context_namespace(docs: Sequence[Mapping[str, Any]]) -> str | None:
                 ctx = entry.get("context")
                 namespace = ctx.get("namespace") if isinstance(ctx, Mapping) else None
                 return str(namespace) if namespace else None
+    if context:
+        raise KubeConfigError(f'context "{context}" does not exist in the kubeconfig')
     return None
 
 
@@ -90,6 +95,7 @@ def resolve_target(
     *,
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
+    context: str | None = None,
 ) -> Target:
     env = os.environ if environ is None else environ
     paths = [p for p in kubeconfig_paths(kubeconfig, env, home or Path.home()) if p.is_file()]
@@ -99,9 +105,12 @@ def resolve_target(
         docs = [_read_kubeconfig(p) for p in paths]
         return Target(
             kubeconfig=os.pathsep.join(str(p) for p in paths),
-            namespace=namespace or context_namespace(docs) or DEFAULT_NAMESPACE,
+            namespace=namespace or context_namespace(docs, context) or DEFAULT_NAMESPACE,
+            context=context,
         )
     if env.get("KUBERNETES_SERVICE_HOST"):
+        if context:
+            raise KubeConfigError(f"--context {context} needs a kubeconfig; in a pod there is none")
         try:
             in_cluster = SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
         except OSError:
@@ -126,6 +135,13 @@ def api_error_message(err: ApiError) -> str:
 
 async def list_all(client: KubeClient, path: str, query: list[tuple[str, str]] | None = None) -> list[Obj]:
     """Every item of a collection, fetched in chunks as kubectl does so a big list cannot time out."""
+    return (await list_versioned(client, path, query))[0]
+
+
+async def list_versioned(
+    client: KubeClient, path: str, query: list[tuple[str, str]] | None = None
+) -> tuple[list[Obj], str]:
+    """The items and the list's resourceVersion (where a watch of the same collection starts)."""
     items: list[Obj] = []
     token = ""
     while True:
@@ -135,13 +151,14 @@ async def list_all(client: KubeClient, path: str, query: list[tuple[str, str]] |
         page = await client.get(path, params)
         items += [i for i in page.get("items") or [] if isinstance(i, dict)]
         meta = page.get("metadata")
-        token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
+        meta = meta if isinstance(meta, dict) else {}
+        token = str(meta.get("continue") or "")
         if not token:
-            return items
+            return items, str(meta.get("resourceVersion") or "")
 
 
 async def _with_client(target: Target, action: Action) -> None:
-    client = KubeClient(await load_config(target.kubeconfig), pool=4)
+    client = KubeClient(await load_config(target.kubeconfig, target.context), pool=4)
     try:
         await action(client, target.namespace)
     finally:
@@ -151,7 +168,9 @@ async def _with_client(target: Target, action: Action) -> None:
 def run_action(args: argparse.Namespace, action: Action) -> int:
     """Run one command against the cluster the flags name; the exit code for ``main``."""
     try:
-        target = resolve_target(args.kubeconfig, getattr(args, "namespace", None))
+        target = resolve_target(
+            args.kubeconfig, getattr(args, "namespace", None), context=getattr(args, "context", None)
+        )
         asyncio.run(_with_client(target, action))
     except UsageError as e:
         print(f"pumice: error: {e}", file=sys.stderr)
@@ -165,4 +184,6 @@ def run_action(args: argparse.Namespace, action: Action) -> int:
     except (aiohttp.ClientError, TimeoutError, OSError) as e:
         print(f"pumice: cannot reach the API server: {e or type(e).__name__}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C, the usual end of a --watch: no traceback
+        return 130
     return 0

@@ -1,4 +1,5 @@
-"""How the CLI prints: kubectl-style tables, ages, and ``-o yaml|json`` documents.
+"""How the CLI prints: kubectl-style tables, ages, ``-o yaml|json`` documents, ``-o name`` and
+``-o jsonpath=TEMPLATE`` (see :mod:`controllers.cli.jsonpath` for the supported template subset).
 
 Pure functions of their arguments (the clock comes in as ``now``), so every format is unit-tested.
 Tables follow ``kubectl get``: uppercase headers, columns left-aligned and separated by two spaces, no
@@ -8,18 +9,25 @@ trailing blanks, missing values shown as ``<none>``. Ages follow kubectl's human
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Literal
 
 import yaml
+
+from controllers.cli import jsonpath
 
 Obj = dict[str, Any]
 Format = Literal["table", "wide", "yaml", "json"]
 
 NONE: Final = "<none>"
 COLUMN_GAP: Final = "  "
+TABLE: Final = "table"
+NAME: Final = "name"
+JSONPATH: Final = "jsonpath="
+DOCUMENTS: Final = ("yaml", "json")
 
 
 def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -140,3 +148,54 @@ def dump(obj: Mapping[str, Any], fmt: Literal["yaml", "json"]) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=4, ensure_ascii=False) + "\n"
     return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def output_format(choices: Sequence[str]) -> Callable[[str], str]:
+    """The argparse ``type`` of ``-o``: one of ``choices``, ``name``, or ``jsonpath=TEMPLATE``.
+
+    The template is parsed here, so a bad one is a usage error (exit 2) before any request."""
+
+    def parse(value: str) -> str:
+        if value in choices or value in (
+            NAME,
+            TABLE,
+        ):  # argparse passes the default ("table") through here too
+            return value
+        if value.startswith(JSONPATH):
+            try:
+                jsonpath.parse(value[len(JSONPATH) :])
+            except jsonpath.JsonPathError as e:
+                raise argparse.ArgumentTypeError(f"bad jsonpath template: {e}") from None
+            return value
+        if value == "jsonpath":
+            raise argparse.ArgumentTypeError("jsonpath needs a template: -o jsonpath='{.metadata.name}'")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an output format ({', '.join((*choices, NAME, JSONPATH + 'TEMPLATE'))})"
+        )
+
+    parse.__name__ = "output format"  # argparse names the type in its error message
+    return parse
+
+
+def render_as(fmt: str, doc: Mapping[str, Any], resource: str) -> str | None:
+    """``doc`` (one object or a ``kind: List``) as ``-o name`` or ``-o jsonpath=...`` prints it, else None.
+
+    ``name`` prints ``<resource>/<name>`` per object, as kubectl (``job.batch.volcano.sh/demo``).
+    """
+    if fmt == NAME:
+        items = doc.get("items") if doc.get("kind") == "List" else [doc]
+        names = [metadata(i).get("name") for i in items or () if isinstance(i, Mapping)]
+        return "".join(f"{resource}/{n}\n" for n in names if n)
+    if fmt.startswith(JSONPATH):
+        shown = _without_managed_fields(doc)
+        if isinstance(shown.get("items"), list):
+            shown["items"] = [
+                _without_managed_fields(i) if isinstance(i, Mapping) else i for i in shown["items"]
+            ]
+        return jsonpath.parse(fmt[len(JSONPATH) :]).render(shown)
+    return None
+
+
+def always_printed(fmt: str) -> bool:
+    """Formats printed for an empty list too (a List document, a template's fixed text), as kubectl."""
+    return fmt in DOCUMENTS or fmt.startswith(JSONPATH)

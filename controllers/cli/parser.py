@@ -1,9 +1,13 @@
 """The ``job`` and ``queue`` sub-commands of ``pumice``: flags, help, and which function runs each.
 
-Flag names follow vcctl (``--name``/``-N``, ``--min``, ``--replicas``, ``--requests``, ``--weight`` ...);
-connection flags follow kubectl (``--kubeconfig``, ``-n/--namespace``, ``--all-namespaces``,
-``-o yaml|json|wide``). Values are parsed and checked here, so a malformed flag is an argparse usage error
-(exit 2) before anything talks to the cluster. Every leaf parser sets ``func(args) -> int``.
+Names are positional as in kubectl (``pumice job view demo``), and vcctl's flag spellings work too:
+``--name``/``-N`` everywhere, and ``-n`` for the name of a Queue (cluster-scoped, so ``-n`` is free there:
+``pumice queue create -n q1`` as ``vcctl queue create -n q1``); ``--min``, ``--replicas``, ``--requests``,
+``--weight`` ... as vcctl. Connection and output flags follow kubectl: ``--kubeconfig``, ``--context``,
+``-n/--namespace``, ``-A/--all-namespaces``, ``-l/--selector``, ``-w/--watch``,
+``-o yaml|json|wide|name|jsonpath=TEMPLATE``. Values are parsed and checked here (a jsonpath template
+too), so a malformed flag is an argparse usage error (exit 2) before anything talks to the cluster. Every
+leaf parser sets ``func(args) -> int``; a command's NAME is in ``args.name`` whichever way it was given.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from controllers.cli import jobs, queues, shares
+from controllers.cli import flows, jobs, output, queues, shares
 from extender.api import labels as L
 from extender.core.quantity import parse_quantity
 
@@ -66,6 +70,9 @@ def _common(namespaced: bool) -> argparse.ArgumentParser:
         default=None,
         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
     )
+    common.add_argument(
+        "--context", default=None, help="the kubeconfig context to use (default: its current-context)"
+    )
     if namespaced:
         common.add_argument(
             "-n",
@@ -76,18 +83,51 @@ def _common(namespaced: bool) -> argparse.ArgumentParser:
     return common
 
 
-def _output(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+def _output(p: argparse.ArgumentParser, choices: tuple[str, ...], *, many: bool = False) -> None:
+    example = "{.items[*].metadata.name}" if many else "{.metadata.uid}"
     p.add_argument(
         "-o",
         "--output",
-        choices=choices,
+        type=output.output_format(choices),
         default="table",
-        help=f"output format: {', '.join(choices)} (default: a table)",
+        metavar="FORMAT",
+        help=f"output format: {', '.join(choices)}, name, or jsonpath=TEMPLATE as kubectl's "
+        f"(e.g. -o jsonpath='{example}'; default: a table)",
     )
 
 
-def _name(p: argparse.ArgumentParser, what: str, required: bool = True) -> None:
-    p.add_argument("-N", "--name", required=required, help=f"the name of the {what}")
+def _name(p: argparse.ArgumentParser, what: str, *, short_n: bool = False) -> None:
+    """NAME as a positional argument (kubectl) or ``-N/--name`` (vcctl; also ``-n`` when ``short_n``),
+    exactly one of them; either way it lands in ``args.name``."""
+    named = p.add_mutually_exclusive_group(required=True)
+    # SUPPRESS: an absent positional must not overwrite the name a flag gave.
+    named.add_argument("name", nargs="?", default=argparse.SUPPRESS, metavar="NAME", help=f"the {what}")
+    flags = ("-N", "--name", "-n") if short_n else ("-N", "--name")
+    named.add_argument(*flags, dest="name", metavar="NAME", help="the same, as a flag (vcctl's spelling)")
+
+
+def _list_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-l", "--selector", default=None, help="only objects with these labels (e.g. app=x,tier!=db)"
+    )
+    p.add_argument("-w", "--watch", action="store_true", help="after listing, print each change until Ctrl-C")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --watch: stop after this many seconds (default: never)",
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be above 0")
+    return number
 
 
 def _job_parsers(sub: Subparsers) -> None:
@@ -106,7 +146,8 @@ def _job_parsers(sub: Subparsers) -> None:
         description="Create a one-task Job from flags, or any Job from a YAML file (-f).",
     )
     source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("-N", "--name", help="the name of the job")
+    source.add_argument("name", nargs="?", default=argparse.SUPPRESS, metavar="NAME", help="the job's name")
+    source.add_argument("-N", "--name", dest="name", metavar="NAME", help="the same, as a flag (vcctl)")
     source.add_argument("-f", "--filename", help="create the Job in this YAML file ('-' for stdin)")
     run.add_argument(
         "-i", "--image", default=jobs.DEFAULT_IMAGE, help="container image (default: %(default)s)"
@@ -147,7 +188,8 @@ def _job_parsers(sub: Subparsers) -> None:
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="list Jobs in every namespace")
     ls.add_argument("-q", "--queue", default=None, help="only Jobs in this queue")
     ls.add_argument("-S", "--scheduler", default=None, help="only Jobs with this schedulerName")
-    _output(ls, ("wide", "yaml", "json"))
+    _list_flags(ls)
+    _output(ls, ("wide", "yaml", "json"), many=True)
     ls.set_defaults(func=jobs.cmd_list)
 
     view = verbs.add_parser(
@@ -169,11 +211,7 @@ def _job_parsers(sub: Subparsers) -> None:
         "NotEnqueued, WaitingForVictims), and for each of its pods that has no node, why. NAME may also "
         "name a PodGroup, or a pod (then its group is explained).",
     )
-    named = why.add_mutually_exclusive_group(required=True)
-    named.add_argument("name", nargs="?", metavar="NAME", help="the Job (or PodGroup, or pod)")
-    named.add_argument(
-        "-N", "--name", dest="name_option", metavar="NAME", help="the same, as a flag like the other verbs"
-    )
+    _name(why, "Job (or PodGroup, or pod)")
     why.set_defaults(func=jobs.cmd_why)
 
     for verb, func, action, summary in (
@@ -208,7 +246,7 @@ def _queue_parsers(sub: Subparsers) -> None:
     create = verbs.add_parser(
         "create", parents=[common], help="create a Queue", description="Create a Queue."
     )
-    _name(create, "queue")
+    _name(create, "queue", short_n=True)
     create.add_argument(
         "-w", "--weight", type=_int_at_least(1), default=1, help="share weight (default: %(default)s)"
     )
@@ -234,9 +272,12 @@ def _queue_parsers(sub: Subparsers) -> None:
         "scheduler's plugin computes now from the cluster's nodes, pods, PodGroups and queues; what the "
         "queue's bound pods hold; its spec.guarantee; its spec.capability ('-': no limit). Listing nodes "
         "and pods needs read access to them cluster-wide; without it the shares show as '?'. With "
-        "-o json|yaml the List of Queues gets a 'shares' key with the same figures as exact quantities.",
+        "-o json|yaml the List of Queues gets a 'shares' key with the same figures as exact quantities "
+        "(a jsonpath template sees that document too). With -w, the plain Queue table and a line per change: "
+        "shares follow nodes and pods, which a watch of Queues does not see.",
     )
-    _output(ls, ("wide", "yaml", "json"))
+    _output(ls, ("wide", "yaml", "json"), many=True)
+    _list_flags(ls)
     ls.add_argument(
         "--plugin",
         choices=shares.SHARE_PLUGINS,
@@ -263,7 +304,7 @@ def _queue_parsers(sub: Subparsers) -> None:
     ls.set_defaults(func=queues.cmd_list)
 
     get = verbs.add_parser("get", parents=[common], help="show one Queue", description="Show one Queue.")
-    _name(get, "queue")
+    _name(get, "queue", short_n=True)
     _output(get, ("wide", "yaml", "json"))
     get.set_defaults(func=queues.cmd_get)
 
@@ -276,7 +317,7 @@ def _queue_parsers(sub: Subparsers) -> None:
         "the Queue's status.state (the /status subresource) directly, so it takes effect at once and "
         "without pumice running. A Closed queue accepts no new PodGroups.",
     )
-    _name(operate, "queue")
+    _name(operate, "queue", short_n=True)
     operate.add_argument(
         "-a",
         "--action",
@@ -292,7 +333,7 @@ def _queue_parsers(sub: Subparsers) -> None:
     delete = verbs.add_parser(
         "delete", parents=[common], help="delete a Queue", description="Delete a Queue."
     )
-    _name(delete, "queue")
+    _name(delete, "queue", short_n=True)
     delete.set_defaults(func=queues.cmd_delete)
 
 
@@ -300,3 +341,36 @@ def add_cli_parsers(sub: Subparsers) -> None:
     """Add ``job`` and ``queue`` to ``pumice``'s sub-commands."""
     _job_parsers(sub)
     _queue_parsers(sub)
+    _flow_parsers(sub)
+
+
+def _flow_parsers(sub: Subparsers) -> None:
+    """``jobflow``, ``jobtemplate`` and ``cronjob``: list and get (and delete a flow), as kubectl get."""
+    ns = _common(namespaced=True)
+    for kind, what, list_cmd, get_cmd in (
+        ("jobflow", "JobFlows (flow.volcano.sh)", flows.cmd_flow_list, flows.cmd_flow_get),
+        ("jobtemplate", "JobTemplates (flow.volcano.sh)", flows.cmd_template_list, flows.cmd_template_get),
+        ("cronjob", "Volcano CronJobs (batch.volcano.sh)", flows.cmd_cron_list, flows.cmd_cron_get),
+    ):
+        top = sub.add_parser(kind, help=f"list and show {what}", description=f"List and show {what}.")
+        verbs = top.add_subparsers(dest=f"{kind}_command", required=True, metavar="COMMAND")
+        ls = verbs.add_parser("list", parents=[ns], help=f"list {what}", description=f"List {what}.")
+        ls.add_argument("-A", "--all-namespaces", action="store_true", help="list in every namespace")
+        _output(ls, ("yaml", "json"))
+        ls.set_defaults(func=list_cmd)
+        get = verbs.add_parser("get", parents=[ns], help=f"show one of the {what}", description="Show one.")
+        _name(get, kind)
+        _output(get, ("yaml", "json"))
+        get.set_defaults(func=get_cmd)
+        if kind == "jobflow":
+            delete = verbs.add_parser(
+                "delete",
+                parents=[ns],
+                help="delete a JobFlow (and its jobs)",
+                description="Delete a JobFlow; its jobs go with it unless --keep-jobs.",
+            )
+            _name(delete, kind)
+            delete.add_argument(
+                "--keep-jobs", action="store_true", help="keep the flow's jobs (propagationPolicy Orphan)"
+            )
+            delete.set_defaults(func=flows.cmd_flow_delete)

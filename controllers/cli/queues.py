@@ -31,9 +31,11 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from controllers.cli import output
-from controllers.cli.kubeconfig import CliError, api_error_message, list_all, run_action
+from controllers.cli.jobs import selector_query
+from controllers.cli.kubeconfig import CliError, api_error_message, list_all, list_versioned, run_action
 from controllers.cli.output import Obj, count, field, mapping, metadata, render_table, text
 from controllers.cli.shares import CAPACITY, Cluster, QueueShare, SharesView, compute_shares
+from controllers.cli.watch import one_row, watch
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
@@ -265,8 +267,8 @@ async def create_queue(client: KubeClient, queue: Obj) -> Obj:
         ) from None
 
 
-async def list_queues(client: KubeClient) -> list[Obj]:
-    return await list_all(client, queues_path())
+async def list_queues(client: KubeClient, selector: str | None = None) -> list[Obj]:
+    return (await list_versioned(client, queues_path(), selector_query(selector)))[0]
 
 
 # Terminal pods hold nothing and wait for nothing: leaving them out changes no share and saves the listing.
@@ -329,8 +331,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 2
 
     async def action(client: KubeClient, _: str) -> None:
-        queues = await list_queues(client)
-        if not queues and args.output not in ("yaml", "json"):
+        queues, version = await list_versioned(client, queues_path(), selector_query(args.selector))
+        if args.watch:
+            await _watch(client, args, queues, version)
+            return
+        if args.output == output.NAME:
+            sys.stdout.write(output.render_as(args.output, output.as_list(queues), QUEUE_RESOURCE) or "")
+            if not queues:
+                print("No resources found", file=sys.stderr)
+            return
+        if not queues and not output.always_printed(args.output):
             print("No resources found", file=sys.stderr)
             return
         cluster: Cluster | None = None
@@ -349,10 +359,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             error=error,
         )
         by_name = {str(metadata(q).get("name")): q for q in queues}
-        if args.output in ("yaml", "json"):
+        if output.always_printed(args.output):
+            # A template sees what -o json prints: the List of Queues and its "shares" key.
             doc = output.as_list(queues)
             doc["shares"] = shares_document(view, by_name)
-            sys.stdout.write(output.dump(doc, args.output))
+            special = output.render_as(args.output, doc, QUEUE_RESOURCE)
+            sys.stdout.write(special if special is not None else output.dump(doc, args.output))
         else:
             sys.stdout.write(shares_table(view, by_name, _now(), wide=args.output == "wide"))
         for line in warnings(view):
@@ -361,10 +373,45 @@ def cmd_list(args: argparse.Namespace) -> int:
     return run_action(args, action)
 
 
+async def _watch(client: KubeClient, args: argparse.Namespace, queues: list[Obj], version: str) -> None:
+    """``queue list -w``: the plain Queue table (or -o format), then a line per change. The share columns
+    are left out: they follow nodes and pods, which a watch of Queues does not see change."""
+    wide = args.output == "wide"
+
+    def show(objs: Sequence[Mapping[str, Any]], header: bool) -> str:
+        special = output.render_as(args.output, objs[0], QUEUE_RESOURCE) if objs else None
+        if special is not None:
+            return special
+        if args.output in output.DOCUMENTS:
+            return "".join(
+                "---\n" + output.dump(q, "yaml") if args.output == "yaml" else output.dump(q, "json")
+                for q in objs
+            )
+        table = queue_table(objs, _now(), wide=wide)
+        return table if header else one_row(table)
+
+    if args.output in ("table", "wide"):
+        sys.stdout.write(show(queues, True))
+    else:
+        sys.stdout.write("".join(show([q], False) for q in queues))
+    sys.stdout.flush()
+    await watch(
+        client,
+        queues_path(),
+        selector_query(args.selector),
+        version,
+        lambda q: show([q], False),
+        seconds=args.timeout,
+    )
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     async def action(client: KubeClient, _: str) -> None:
         queue = await get_queue(client, args.name)
-        if args.output in ("yaml", "json"):
+        special = output.render_as(args.output, queue, QUEUE_RESOURCE)
+        if special is not None:
+            sys.stdout.write(special)
+        elif args.output in output.DOCUMENTS:
             sys.stdout.write(output.dump(queue, args.output))
         else:
             sys.stdout.write(queue_table([queue], _now(), wide=args.output == "wide"))

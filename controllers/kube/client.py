@@ -67,16 +67,19 @@ class KubeConfigError(Exception):
     """No usable cluster credentials: the message says where we looked."""
 
 
-async def load_config(kubeconfig: str | None) -> k8s.Configuration:
-    """``--kubeconfig`` if given, else in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``."""
+async def load_config(kubeconfig: str | None, context: str | None = None) -> k8s.Configuration:
+    """``--kubeconfig`` if given, else in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``; ``context``
+    (a kubeconfig context name, kubectl's ``--context``) instead of the file's current-context."""
     cfg = k8s.Configuration()
     try:
         if kubeconfig:
-            await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=cfg
+            )
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             k8s_config.load_incluster_config(client_configuration=cfg)
         else:
-            await k8s_config.load_kube_config(client_configuration=cfg)
+            await k8s_config.load_kube_config(context=context, client_configuration=cfg)
     except (k8s_config.ConfigException, OSError, ValueError) as e:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config (and not in a cluster)"
         raise KubeConfigError(f"cannot load cluster credentials from {where}: {e}") from None

@@ -95,6 +95,15 @@ PRIORITY_CLASSES: Final = Resource(
 NETWORK_POLICIES: Final = Resource(
     group="networking.k8s.io", version="v1", plural="networkpolicies", namespaced=True
 )
+# Read only (watched): the resourcequota and pdb plugins.
+RESOURCE_QUOTAS: Final = Resource(group="", version="v1", plural="resourcequotas", namespaced=True)
+POD_DISRUPTION_BUDGETS: Final = Resource(
+    group="policy", version="v1", plural="poddisruptionbudgets", namespaced=True
+)
+# The workloads whose pods get a PodGroup per owner (read only: controllers.workload_groups).
+REPLICA_SETS: Final = Resource(group="apps", version="v1", plural="replicasets", namespaced=True)
+STATEFUL_SETS: Final = Resource(group="apps", version="v1", plural="statefulsets", namespaced=True)
+BATCH_JOBS: Final = Resource(group="batch", version="v1", plural="jobs", namespaced=True)
 MUTATING_WEBHOOK_CONFIGURATIONS: Final = Resource(
     group="admissionregistration.k8s.io",
     version="v1",
@@ -123,6 +132,15 @@ JOBS: Final = Resource(
     group=L.BATCH_GROUP, version=L.BATCH_VERSION, plural="jobs", namespaced=True, subresources=_STATUS
 )
 COMMANDS: Final = Resource(group=L.BUS_GROUP, version=L.BUS_VERSION, plural="commands", namespaced=True)
+CRONJOBS: Final = Resource(
+    group=L.BATCH_GROUP, version=L.BATCH_VERSION, plural="cronjobs", namespaced=True, subresources=_STATUS
+)
+JOBFLOWS: Final = Resource(
+    group=L.FLOW_GROUP, version="v1alpha1", plural="jobflows", namespaced=True, subresources=_STATUS
+)
+JOBTEMPLATES: Final = Resource(
+    group=L.FLOW_GROUP, version="v1alpha1", plural="jobtemplates", namespaced=True, subresources=_STATUS
+)
 
 
 def segment(text: str) -> str:

@@ -13,9 +13,21 @@ QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 VOLCANO_QUEUE_LABEL: Final = "volcano.sh/queue-name"
 TASK_SPEC_ANNOTATION: Final = "volcano.sh/task-spec"
 PREEMPTABLE_ANNOTATION: Final = "volcano.sh/preemptable"
+# Node groups (Volcano's nodegroup plugin): the node label naming a node's group, and a Queue's per-group
+# resource caps (JSON: group name -> ResourceList).
+NODEGROUP_LABEL: Final = "volcano.sh/nodegroup-name"
+NODEGROUP_LIMITS_ANNOTATION: Final = "volcano.sh/nodegroup-resource-limits"
+# A pod's own resource-strategy-fit scoring: LeastAllocated / MostAllocated, and JSON weights per resource.
+RESOURCE_STRATEGY_TYPE_ANNOTATION: Final = "volcano.sh/resource-strategy-scoring-type"
+RESOURCE_STRATEGY_WEIGHT_ANNOTATION: Final = "volcano.sh/resource-strategy-weight"
+# A pod's cooldown (a Go duration, label or annotation): no victim that long after it was scheduled (cdp).
+COOLDOWN_TIME_KEY: Final = "volcano.sh/cooldown-time"
 
 # Ours: the node a pod is planned on (also the "touch" that wakes kube-scheduler's unschedulable queue).
 PLANNED_NODE_ANNOTATION: Final = "pumice.dev/planned-node"
+# When it was last touched: makes every touch an update kube-scheduler sees, also one that names the node the
+# annotation already names (a restarted pumice touching a pod its predecessor had planned there).
+TOUCHED_AT_ANNOTATION: Final = "pumice.dev/touched-at"
 # How long a pod is expected to run (a Go duration): the starvation guard's estimate of when nodes free up.
 EXPECTED_RUNTIME_ANNOTATION: Final = "pumice.dev/expected-runtime"
 # Scheduling gate (Kubernetes >= 1.27) that holds a gang's pods until the whole gang is planned.

@@ -180,6 +180,17 @@ class Affinity:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PodScoring:
+    """A pod's own resource-strategy-fit scoring: ``volcano.sh/resource-strategy-scoring-type`` (``type``,
+    as written) and the weights of ``volcano.sh/resource-strategy-weight``; ``problem`` says why the
+    weights could not be read (the plugin then scores the pod 0 everywhere, as Volcano does)."""
+
+    type: str
+    weights: tuple[tuple[str, int], ...] = ()
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
     name: str
     allocatable: Mapping[str, int]
@@ -209,9 +220,18 @@ class Pod:
     planned_node: str = ""
     # Seconds it is expected to run (pumice.dev/expected-runtime), if its owner said.
     expected_runtime: float | None = None
+    # Seconds it may not be a victim after it was scheduled (``volcano.sh/cooldown-time``, the cdp plugin),
+    # and when it was (its PodScheduled condition turned True; 0 when not known).
+    cooldown: float | None = None
+    scheduled_at: float = 0.0
+    # kube-scheduler's last attempt failed (PodScheduled False): it holds the pod in its unschedulable queue
+    # or backoff until an update to the pod (a touch) or a periodic flush moves it.
+    scheduler_refused: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     # None when the pod has no inter-pod, spread or preferred node rules (the common case).
     affinity: Affinity | None = None
+    # Its own scoring strategy for resource-strategy-fit, None without the annotation (the common case).
+    scoring: PodScoring | None = None
 
     @property
     def key(self) -> str:
@@ -269,6 +289,17 @@ class PodGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeGroupAffinity:
+    """A Queue's ``spec.affinity``: node group names (``volcano.sh/nodegroup-name`` values) its pods must
+    (required) or should (preferred) use, and must or should not (anti); read by the nodegroup plugin."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+    anti_required: tuple[str, ...] = ()
+    anti_preferred: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
     name: str
     weight: int = 1
@@ -284,6 +315,10 @@ class Queue:
     # ("root/sci/dev") and ``volcano.sh/hierarchy-weights`` ("1/8/2"), as written; read by the drf plugin.
     hierarchy: str = ""
     hierarchy_weights: str = ""
+    # Its ``spec.affinity`` (None when absent), and its ``volcano.sh/nodegroup-resource-limits`` annotation
+    # as written (the nodegroup plugin parses it, and refuses the queue's pods with why when it is bad).
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_limits: str = ""
 
     @property
     def open(self) -> bool:

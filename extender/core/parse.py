@@ -6,10 +6,12 @@ field when the object cannot be read, so the cache can log and skip it and a han
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from extender.api import labels as L
+from extender.core.budgets import DisruptionBudget
 from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
 from extender.core.model import (
@@ -19,10 +21,12 @@ from extender.core.model import (
     LabelSelector,
     Node,
     NodeConstraints,
+    NodeGroupAffinity,
     Pod,
     PodAffinityTerm,
     PodGroup,
     PodPhase,
+    PodScoring,
     PodUID,
     PreferredNodeTerm,
     PriorityClass,
@@ -34,7 +38,11 @@ from extender.core.model import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from extender.core.quantity import to_units
+from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
 from extender.core.resources import add, parse_resource_list
+from extender.core.timestamps import epoch
+from extender.core.workloads import pod_group_name
 
 Obj = Mapping[str, Any]
 
@@ -283,7 +291,8 @@ def parse_pod(obj: Obj) -> Pod:
     uid = meta.get("uid")
     if not isinstance(uid, str) or not uid:
         raise InvalidObject("Pod.metadata.uid: required")
-    group = ann.get(L.GROUP_NAME_ANNOTATION) or ann.get(L.GROUP_NAME_ANNOTATION_VOLCANO) or None
+    # The group it names, else its workload's (see extender.core.workloads), else None (implicit).
+    group = pod_group_name(meta)
     try:
         phase = PodPhase(status.get("phase") or "Pending")
     except ValueError:
@@ -309,8 +318,55 @@ def parse_pod(obj: Obj) -> Pod:
         gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
         planned_node=str(ann.get(L.PLANNED_NODE_ANNOTATION) or ""),
         expected_runtime=_positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
+        cooldown=_cooldown(labels, ann),
+        scheduled_at=_scheduled_at(status),
+        scheduler_refused=_scheduler_refused(status),
         labels=labels,
         affinity=pod_affinity(spec, namespace, labels),
+        scoring=_pod_scoring(ann),
+    )
+
+
+def _pod_scoring(ann: Obj) -> PodScoring | None:
+    """resource-strategy-fit's per-pod scoring annotations; a bad weight annotation is kept as a problem
+    (the plugin scores such a pod 0, as Volcano does), never an unreadable pod."""
+    kind = ann.get(L.RESOURCE_STRATEGY_TYPE_ANNOTATION)
+    if not kind:
+        return None
+    raw = ann.get(L.RESOURCE_STRATEGY_WEIGHT_ANNOTATION)
+    key = L.RESOURCE_STRATEGY_WEIGHT_ANNOTATION
+    if not raw:
+        return PodScoring(type=str(kind), problem=f"annotation {key} is missing")
+    try:
+        doc = json.loads(str(raw))
+    except ValueError as e:
+        return PodScoring(type=str(kind), problem=f"annotation {key} is not JSON: {e}")
+    if not isinstance(doc, dict) or not all(type(v) is int for v in doc.values()):
+        return PodScoring(type=str(kind), problem=f"annotation {key} must map resource names to integers")
+    return PodScoring(type=str(kind), weights=tuple(sorted((str(k), v) for k, v in doc.items())))
+
+
+def _cooldown(labels: Mapping[str, str], ann: Obj) -> float | None:
+    """``volcano.sh/cooldown-time`` from the label, else the annotation (Volcano's order); unreadable is
+    none (Volcano logs it and protects nothing)."""
+    key = (L.COOLDOWN_TIME_KEY,)
+    return _positive_duration(labels, key) or _positive_duration(ann, key)
+
+
+def _scheduled_at(status: Obj) -> float:
+    """When the pod's PodScheduled condition turned True (what Volcano's cdp counts from), else 0."""
+    for c in _list(status, "conditions", "status"):
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "True":
+            return epoch(str(c.get("lastTransitionTime") or ""))
+    return 0.0
+
+
+def _scheduler_refused(status: Obj) -> bool:
+    """Whether kube-scheduler's last attempt at the pod failed (PodScheduled False: Unschedulable, or
+    SchedulerError when an extender could not be reached)."""
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "False"
+        for c in _list(status, "conditions", "status")
     )
 
 
@@ -428,6 +484,29 @@ def parse_queue(obj: Obj) -> Queue:
         created=str(meta.get("creationTimestamp") or ""),
         hierarchy=str(ann.get(HIERARCHY_ANNOTATION) or ""),
         hierarchy_weights=str(ann.get(HIERARCHY_WEIGHTS_ANNOTATION) or ""),
+        node_group_affinity=_node_group_affinity(spec),
+        node_group_limits=str(ann.get(L.NODEGROUP_LIMITS_ANNOTATION) or ""),
+    )
+
+
+def _node_group_affinity(spec: Obj) -> NodeGroupAffinity | None:
+    """A Queue's ``spec.affinity`` (Volcano's nodeGroupAffinity / nodeGroupAntiAffinity), or None."""
+    if spec.get("affinity") is None:
+        return None
+    aff = _map(spec, "affinity", "Queue.spec")
+    lists: list[tuple[str, ...]] = []
+    for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        rules = _map(aff, part, "Queue.spec.affinity")
+        for when in (
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ):
+            names = _list(rules, when, f"Queue.spec.affinity.{part}")
+            if not all(isinstance(n, str) for n in names):
+                raise InvalidObject(f"Queue.spec.affinity.{part}.{when}: expected node group names")
+            lists.append(tuple(names))
+    return NodeGroupAffinity(
+        required=lists[0], preferred=lists[1], anti_required=lists[2], anti_preferred=lists[3]
     )
 
 
@@ -437,4 +516,55 @@ def parse_priority_class(obj: Obj) -> PriorityClass:
         name=str(meta["name"]),
         value=_int(obj, "value", "PriorityClass", 0),
         global_default=bool(obj.get("globalDefault")),
+    )
+
+
+def parse_resource_quota(obj: Obj) -> ResourceQuota:
+    """The entries of ``spec.hard`` that limit pod requests, with ``status.used`` (see
+    :mod:`extender.core.quota`); a bad quantity in one of them makes the whole quota unreadable (it names
+    the key), one in an entry the scheduler does not read is left to the API server."""
+    meta = _meta(obj, "ResourceQuota")
+    hard = _map(_map(obj, "spec", "ResourceQuota"), "hard", "spec")
+    used = _map(_map(obj, "status", "ResourceQuota"), "used", "status")
+    entries: list[QuotaEntry] = []
+    for key in sorted(hard):
+        resource = request_resource(str(key))
+        if resource is None:
+            continue
+        entries.append(
+            QuotaEntry(
+                key=str(key),
+                resource=resource,
+                hard=_quantity(resource, hard[key], f"spec.hard.{key}"),
+                used=_quantity(resource, used[key], f"status.used.{key}") if key in used else 0,
+            )
+        )
+    weight = None
+    if NAMESPACE_WEIGHT_KEY in hard:
+        weight = max(1, _quantity("", hard[NAMESPACE_WEIGHT_KEY], f"spec.hard.{NAMESPACE_WEIGHT_KEY}"))
+    return ResourceQuota(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        entries=tuple(entries),
+        weight=weight,
+    )
+
+
+def _quantity(resource: str, raw: object, where: str) -> int:
+    try:
+        return to_units(resource, raw)
+    except InvalidQuantity as e:
+        raise InvalidObject(f"{where}: {e}") from None
+
+
+def parse_pod_disruption_budget(obj: Obj) -> DisruptionBudget:
+    meta = _meta(obj, "PodDisruptionBudget")
+    spec = _map(obj, "spec", "PodDisruptionBudget")
+    status = _map(obj, "status", "PodDisruptionBudget")
+    return DisruptionBudget(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        selector=_selector(spec.get("selector"), "spec.selector"),
+        disruptions_allowed=_int(status, "disruptionsAllowed", "status", 0),
+        disrupted=frozenset(str(k) for k in _map(status, "disruptedPods", "status")),
     )

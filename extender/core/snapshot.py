@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from extender.core.budgets import DisruptionBudget
 from extender.core.model import (
     GroupKey,
     GroupPhase,
@@ -39,6 +41,7 @@ from extender.core.model import (
     Queue,
     group_key,
 )
+from extender.core.quota import ResourceQuota
 from extender.core.resources import ResourceIndex, Vector
 from extender.core.topology import TopologyIndex
 
@@ -162,6 +165,9 @@ class Snapshot:
     # settled ones): who preempt and reclaim may choose victims from (see extender.core.running).
     scheduler_names: frozenset[str] = frozenset({"volcano"})
     other_groups: Mapping[GroupKey, PodGroup] = field(default_factory=dict)
+    # ResourceQuotas and PodDisruptionBudgets by namespace (the resourcequota, drf and pdb plugins).
+    quotas: Mapping[str, tuple[ResourceQuota, ...]] = field(default_factory=dict)
+    budgets: Mapping[str, tuple[DisruptionBudget, ...]] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -277,6 +283,8 @@ def build_snapshot(
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
     aside: Iterable[Aside] = (),
     other_groups: Mapping[GroupKey, PodGroup] | None = None,
+    quotas: Iterable[ResourceQuota] = (),
+    budgets: Iterable[DisruptionBudget] = (),
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -294,6 +302,7 @@ def build_snapshot(
     ``namespace_labels`` (namespace name -> labels) lets a pod affinity ``namespaceSelector`` be evaluated.
     ``aside`` is what the groups such a cache leaves out still weigh (see :class:`Aside`), and
     ``other_groups`` the PodGroup objects it leaves out (those of running pods matter to preemption).
+    ``quotas`` and ``budgets`` are every ResourceQuota and PodDisruptionBudget (kept by namespace).
     """
     pod_map = {p.uid: p for p in pods}
     groups: dict[GroupKey, PodGroup] = {g.key: g for g in podgroups}
@@ -409,4 +418,16 @@ def build_snapshot(
         aside_owed=aside_owed,
         scheduler_names=scheduler_names,
         other_groups={k: g for k, g in (other_groups or {}).items() if k not in groups},
+        quotas=_by_namespace(quotas),
+        budgets=_by_namespace(budgets),
     )
+
+
+_Namespaced = TypeVar("_Namespaced", ResourceQuota, DisruptionBudget)
+
+
+def _by_namespace(objs: Iterable[_Namespaced]) -> dict[str, tuple[_Namespaced, ...]]:
+    out: dict[str, list[_Namespaced]] = {}
+    for o in sorted(objs, key=lambda o: (o.namespace, o.name)):
+        out.setdefault(o.namespace, []).append(o)
+    return {ns: tuple(v) for ns, v in out.items()}

@@ -80,6 +80,9 @@ TLS_CA_KEY: Final = "ca.crt"
 SECRET_FILE_MODE: Final = 0o440
 
 EXTENDER_PORT: Final = 8888
+METRICS_PORT: Final = 9090  # plain HTTP /metrics for Prometheus (pumice serve --metrics-bind)
+# Prometheus' namespace: the NetworkPolicy admits it to the metrics port (kube-prometheus' convention).
+MONITORING_NAMESPACE: Final = "monitoring"
 WEBHOOK_PORT: Final = 8443
 WEBHOOK_SERVICE_PORT: Final = 443
 SCHEDULER_SECURE_PORT: Final = 10259  # kube-scheduler's default --secure-port (serves /healthz over HTTPS)
@@ -201,6 +204,8 @@ def _pumice_deployment(
         f"0.0.0.0:{EXTENDER_PORT}",
         "--webhook-bind",
         f"0.0.0.0:{WEBHOOK_PORT}",
+        "--metrics-bind",
+        f"0.0.0.0:{METRICS_PORT}",
         "--scheduler-name",
         scheduler_name,
         # Re-register the webhook configurations at start-up for what this API server supports
@@ -233,9 +238,15 @@ def _pumice_deployment(
         "name": APP,
         "image": image,
         "command": command,
+        # Its own Pod, for the Events a rejected --scheduler-conf reload writes (controllers.conf_reload).
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
         "ports": [
             {"name": "extender", "containerPort": EXTENDER_PORT, "protocol": "TCP"},
             {"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
         ],
         # Ready only once every informer has listed: before that, filter answers "cannot decide".
         "readinessProbe": {
@@ -340,7 +351,7 @@ def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str
     present a client certificate (plain HTTP answers anyone who can connect).
 
     The webhook port stays open (the API server is not a pod we can select); kubelet probes from the pod's own
-    node are never blocked by a NetworkPolicy.
+    node are never blocked by a NetworkPolicy. The metrics port admits the monitoring namespace's pods.
     """
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -355,6 +366,16 @@ def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str
                     "ports": [{"protocol": "TCP", "port": EXTENDER_PORT}],
                 },
                 {"ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]},
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
+                            }
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": METRICS_PORT}],
+                },
             ],
         },
     }
@@ -610,6 +631,7 @@ def deploy_manifests(
                         "targetPort": "webhook",
                         "protocol": "TCP",
                     },
+                    {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"},
                 ],
             },
         },

@@ -18,7 +18,7 @@ configurations and never takes the CA-only ``patch`` path of :func:`controllers.
 The pumice CLI (``pumice job``, ``pumice queue``) runs with the user's credentials and needs nothing here.
 
 Deliberately not granted, because no code uses them: core-group events (pumice writes ``events.k8s.io``
-ones), leases (there is no leader election yet), CustomResourceDefinitions, JobFlows and JobTemplates,
+ones), leases (there is no leader election yet), CustomResourceDefinitions, writes to JobTemplates,
 PodGroup ``/status`` (Volcano's PodGroup has no status subresource: its status is patched through the
 object), ``list``/``watch``/``patch`` on webhook configurations, and any ``update`` or ``delete`` of the
 objects the job plugins create (Services, ConfigMaps, Secrets, NetworkPolicies are created once; only a
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from extender.api.labels import BATCH_GROUP, BUS_GROUP, SCHEDULING_GROUP
+from extender.api.labels import BATCH_GROUP, BUS_GROUP, FLOW_GROUP, SCHEDULING_GROUP
 from extender.deploy.yamltext import Json, Manifest
 
 # Kubernetes' own verb order, so every rule reads the same way.
@@ -112,6 +112,20 @@ GRANTS: Final[tuple[Grant, ...]] = (
         verbs=_WATCHED,
         code=_INFORMERS,
         why="a PodGroup's priorityClassName resolves to a priority",
+    ),
+    Grant(
+        group="",
+        resource="resourcequotas",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="resourcequota plugin: a PodGroup over its namespace quota stays Pending; drf namespace weights",
+    ),
+    Grant(
+        group="policy",
+        resource="poddisruptionbudgets",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="the pdb plugin: preempt and reclaim plan no eviction a PodDisruptionBudget would refuse",
     ),
     Grant(
         group=BATCH_GROUP,
@@ -256,6 +270,70 @@ GRANTS: Final[tuple[Grant, ...]] = (
         "owner's finalizers",
     ),
     Grant(
+        group=FLOW_GROUP,
+        resource="jobflows",
+        verbs=_WATCHED,
+        code=(*_INFORMERS, "controllers.flows:JOBFLOWS_PATH"),
+        why="the JobFlow controller's input",
+    ),
+    Grant(
+        group=FLOW_GROUP,
+        resource="jobtemplates",
+        verbs=_WATCHED,
+        code=(*_INFORMERS, "controllers.flows:JOBTEMPLATES_PATH"),
+        why="the specs the JobFlow controller makes its jobs from",
+    ),
+    Grant(
+        group=FLOW_GROUP,
+        resource="jobflows/status",
+        verbs=("patch",),
+        code=("controllers.flows:FlowController.perform",),
+        why="a flow's phase, its jobs by phase, their histories and probe results (resourceVersion-guarded)",
+    ),
+    Grant(
+        group=FLOW_GROUP,
+        resource="jobflows/finalizers",
+        verbs=("update",),
+        code=("extender.flows.model:owner_reference",),
+        evidence=("blockOwnerDeletion",),
+        why="a flow's jobs carry an owner reference to it with blockOwnerDeletion",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="jobs",
+        verbs=("create", "delete"),
+        code=(
+            "controllers.flows:FlowController.perform",
+            "controllers.flows:FlowController._delete_job",
+            "controllers.cronjobs:CronJobController.perform",
+            "controllers.cronjobs:CronJobController._delete_job",
+        ),
+        why="a flow's jobs (deleted after success with jobRetainPolicy delete, or with the flow); a "
+        "CronJob's runs (deleted beyond the history limits, or replaced under concurrencyPolicy Replace)",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="cronjobs",
+        verbs=_WATCHED,
+        code=(*_INFORMERS, "controllers.cronjobs:CRONJOBS_PATH"),
+        why="the CronJob controller's input",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="cronjobs/status",
+        verbs=("patch",),
+        code=("controllers.cronjobs:CronJobController.perform",),
+        why="a CronJob's active runs, last schedule and last success times (resourceVersion-guarded)",
+    ),
+    Grant(
+        group=BATCH_GROUP,
+        resource="cronjobs/finalizers",
+        verbs=("update",),
+        code=("extender.flows.cron:build_job",),
+        evidence=("blockOwnerDeletion",),
+        why="a CronJob's runs carry an owner reference to it with blockOwnerDeletion",
+    ),
+    Grant(
         group="",
         resource="pods",
         verbs=("create",),
@@ -343,6 +421,44 @@ GRANTS: Final[tuple[Grant, ...]] = (
         verbs=("create",),
         code=_PLUGIN_OBJECTS,
         why="svc plugin: the NetworkPolicy that opens the job's pods to each other",
+    ),
+    # --- the workload PodGroup controller ----------------------------------------------------------------
+    *(
+        Grant(
+            group=group,
+            resource=resource,
+            verbs=("get",),
+            code=(
+                "controllers.workload_groups:WorkloadGroupController._get_owner",
+                "controllers.workload_groups:_OWNER_RESOURCES",
+            ),
+            why="a workload's group-min-member / group-min-resources annotations size its PodGroup",
+        )
+        for group, resource in (("apps", "replicasets"), ("apps", "statefulsets"), ("batch", "jobs"))
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=("create", "patch"),
+        code=(
+            "controllers.workload_groups:WorkloadGroupController.sync",
+            "controllers.workload_groups:WorkloadGroupController._create",
+        ),
+        why="workloads: the podgroup-<owner uid> group of a ReplicaSet, StatefulSet or Job, kept sized",
+    ),
+    Grant(
+        group=SCHEDULING_GROUP,
+        resource="podgroups",
+        verbs=("delete",),
+        code=("controllers.workload_groups:WorkloadGroupController._scaled_to_zero",),
+        why="workloads: the group of a ReplicaSet or StatefulSet scaled to zero, as Volcano deletes it",
+    ),
+    Grant(
+        group="",
+        resource="pods",
+        verbs=("patch",),
+        code=("controllers.workload_groups:WorkloadGroupController.sync",),
+        why="workloads: annotate a workload's pod with its group (scheduling.k8s.io/group-name)",
     ),
 )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ from extender.framework.gangs import (
     ordered_waiting,
     unplanned_waiting,
 )
+from extender.framework.lines import Line
 from extender.framework.plugin import Rows, Scores
 from extender.framework.reserve import reserve
 from extender.framework.session import Session, Statement, Unschedulable
@@ -85,12 +86,23 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
     ok = smask if allowed is None else smask & allowed
     room = ssn.fit_mask(req)
     mask = ok & room
+    qname = ssn.pod_queue(p)
+    limit = None if qname is None else ssn.limit_mask(qname, req)
+    if limit is not None:
+        mask &= limit
     if not mask.any():
         if rules is not None and allowed is not None and smask.any() and not ok.any():
             return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
         held = ssn.reservation
         if held is not None and (held.rows & ssn.static_mask(p.constraints) & room).any():
             return held.describe()
+        if qname is not None and (why := _queue_refuses(ssn, p, qname)) is not None:
+            return why
+        if qname is not None and limit is not None and (ok & room).any():
+            return ssn.limit_reason(qname, req)
+        refusal = ssn.fit_refusal(req, ok)
+        if refusal is not None:
+            return refusal
         short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
         if short is None:
             return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
@@ -101,12 +113,27 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
             )
         return short.describe()
     scores = ssn.scores(req)
+    bonus = ssn.queue_scores(qname)
+    if bonus is not None:
+        scores = scores + bonus  # (the same sum _best_nodes makes for a batch)
     extra = ssn.pod_scores(p, mask)
     if extra is not None:
         scores = scores + extra
     best = int(np.argmax(np.where(mask, scores, -np.inf)))
     stmt_place(p.uid, best)
     return None
+
+
+def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
+    """Why the queue's node rules (``node_mask`` plugins) leave ``p`` no node its own constraints allow,
+    or None when they do not decide it."""
+    qm = ssn.queue_mask(qname)
+    if qm is None:
+        return None
+    static = ssn.static_mask(p.constraints)
+    if not static.any() or (static & qm).any():
+        return None
+    return ssn.queue_mask_reason(qname)
 
 
 # Pods placed per step of a batch: bounds the hypothetical rows scored at once (at most its square).
@@ -138,13 +165,15 @@ def _place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) 
         return None
     if ssn.allocatable_reject(queue, len(run) * req) is not None:
         return None
+    if ssn.limit_mask(queue.name, req) is not None:
+        return None  # caps that follow each placement (node_limit): pod by pod
     static = ssn.pod_mask(p)
     if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
         return None
     done = 0
     while done < len(run):
         step = run[done : done + _STEP]
-        nodes = _best_nodes(ssn, req, static & ssn.fit_mask(req), len(step))
+        nodes = _best_nodes(ssn, req, static & ssn.fit_mask(req), len(step), ssn.queue_scores(queue.name))
         if nodes:
             stmt.place_run([q.uid for q in step[: len(nodes)]], nodes, queue.name)
         done += len(nodes)
@@ -153,17 +182,32 @@ def _place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) 
     return done
 
 
-def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int) -> list[int]:
+def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores | None) -> list[int]:
     """The nodes (rows) ``b`` pods requesting ``req`` would take one after the other among ``mask``, by
-    the session's scores (see :func:`_place_run`); fewer when the pods run out of room."""
+    the session's scores plus the queue's (``bonus``; see :func:`_place_run`); fewer when the pods run out
+    of room."""
     scores = ssn.scores(req)
+    if bonus is not None:
+        scores = scores + bonus
     top = _top(mask, scores, b)
     if not top:
         return []
     rows = np.asarray(top, dtype=np.intp)
     # The k-th best is taken the first time only once the k better ones have been: b - k at most.
     copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
-    seq = ssn.scores_at(req, grid, rows.repeat(most)).tolist() if most else []
+    if most and ssn.fit_predicates:
+        # A node predicate on free capacity (node_fit) may refuse a copy resources would allow: a node
+        # takes copies up to the first it refuses (nothing else changes that node during the run).
+        ok = ssn.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
+        for k, c in enumerate(copies):
+            for j in range(1, c):
+                if not ok[k][j - 1]:
+                    copies[k] = j
+                    break
+    seq_scores = ssn.scores_at(req, grid, rows.repeat(most)) if most else None
+    if seq_scores is not None and bonus is not None:
+        seq_scores = seq_scores + bonus[rows.repeat(most)]
+    seq = [] if seq_scores is None else seq_scores.tolist()
     return _replay(top, scores[rows].tolist(), copies, seq, most, b)
 
 
@@ -234,8 +278,14 @@ def _changes_with_placements(p: Pod) -> bool:
 
 
 def _base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
-    """What decides where ``p`` may go and how nodes score for it, inter-pod rules aside."""
-    return (ssn.vector(p.uid).tobytes(), p.constraints, ssn.snapshot.refused.get(p.uid, frozenset()))
+    """What decides where ``p`` may go and how nodes score for it, inter-pod rules aside (its own scoring
+    table too: a run's pods must all have none, or the same one, see PodScorer)."""
+    return (
+        ssn.vector(p.uid).tobytes(),
+        p.constraints,
+        ssn.snapshot.refused.get(p.uid, frozenset()),
+        p.scoring,
+    )
 
 
 def _shape(ssn: Session, p: Pod) -> tuple[object, ...]:
@@ -402,11 +452,9 @@ class _Turns:
     def __init__(self, ssn: Session, by_queue: dict[str, list[PodGroup]]) -> None:
         self.ssn = ssn
         self._seq = 0
-        self.groups: dict[str, list[tuple[tuple[bool, tuple[Any, ...]], int, PodGroup]]] = {}
+        self.groups: dict[str, Line] = {}
         for q, gs in by_queue.items():
-            heap = [((_gang_whole(ssn, g), ssn.job_key(g)), self._next(), g) for g in gs]
-            heapq.heapify(heap)
-            self.groups[q] = heap
+            self.groups[q] = Line(ssn, [((_gang_whole(ssn, g), ssn.job_key(g)), self._next(), g) for g in gs])
         self.keys = {n: ssn.queue_key(ssn.snapshot.queues[n]) for n in self.groups}
 
     def _next(self) -> int:
@@ -417,16 +465,16 @@ class _Turns:
         return min(self.keys, key=self.keys.__getitem__) if self.keys else None
 
     def pop(self, qname: str) -> PodGroup:
-        return heapq.heappop(self.groups[qname])[2]
+        return self.groups[qname].pop()
 
     def push(self, g: PodGroup) -> None:
         key = (_gang_whole(self.ssn, g), self.ssn.job_key(g))
-        heapq.heappush(self.groups[g.queue], (key, self._next(), g))
+        self.groups[g.queue].push((key, self._next(), g))
 
     def drop(self, qname: str) -> list[PodGroup]:
         """Take ``qname`` out of line with the groups still in it."""
         del self.keys[qname]
-        return [g for _, _, g in self.groups.pop(qname)]
+        return self.groups.pop(qname).groups()
 
     def rekey(self, qname: str) -> None:
         """After ``qname`` took a turn: its key (or every key, when keys read more than their queue)."""

@@ -36,6 +36,11 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     for act in conf.actions:
         act(ssn)
     held = None if ssn.reservation is None else ssn.reservation.group
+    if ssn.fit_predicates:
+        # A plugin predicate on free capacity (resource-strategy-fit's proportional) can let a pod in
+        # when others are placed (a GPU pod lowers the cpu kept for idle GPUs), not only when room is
+        # freed: no refusal stands, every waiting group is looked at each cycle (as Volcano does).
+        return ssn.result
     for key, why in ssn.result.unschedulable.items():
         # A group holding a reservation is looked at every cycle: its reservation lasts only as long as
         # the cycles that keep it.

@@ -19,6 +19,10 @@ members only down to ``minMember``; past that a victim is taken only with the re
 member of which the plugins must allow. Volcano's gang plugin instead refuses any victim that would break
 a gang, so a job whose ``minAvailable`` equals its replicas (MPI, most training) could never be preempted.
 
+Nodes are chosen under the same predicates as allocate's: the pod's mask (its constraints and its queue's
+node rules), the plugins' predicates on free capacity judged on a node's room once its victims are gone,
+and per-queue caps (``node_limit``) as they stand.
+
 The placements made this way wait for their victims (the result's ``pipelined``): the room is held for
 them and given to nobody else, and they bind only once the victims are gone.
 """
@@ -190,10 +194,13 @@ def _make_room(
         allowed = rules.allowed(p)
         if allowed is not None:
             mask = mask & allowed
+    limit = ssn.limit_mask(queue.name, req)
+    if limit is not None:
+        mask = mask & limit
     # Room that needs no victim (pods already leaving count): as allocate would place it.
     room = mask & ssn.fit_mask(req)
     if room.any() and ssn.allocatable_reject(queue, req) is None:
-        best = int(np.argmax(np.where(room, ssn.scores(req), -np.inf)))
+        best = int(np.argmax(np.where(room, _scores(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
         return True
     choice = _cheapest_victims(ssn, mode, args, g, queue, p, req, mask)
@@ -205,7 +212,7 @@ def _make_room(
     message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
     for r in victims:
         sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
-    if ssn.allocatable_reject(queue, req) is not None or not fit.fits(ssn.free[row : row + 1], req)[0]:
+    if ssn.allocatable_reject(queue, req) is not None or not _fits(ssn, req, ssn.free[row], row):
         sub.discard()
         failed.add(shape)
         return False
@@ -268,11 +275,11 @@ def _cheapest_victims(
     rooms = _rooms(ssn, mode, args, queue.name)
     if not len(rooms.rows):
         return None
-    could = mask[rooms.rows] & fit.fits(ssn.free[rooms.rows] + rooms.room, req)
+    could = mask[rooms.rows] & ssn.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
     rows = rooms.rows[could]
     if not len(rows):
         return None
-    scores = ssn.scores(req)[rows]
+    scores = _scores(ssn, req, queue)[rows]
     order = rows[np.lexsort((rows, -scores))]
     best: tuple[tuple[int, int, int, int], int, list[Running]] | None = None
     key = g.key
@@ -327,7 +334,7 @@ def _victims_on(
     taken: dict[GroupKey, int] = {}
     whole = 0
     for r in allowed:
-        if fit.fits(free[None, :], req)[0]:
+        if _fits(ssn, req, free, row):
             break
         if r.pod.uid in chosen_uids:
             continue
@@ -350,9 +357,20 @@ def _victims_on(
         for m in rest:
             if m.row == row:
                 free += running.vector(m.pod)
-    if not chosen or not fit.fits(free[None, :], req)[0]:
+    if not chosen or not _fits(ssn, req, free, row):
         return None  # (no victim needed: the room is there, what refuses the pod is not room)
     return chosen, whole
+
+
+def _scores(ssn: Session, req: Vector, queue: Queue) -> npt.NDArray[np.float64]:
+    """Node scores for ``req`` plus the queue's own (as allocate sums them)."""
+    bonus = ssn.queue_scores(queue.name)
+    return ssn.scores(req) if bonus is None else ssn.scores(req) + bonus
+
+
+def _fits(ssn: Session, req: Vector, free: Vector, row: int) -> bool:
+    """Whether node ``row`` with ``free`` free may take ``req``: resources and the node_fit plugins."""
+    return bool(ssn.fits_at(req, free[None, :], np.array([row], dtype=np.intp))[0])
 
 
 def _message(ssn: Session, mode: _Mode, g: PodGroup, queue: Queue, p: Pod, node: str) -> str:

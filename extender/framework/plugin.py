@@ -27,9 +27,39 @@ once, here and in :mod:`extender.framework.session`):
   action then checks a run of identical pods with one call;
 - ``job_order``: a plugin that sets :attr:`Plugin.static_job_order` promises that a group's key depends
   only on that group and state fixed in ``open``; the session then computes each group's key once;
+- ``namespace_order`` (Volcano's NamespaceOrderFn): keys concatenated like job keys; within a queue, the
+  allocate action serves the namespace with the smallest key first, and of two namespaces with equal keys
+  the one whose first group comes first in job order (so without a plugin that answers, the order is job
+  order). Keys are asked afresh at every turn, so they may change as pods are placed: the session keeps
+  ``namespace_delta`` (what each namespace took this cycle, less what it gave back) current for them;
 - ``queue_order``: a plugin that sets :attr:`Plugin.local_queue_order` promises that a queue's key depends
   only on that queue, its entry of ``ssn.queue_used`` and state fixed in ``open``; the session then
   recomputes a queue's key only when that queue's usage changed;
+- node predicates (``node_mask``, ``node_fit``, ``node_limit``): a node is feasible for a pod when every
+  plugin's answer allows it (the intersection; None is no opinion), on top of the filters pumice always
+  applies (:mod:`extender.core.fit`). Each kind has a contract the caches and batches rely on:
+
+  * ``node_mask`` depends only on the pod's queue and state fixed in ``open`` (node labels, queue specs):
+    the session asks once per queue a cycle and folds the answer into :meth:`Session.pod_mask`, cached
+    per (node constraints, queue). ``node_mask_reason`` says why, for a pod it leaves no node;
+  * ``node_fit`` is row-local as ``row_local_scores`` is: a node's answer depends only on the request,
+    that node's row of ``free`` and state fixed in ``open`` (allocatable, labels), is asked for ``rows``
+    with their (possibly hypothetical) free capacity, and comes out the same alone or with other rows.
+    The session folds it into :meth:`Session.fit_mask` (cached per request vector, refreshed for changed
+    rows), and the allocate action's batch checks it on the hypothetical rows of a node taking more
+    copies; preempt and reclaim check it on a node's room once its victims are gone.
+    ``node_fit_reason`` says why a node with room for the request refuses it. Such a predicate need not
+    narrow as pods are placed (fewer idle GPUs keep less cpu), so while one is on no refusal stands for
+    a cache to leave the group out (:mod:`extender.framework.cycle`): a plugin whose conf leaves the
+    predicate off must say so through ``takes_part("node_fit")``;
+  * ``node_limit`` may depend on what the queue took in this cycle (Volcano's per-node-group caps): it
+    is asked afresh at every placement, never cached; a queue for which any plugin answers a mask has its
+    pods placed one by one. Plugins keep such usage current through ``placed``, which the session calls
+    for every tentative placement, eviction and undo (Volcano's Allocate/Deallocate events);
+- ``queue_node_score``: a score per node for pods of a queue, fixed for the cycle (node labels, queue
+  specs: nodegroup's preferences). The session asks once per queue and adds it to the summed
+  ``node_score`` of every pod of that queue, in every path alike (one by one, batched, preempt and
+  reclaim), so a batch still replays the loop exactly;
 - a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
   no part in that hook, as in Volcano.
 """
@@ -50,6 +80,8 @@ if TYPE_CHECKING:
     from extender.framework.session import Session
 
 Scores = npt.NDArray[np.float64]
+# Per node (or per row of ``rows``): whether a node predicate allows it.
+Mask = npt.NDArray[np.bool_]
 # Node row indices (into the snapshot's node order), as passed to ``Plugin.node_score``.
 Rows = npt.NDArray[np.intp]
 
@@ -66,6 +98,11 @@ HOOK_SWITCHES: Final = {
     "preemptive": "enablePreemptive",
     "overused": "enabledOverused",
     "victim": "enabledVictim",
+    "namespace_order": "enableNamespaceOrder",
+    "node_mask": "enablePredicate",
+    "node_fit": "enablePredicate",
+    "node_limit": "enablePredicate",
+    "queue_node_score": "enableNodeOrder",
 }
 
 
@@ -97,6 +134,10 @@ class Plugin:
     def queue_order(self, ssn: Session, queue: Queue) -> tuple[Any, ...] | None:
         return None
 
+    def namespace_order(self, ssn: Session, namespace: str) -> tuple[Any, ...] | None:
+        """A sort key for the jobs of ``namespace`` within a queue; smaller is served first."""
+        return None
+
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
         """Why ``group`` may not be admitted now, or None to permit/abstain."""
         return None
@@ -125,6 +166,44 @@ class Plugin:
         more pods on it). The same request gives None or an array whatever the rows.
         """
         return None
+
+    def node_mask(self, ssn: Session, queue: Queue) -> Mask | None:
+        """The nodes pods of ``queue`` may use, fixed for the cycle (see above), or None (no opinion)."""
+        return None
+
+    def node_mask_reason(self, ssn: Session, queue: Queue) -> str | None:
+        """Why ``node_mask`` leaves ``queue`` only some nodes, for a pod none of those can take."""
+        return None
+
+    def node_fit(
+        self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
+    ) -> Mask | None:
+        """Per node (``rows`` and ``free`` as in :meth:`node_score`), whether it may take ``request``
+        given its free capacity; row-local (see above). The same request gives None or a mask whatever
+        the rows."""
+        return None
+
+    def node_fit_reason(self, ssn: Session, request: Vector, free: Vector, row: int) -> str | None:
+        """Why node ``row``, with ``free`` free, refuses ``request`` in :meth:`node_fit`, or None."""
+        return None
+
+    def node_limit(self, ssn: Session, queue: Queue, request: Vector) -> Mask | None:
+        """The nodes a pod of ``queue`` requesting ``request`` may use given what the queue holds now
+        (asked at every placement), or None (no limit for this queue: its pods may be batched)."""
+        return None
+
+    def node_limit_reason(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        """Why ``node_limit`` refuses nodes, for a pod it leaves none."""
+        return None
+
+    def queue_node_score(self, ssn: Session, queue: Queue) -> Scores | None:
+        """A score per node (same scale as ``node_score``) for every pod of ``queue``, fixed for the
+        cycle, or None."""
+        return None
+
+    def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
+        """``count`` pods of ``queue`` requesting ``request`` were put on (count < 0: taken off) node
+        ``row``, tentatively: called for every place, eviction and undo, to plugins that override it."""
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:
         """Why ``pod`` must not be evicted by anyone (kube-scheduler's preemption included), or None."""

@@ -10,6 +10,10 @@ node rows whose free capacity changed since (a clock stamped on each changed row
 always equal to a fresh computation, so caching changes no placement. Queue order keys are cached the same
 way, per queue, while that queue's usage is unchanged (when every plugin's key is local to its queue).
 
+Plugin node predicates join the same caches (see :mod:`extender.framework.plugin`): a per-queue mask
+(``node_mask``) is folded into the static mask, cached per (constraints, queue); a row-local predicate on
+free capacity (``node_fit``) into the fit mask, refreshed per changed row like resource fit itself.
+
 Rules that look at other pods (inter-pod affinity, topology spread) and scores that depend on who the
 pod is rather than what it requests (:class:`PodScorer`) are evaluated per pod, over the counts in
 :class:`~extender.core.interpod.PodsOnNodes`, which every place and discard keeps current. That object
@@ -31,7 +35,7 @@ from extender.core.interpod import PodsOnNodes
 from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
-from extender.core.snapshot import Aside, Snapshot
+from extender.core.snapshot import Aside, Snapshot, pod_group_key
 from extender.framework.plugin import Plugin, Rows, Scores
 
 if TYPE_CHECKING:
@@ -45,9 +49,10 @@ class PodScorer(Protocol):
     candidate nodes (kube-scheduler normalises over the nodes that passed its filters) and never cached.
     Return None when the pod gives the plugin nothing to prefer, which must be the cheap common case.
 
-    Whether it returns None must depend only on the pod's ``affinity`` and ``constraints`` and on whether
-    inter-pod rules concern it (``ssn.pod_rules(pod)``), never on the candidates: the allocate action
-    asks once for a run of a gang's pods alike in these and, on None, places the whole run as a batch."""
+    Whether it returns None must depend only on the pod's ``affinity``, ``constraints`` and ``scoring``
+    and on whether inter-pod rules concern it (``ssn.pod_rules(pod)``), never on the candidates: the
+    allocate action asks once for a run of a gang's pods alike in these and, on None, places the whole
+    run as a batch."""
 
     def pod_score(self, ssn: Session, pod: Pod, candidates: fit.Mask) -> Scores | None: ...
 
@@ -126,8 +131,26 @@ class Session:
                 "reclaimable",
                 "overused",
                 "preemptive",
+                "namespace_order",
+                "node_mask",
+                "node_fit",
+                "node_limit",
+                "placed",
+                "queue_node_score",
             )
         }
+        # Plugins with node predicates, and those that follow placements (see Plugin.placed).
+        self._maskers = [p for p in self._hooked["node_mask"] if _overrides(p, "node_mask")]
+        self._fitters = [p for p in self._hooked["node_fit"] if _overrides(p, "node_fit")]
+        self._limiters = [p for p in self._hooked["node_limit"] if _overrides(p, "node_limit")]
+        self.listeners = [p for p in self._hooked["placed"] if _overrides(p, "placed")]
+        self.fit_predicates = bool(self._fitters)  # whether fit_mask is more than resources
+        self._queue_masks: dict[str, fit.Mask | None] = {}
+        self._queue_scorers = [
+            p for p in self._hooked["queue_node_score"] if _overrides(p, "queue_node_score")
+        ]
+        self._queue_scores: dict[str, Scores | None] = {}
+        self._queue_static: dict[tuple[NodeConstraints, str], fit.Mask] = {}
         # Column-major: fit checks and scores read a resource column over many nodes, placements write one
         # short row.
         self.free: npt.NDArray[np.int64] = np.asfortranarray(snapshot.free)
@@ -177,6 +200,11 @@ class Session:
             p.static_job_order for p in self._hooked["job_order"] if _overrides(p, "job_order")
         )
         self._job_keys: dict[GroupKey, tuple[Any, ...]] = {}
+        # Namespace order (see Plugin.namespace_order), and what each namespace took this cycle less what it
+        # gave back, kept (by every Statement) only when some plugin orders namespaces.
+        self._namespacers = [p for p in self._hooked["namespace_order"] if _overrides(p, "namespace_order")]
+        self.namespace_ordered = bool(self._namespacers)
+        self.namespace_delta: dict[str, Vector] = {}
         self._interpod: PodsOnNodes | None = None
         self._running: RunningIndex | None = None
         # Pods this cycle evicts (uid -> node row), and per node row the pods placements there wait for:
@@ -295,12 +323,23 @@ class Session:
         kube-scheduler's own filters refused for it (ports, volumes, and what the core cannot decide, such
         as a namespaceSelector over namespace labels it was not given)."""
         m = self.static_mask(p.constraints)
+        if self._maskers:
+            q = self.pod_queue(p)
+            if q is not None:
+                key = (p.constraints, q)
+                both = self._queue_static.get(key)
+                if both is None:
+                    qm = self.queue_mask(q)
+                    both = self._queue_static[key] = m if qm is None else m & qm
+                m = both
+        shared = True  # m is a cached mask: copy before writing to it
         held = self.reservation
         if held is not None and not held.admits(self, p):
             m = m & ~held.rows
+            shared = False
         refused = self.snapshot.refused.get(p.uid)
         if refused:
-            m = m.copy() if m is self._masks.get(p.constraints) else m
+            m = m.copy() if shared else m
             for name in refused:
                 row = self.snapshot.node_pos.get(name)
                 if row is not None:
@@ -313,20 +352,119 @@ class Session:
             m = self._masks[c] = fit.static_mask(c, self.snapshot.nodes, self.snapshot.topology)
         return m
 
+    def pod_queue(self, p: Pod) -> str | None:
+        """The queue of ``p``'s group, None when the snapshot has no group for it."""
+        g = self.snapshot.groups.get(pod_group_key(p))
+        return None if g is None else g.queue
+
+    def queue_mask(self, qname: str) -> fit.Mask | None:
+        """The nodes the ``node_mask`` plugins leave pods of queue ``qname``, or None (no opinion); once a
+        cycle per queue (read-only)."""
+        if qname in self._queue_masks:
+            return self._queue_masks[qname]
+        out: fit.Mask | None = None
+        q = self.snapshot.queues.get(qname)
+        if q is not None:
+            for p in self._maskers:
+                m = p.node_mask(self, q)
+                if m is not None:
+                    out = m.copy() if out is None else out & m
+        self._queue_masks[qname] = out
+        return out
+
+    def queue_scores(self, qname: str | None) -> Scores | None:
+        """The summed ``queue_node_score`` of queue ``qname`` per node, or None; once a cycle per queue
+        (read-only). Added to :meth:`scores` by every path that picks a node."""
+        if qname is None or not self._queue_scorers:
+            return None
+        if qname in self._queue_scores:
+            return self._queue_scores[qname]
+        out: Scores | None = None
+        q = self.snapshot.queues.get(qname)
+        if q is not None:
+            for p in self._queue_scorers:
+                s = p.queue_node_score(self, q)
+                if s is not None:
+                    out = s + 0.0 if out is None else out + s
+        self._queue_scores[qname] = out
+        return out
+
+    def queue_mask_reason(self, qname: str) -> str:
+        """Why the ``node_mask`` plugins leave queue ``qname`` no node a pod could use."""
+        q = self.snapshot.queues.get(qname)
+        reasons = [r for p in self._maskers if q is not None and (r := p.node_mask_reason(self, q))]
+        return "; ".join(reasons) or f"queue {qname} may use none of these nodes"
+
+    def limit_mask(self, qname: str, request: Vector) -> fit.Mask | None:
+        """The nodes the ``node_limit`` plugins let a pod of ``qname`` requesting ``request`` use now, or
+        None: no limit applies to the queue (its pods may then be batched). Never cached."""
+        if not self._limiters:
+            return None
+        q = self.snapshot.queues.get(qname)
+        if q is None:
+            return None
+        out: fit.Mask | None = None
+        for p in self._limiters:
+            m = p.node_limit(self, q, request)
+            if m is not None:
+                out = m if out is None else out & m
+        return out
+
+    def limit_reason(self, qname: str, request: Vector) -> str:
+        q = self.snapshot.queues.get(qname)
+        if q is None:
+            return f"queue {qname} does not exist"
+        reasons = [r for p in self._limiters if (r := p.node_limit_reason(self, q, request))]
+        return "; ".join(reasons) or f"queue {qname} is at its limit on every node with room"
+
     def fit_mask(self, request: Vector) -> fit.Mask:
-        """Nodes whose free capacity now covers ``request`` (read-only: callers must not modify it)."""
+        """Nodes whose free capacity now covers ``request``, and that the ``node_fit`` plugins let take it
+        (read-only: callers must not modify it)."""
         key = request.tobytes()
         cached = self._fit_masks.get(key)
         end = self._clock
         if cached is None or self._stale(cached[1]):
-            mask = fit.fits(self.free, request)
+            mask = self.fits_at(request, self.free, None)
         else:
             mask, start = cached
             if start < end:
                 rows, free = self._touched_since(start)
-                mask[rows] = fit.fits(free, request)
+                mask[rows] = self.fits_at(request, free, rows)
         self._fit_masks[key] = (mask, end)
         return mask
+
+    def fits_at(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None) -> fit.Mask:
+        """Whether nodes ``rows`` (or every node), with ``free`` free (possibly hypothetical, row ``i``
+        for node ``rows[i]``), may take ``request``: resources cover it and every ``node_fit`` allows it.
+        Bit-for-bit what :meth:`fit_mask` gives those nodes once their free capacity is that."""
+        mask = fit.fits(free, request)
+        for p in self._fitters:
+            m = p.node_fit(self, request, free) if rows is None else p.node_fit(self, request, free, rows)
+            if m is not None:
+                mask &= m
+        return mask
+
+    def fit_refusal(self, request: Vector, candidates: fit.Mask) -> str | None:
+        """Why the ``node_fit`` plugins refuse ``request`` on ``candidates`` although they have room for
+        it, told for the best-scored of them; None when some node with room takes it (or none has room)."""
+        if not self._fitters:
+            return None
+        roomy = candidates & fit.fits(self.free, request)
+        if not roomy.any() or (roomy & self.fit_mask(request)).any():
+            return None
+        row = int(np.argmax(np.where(roomy, self.scores(request), -np.inf)))
+        free = self.free[row].copy()
+        for p in self._fitters:
+            reason = p.node_fit_reason(self, request, free, row)
+            if reason is not None:
+                n = int(roomy.sum())
+                return reason if n == 1 else f"{reason} (and so for all {n} nodes with room)"
+        return None
+
+    def moved(self, queue: str, request: Vector, row: int, count: int) -> None:
+        """Tell the ``placed`` listeners (Statement does, for every place, eviction and undo)."""
+        for p in self.listeners:
+            p.placed(self, queue, request, row, count)
 
     def _touched_since(self, start: int) -> tuple[Rows, npt.NDArray[np.int64]]:
         """Rows changed after clock ``start``, and their free capacity now (the fit mask and the scores of
@@ -449,6 +587,21 @@ class Session:
         if self.local_queue_order:
             self._queue_keys[q.name] = (used, out)
         return out
+
+    def namespace_key(self, namespace: str) -> tuple[Any, ...]:
+        """The plugins' keys for ``namespace``, concatenated (empty when no plugin orders namespaces)."""
+        key: list[Any] = []
+        for p in self._namespacers:
+            k = p.namespace_order(self, namespace)
+            if k is not None:
+                key.extend(k)
+        return tuple(key)
+
+    def namespace_moved(self, namespace: str, v: Vector) -> None:
+        """``v`` more (or, negative, less) is held by ``namespace`` (Statement calls it, when
+        :attr:`namespace_ordered`)."""
+        d = self.namespace_delta.get(namespace)
+        self.namespace_delta[namespace] = v.copy() if d is None else d + v
 
     def enqueue_reject(self, g: PodGroup) -> str | None:
         """Why ``g`` may not be admitted now, or None: tier by tier, any rejection rejects; a permit (and
@@ -636,6 +789,10 @@ class Statement:
             ssn.queue_used[queue] = used - v
         ssn.evicting[pod.uid] = node
         ssn.leaving.setdefault(node, set()).add(pod.uid)
+        if ssn.namespace_ordered:
+            ssn.namespace_moved(pod.namespace, -v)
+        if ssn.listeners:
+            ssn.moved(queue, v, node, -1)
         self.evicted.append((pod, node, queue, why))
 
     def place(self, uid: PodUID, node: int, queue: str) -> None:
@@ -647,6 +804,10 @@ class Statement:
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         if self.ssn.rules_active:
             self.ssn._placed(uid, node, 1)
+        if self.ssn.namespace_ordered:
+            self.ssn.namespace_moved(self.ssn.snapshot.pods[uid].namespace, v)
+        if self.ssn.listeners:
+            self.ssn.moved(queue, v, node, 1)
         self.ops.append((uid, node, queue))
 
     def place_run(self, uids: Sequence[PodUID], nodes: Sequence[int], queue: str) -> None:
@@ -660,9 +821,13 @@ class Statement:
             copies[node] = copies.get(node, 0) + 1
         for node, count in copies.items():
             ssn.free[node] -= v if count == 1 else count * v
+            if ssn.listeners:
+                ssn.moved(queue, v, node, count)
         ssn.touched_rows(nodes)
         used = ssn.queue_used.get(queue)
         ssn.queue_used[queue] = len(uids) * v if used is None else used + len(uids) * v
+        if ssn.namespace_ordered:
+            ssn.namespace_moved(ssn.snapshot.pods[uids[0]].namespace, len(uids) * v)
         table = ssn.snapshot.nodes
         for uid, node in zip(uids, nodes, strict=True):
             ssn.plans[uid] = table[node].name
@@ -688,6 +853,10 @@ class Statement:
                 ssn.queue_used[queue] = ssn.queue_used[queue] + v
             del ssn.evicting[pod.uid]
             ssn.leaving[node].discard(pod.uid)
+            if ssn.namespace_ordered:
+                ssn.namespace_moved(pod.namespace, v)
+            if ssn.listeners:
+                ssn.moved(queue, v, node, 1)
         self.evicted.clear()
         for uid, node, queue in reversed(self.ops):
             v = self.ssn.vector(uid)
@@ -697,6 +866,10 @@ class Statement:
             del self.ssn.plans[uid]
             if self.ssn.rules_active:
                 self.ssn._placed(uid, node, -1)
+            if self.ssn.namespace_ordered:
+                self.ssn.namespace_moved(self.ssn.snapshot.pods[uid].namespace, -v)
+            if self.ssn.listeners:
+                self.ssn.moved(queue, v, node, -1)
         self.ops.clear()
 
     def commit(self) -> None:

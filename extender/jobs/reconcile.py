@@ -28,6 +28,7 @@ from extender.core.resources import add, format_resource_list
 from extender.core.timestamps import epoch, rfc3339
 from extender.jobs import policies
 from extender.jobs.model import COMMAND_ACTIONS, Action, Iteration, Job, JobPhase, TaskSpec, podgroup_name
+from extender.jobs.notices import waiting_state
 from extender.jobs.plugins.base import JobPlugin, PluginContext, owner_reference
 from extender.jobs.plugins.registry import build_plugins, plugin_objects
 from extender.jobs.pods import PodView, build_pod
@@ -180,6 +181,8 @@ def reconcile(w: World) -> Plan:
     # A drain finishing keeps the reason it started with (TaskCompleted, a Command, ...).
     if new_phase != phase and move.to is None and phase not in _DRAINS:
         reason, message = _settled_reason(new_phase, counts)
+    # A Pending job says why its gang waits, from its PodGroup's condition (see notices.waiting_state).
+    reason, message = waiting_state(new_phase.value, w.podgroup, (reason, message))
 
     plan.status = _status(w, job_now, new_phase, (reason, message), counts, controlled, killed)
 

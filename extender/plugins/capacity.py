@@ -236,10 +236,18 @@ class CapacityPlugin(Plugin):
         if not asked.any():
             return None
         for level in levels:
-            total = self._used(ssn, level) + self._promised(ssn, level) + need
+            used, promised = self._used(ssn, level), self._promised(ssn, level)
+            total = used + promised + need
             reason = self._over(ssn, group.queue, level, total, asked)
             if reason is not None:
-                return f"{reason}, counting what admitted groups are promised"
+                # The sum's terms for each resource over, so the figure can be checked.
+                names = ssn.snapshot.index.names
+                terms = "; ".join(
+                    f"{names[i]}: used {human(names[i], int(used[i]))} + promised "
+                    f"{human(names[i], int(promised[i]))} + minResources {human(names[i], int(need[i]))}"
+                    for i in np.flatnonzero(asked & (total > self._real[level]))
+                )
+                return f"{reason}, counting what admitted groups are promised ({terms})"
         return None
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:

@@ -9,7 +9,21 @@ share of 1 once any of it is held (Volcano's ``helpers.Share``).
   choice) when its job's share without it stays at least the preemptor job's share with the preemptor,
   within Volcano's 1e-6. A job's victims in one answer add up: each is judged with the ones before it gone.
   "Holds" means bound and not leaving (nor evicted this cycle), or planned;
-- ``enableHierarchy: true``: queues are ordered by hierarchical DRF over the queue tree (below).
+- ``enableHierarchy: true``: queues are ordered by hierarchical DRF over the queue tree (below);
+- ``enableNamespaceOrder: true``: namespace fair share (Volcano's namespace order, up to v1.7), below.
+
+Namespace fair share. A namespace's share is the dominant share of what its pods of ours hold (bound and
+not finished, or planned), kept current as the cycle places and evicts; its weight is the largest
+``volcano.sh/namespace.weight`` any of its ResourceQuotas gives in ``spec.hard`` (1 without). Within a
+queue, the jobs of the namespace with the lowest ``share / weight`` go first (the framework's namespace
+order, see :mod:`extender.framework.lines`), so namespaces sharing a queue take turns by weight. In
+``preempt``, a victim of another namespace is taken when the preemptor's namespace, with the preemptor,
+stays below the victim's namespace without the victim (weighted), refused when it would be above it by more
+than 1e-6, and judged by job share as above when the two are equal (Volcano's order of the two rules).
+Volcano served namespaces before queues (a namespace first, then its fairest queue); pumice keeps queues
+first, so queue shares and capabilities decide as everywhere else, and orders namespaces inside a queue.
+Volcano turned it on by default and removed it in v1.8; here it is off unless set. Its cost is a walk over
+the pods on nodes when the cycle opens.
 
 The queue tree. A queue's place is its ``volcano.sh/hierarchy`` annotation ("root/sci/dev": the first
 segment is the root, whatever its name) with ``volcano.sh/hierarchy-weights`` ("1/8/2", one per segment;
@@ -44,6 +58,7 @@ Enable with::
     - name: drf
       enablePreemptable: true   # optional, the default; false leaves job order only (Volcano's default)
       enableHierarchy: true     # optional: HDRF queue order; off unless set
+      enableNamespaceOrder: true  # optional: namespace fair share within a queue; off unless set
 """
 
 from __future__ import annotations
@@ -58,6 +73,7 @@ import numpy.typing as npt
 
 from extender.api.labels import ROOT_QUEUE
 from extender.core.model import GroupKey, Pod, PodGroup, Queue
+from extender.core.quota import DEFAULT_NAMESPACE_WEIGHT, namespace_weight
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
 from extender.framework.arguments import parse_arguments
@@ -84,15 +100,25 @@ class DrfPlugin(Plugin):
         self._offered: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._unoffered: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._tree: _Tree | None = None
+        # Namespace fair share: what each namespace held when the cycle opened, and its weight.
+        self._ns_held: dict[str, Vector] = {}
+        self._ns_weight: dict[str, int] = {}
 
     @property
     def hierarchy(self) -> bool:
         # Off unless set, as Volcano's EnabledHierarchy (a switch, not an argument).
         return self.switches.get("enableHierarchy", False)
 
+    @property
+    def namespace_order_enabled(self) -> bool:
+        # Off unless set: Volcano >= 1.8 has no namespace order, and confs written for it expect none.
+        return self.switches.get("enableNamespaceOrder", False)
+
     def takes_part(self, hook: str) -> bool:
         # Without the hierarchy drf has no queue order: it must not cost the session its per-queue key cache.
         if hook == "queue_order" and not self.hierarchy:
+            return False
+        if hook == "namespace_order" and not self.namespace_order_enabled:
             return False
         return super().takes_part(hook)
 
@@ -109,6 +135,8 @@ class DrfPlugin(Plugin):
             # What nothing held comes to, without the arithmetic.
             self._shares[key] = self.share(snap.request_sum(holding)) if holding else 0.0
         self._tree = _Tree(ssn, self) if self.hierarchy else None
+        if self.namespace_order_enabled:
+            self._ns_held, self._ns_weight = _namespaces(ssn)
 
     def share(self, held: npt.NDArray[Any]) -> float:
         """The dominant share of ``held`` (a resource vector) in this cycle's cluster."""
@@ -120,6 +148,21 @@ class DrfPlugin(Plugin):
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[float]:
         return (self._shares.get(group.key, 0.0),)
 
+    def namespace_holds(self, ssn: Session, namespace: str) -> Vector:
+        """What ``namespace``'s pods of ours hold now: at the cycle's start, plus what it took since."""
+        held = self._ns_held.get(namespace)
+        delta = ssn.namespace_delta.get(namespace)
+        if held is None:
+            return np.zeros(len(self._total), dtype=np.int64) if delta is None else delta
+        return held if delta is None else held + delta
+
+    def weighted(self, namespace: str, held: Vector) -> float:
+        """The dominant share of ``held`` divided by ``namespace``'s weight."""
+        return self.share(held) / self._ns_weight.get(namespace, DEFAULT_NAMESPACE_WEIGHT)
+
+    def namespace_order(self, ssn: Session, namespace: str) -> tuple[float]:
+        return (self.weighted(namespace, self.namespace_holds(ssn, namespace)),)
+
     def queue_order(self, ssn: Session, queue: Queue) -> tuple[tuple[tuple[bool, float], ...]]:
         # One element however deep the queue sits: keys of the plugins after drf must stay aligned.
         return (() if self._tree is None else self._tree.key(ssn, queue.name),)
@@ -129,22 +172,59 @@ class DrfPlugin(Plugin):
         if key not in ssn.snapshot.groups:
             return []  # no PodGroup, no share to weigh (Volcano: no victims)
         mine = self.share(_holding(ssn, key) + ssn.vector(preemptor.uid))
+        by_ns = self.namespace_order_enabled
+        ns_mine = 0.0
+        if by_ns:
+            ns = preemptor.namespace
+            ns_mine = self.weighted(ns, self.namespace_holds(ssn, ns) + ssn.vector(preemptor.uid))
         running = ssn.running
         left: dict[GroupKey, Vector] = {}
+        ns_left: dict[str, Vector] = {}
         victims: list[Pod] = []
         for c in candidates:
             r = running.by_uid.get(c.uid)
             if r is None:
                 continue  # not a running pod of ours: no job to weigh
+            v = running.vector(c)
             held = left.get(r.group)
             if held is None:
                 held = left[r.group] = _holding(ssn, r.group)
-            after = held - running.vector(c)
-            theirs = self.share(after)
-            if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
+            ns_after: Vector | None = None
+            if by_ns and c.namespace != preemptor.namespace:
+                # Namespaces first (Volcano's order): the richer namespace gives, the poorer keeps.
+                ns_held = ns_left.get(c.namespace)
+                ns_after = (self.namespace_holds(ssn, c.namespace) if ns_held is None else ns_held) - v
+                ns_theirs = self.weighted(c.namespace, ns_after)
+                if ns_mine - ns_theirs > SHARE_DELTA:
+                    continue
+                taken = ns_mine < ns_theirs and ns_theirs - ns_mine > SHARE_DELTA
+            else:
+                taken = False
+            if not taken:
+                theirs = self.share(held - v)
+                taken = mine < theirs or abs(mine - theirs) <= SHARE_DELTA
+            if taken:
                 victims.append(c)
-                left[r.group] = after
+                left[r.group] = held - v
+                if ns_after is not None:
+                    ns_left[c.namespace] = ns_after
         return victims
+
+
+def _namespaces(ssn: Session) -> tuple[dict[str, Vector], dict[str, int]]:
+    """What each namespace's pods of ours hold as the cycle opens (bound and not finished, or planned:
+    every pod on a node, not only the snapshot's), and each namespace's weight from its quotas."""
+    snap = ssn.snapshot
+    ours = [p for p, _ in snap.residents.all() if p.scheduler_name in snap.scheduler_names]
+    held: dict[str, Vector] = {}
+    if ours:
+        matrix = snap.index.matrix([p.requests for p in ours])
+        rows: dict[str, list[int]] = {}
+        for i, p in enumerate(ours):
+            rows.setdefault(p.namespace, []).append(i)
+        held = {ns: matrix[r].sum(axis=0) for ns, r in rows.items()}
+    weights = {ns: namespace_weight(quotas) for ns, quotas in snap.quotas.items()}
+    return held, weights
 
 
 def _holding(ssn: Session, key: GroupKey) -> Vector:

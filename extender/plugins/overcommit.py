@@ -2,6 +2,7 @@
 
 Idle capacity is ``allocatable × overcommit-factor − used − promised``, where promised is the
 minResources still owed to admitted groups; a group is admitted when its minResources fit what is idle.
+A refusal spells those factors out per short resource, so the figure a user sees can be checked.
 
 Enable with::
 
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from extender.core.model import PodGroup
+from extender.core.quantity import human
 from extender.core.resources import describe
 from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
@@ -37,7 +39,8 @@ class OvercommitPlugin(Plugin):
     def open(self, ssn: Session) -> None:
         # What the snapshot fixes for the cycle, summed once rather than over every node for every group.
         snap = ssn.snapshot
-        self._room = (snap.alloc.sum(axis=0) * self.factor).astype(np.int64)
+        self._alloc = snap.alloc.sum(axis=0)
+        self._room = (self._alloc * self.factor).astype(np.int64)
         self._used = snap.used.sum(axis=0) + snap.reserved.sum(axis=0)
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
@@ -51,4 +54,13 @@ class OvercommitPlugin(Plugin):
             return None
         lacking = {snap.index.names[i]: int(want[i]) for i in np.flatnonzero(short)}
         have = {snap.index.names[i]: max(int(idle[i]), 0) for i in np.flatnonzero(short)}
-        return f"cluster over-committed: minResources {describe(lacking)} > idle {describe(have) or '0'}"
+        # The factors behind each idle figure: a bare "idle 7.6" hides that the factor is in it.
+        factors = "; ".join(
+            f"{name}: allocatable {human(name, int(self._alloc[i]))} × overcommit {self.factor:g}"
+            f" − used {human(name, int(self._used[i]))} − promised {human(name, int(ssn.inqueue[i]))}"
+            for i, name in ((i, snap.index.names[i]) for i in np.flatnonzero(short))
+        )
+        return (
+            f"cluster over-committed: minResources {describe(lacking)} > idle {describe(have) or '0'}"
+            f" ({factors})"
+        )

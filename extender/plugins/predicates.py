@@ -7,6 +7,11 @@ The plugin is accepted so Volcano configurations load; its Volcano arguments are
 but switching a filter off (``predicate.PodAffinityEnable: false`` included) has no effect, since
 kube-scheduler would apply it anyway; the GPU-sharing features pumice lacks fail startup.
 
+``predicate.ProportionalEnable: true`` with ``predicate.resources: nvidia.com/gpu`` and
+``predicate.resources.nvidia.com/gpu.cpu`` / ``.memory`` (Volcano's older home of the feature) keeps cpu
+and memory for idle GPUs exactly as resource-strategy-fit's ``proportional`` does (same predicate, same
+units: see :mod:`extender.plugins.resource_strategy_fit`).
+
 Enable with::
 
     - name: predicates
@@ -17,8 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.errors import ConfigError
+from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
-from extender.framework.plugin import Plugin
+from extender.framework.plugin import Mask, Plugin, Rows
+from extender.framework.session import Session
+from extender.plugins.resource_strategy_fit import Proportional, Ratio, proportional_ratio
 
 _KNOWN = {
     "predicate.GPUSharingEnable": (bool, False),
@@ -45,3 +57,50 @@ class PredicatesPlugin(Plugin):
         for feature in ("predicate.GPUSharingEnable", "predicate.VGPUEnable"):
             if args[feature]:
                 raise ValueError(f"plugin predicates: {feature} is not supported by pumice yet")
+        primary = [n.strip() for n in args["predicate.resources"].split(",") if n.strip()]
+        ratios: list[Ratio] = []
+        for key in args:
+            if key.startswith("predicate.resources.") and not any(
+                key in (f"predicate.resources.{r}.cpu", f"predicate.resources.{r}.memory") for r in primary
+            ):
+                raise ConfigError(
+                    f"plugin predicates: {key} names no resource of predicate.resources "
+                    "(keys are predicate.resources.<resource>.cpu and .memory)"
+                )
+        for r in primary:
+            amounts = []
+            for part in ("cpu", "memory"):
+                raw = args.get(f"predicate.resources.{r}.{part}", "1")
+                try:
+                    amount = float(raw)
+                except ValueError:
+                    amount = -1.0
+                if not 0 <= amount < float("inf"):
+                    key = f"predicate.resources.{r}.{part}"
+                    raise ConfigError(f"plugin predicates: {key}={raw!r} must be a non-negative number")
+                amounts.append(amount)
+            ratios.append(proportional_ratio(r, amounts[0], amounts[1]))
+        if args["predicate.ProportionalEnable"] and not ratios:
+            raise ConfigError("plugin predicates: predicate.ProportionalEnable needs predicate.resources")
+        self.proportional = Proportional(ratios, self.name) if args["predicate.ProportionalEnable"] else None
+
+    def takes_part(self, hook: str) -> bool:
+        # Without the proportional predicate the plugin has no node predicate: it must not cost the
+        # session its fit-mask fast path, nor keep refusals from standing (see extender.framework.cycle).
+        if hook == "node_fit" and self.proportional is None:
+            return False
+        return super().takes_part(hook)
+
+    def open(self, ssn: Session) -> None:
+        if self.proportional is not None:
+            self.proportional.open(ssn)
+
+    def node_fit(
+        self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
+    ) -> Mask | None:
+        return None if self.proportional is None else self.proportional.fit(request, free)
+
+    def node_fit_reason(self, ssn: Session, request: Vector, free: Vector, row: int) -> str | None:
+        if self.proportional is None:
+            return None
+        return self.proportional.reason(request, free, ssn.snapshot.node_names[row])

@@ -174,7 +174,11 @@ class ProportionPlugin(Plugin):
     def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
         return above_deserved(ssn, candidates, self.deserved.get, self._shared)
 
-    def _over(self, ssn: Session, queue: Queue, total: Vector) -> str | None:
+    def _over(
+        self, ssn: Session, queue: Queue, total: Vector, terms: Sequence[tuple[str, Vector]] = ()
+    ) -> str | None:
+        """Why ``total`` passes the queue's capability, or None; ``terms`` name what ``total`` sums, so the
+        message shows them (``cpu 9/8 over capability (cpu: used 3 + promised 2 + minResources 4)``)."""
         cap = self.capability.get(queue.name)
         if cap is None:
             return None
@@ -185,17 +189,27 @@ class ProportionPlugin(Plugin):
         parts = ", ".join(
             f"{names[i]} {human(names[i], int(total[i]))}/{human(names[i], int(cap[i]))}" for i in over
         )
-        return f"queue {queue.name}: {parts} over capability"
+        sums = "; ".join(
+            f"{names[i]}: " + " + ".join(f"{label} {human(names[i], int(v[i]))}" for label, v in terms)
+            for i in over
+        )
+        return f"queue {queue.name}: {parts} over capability" + (f" ({sums})" if terms else "")
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
         queue = ssn.snapshot.queues.get(group.queue)
         if queue is None:
             return None
-        total = ssn.snapshot.index.vector(group.min_resources)
-        for part in (ssn.queue_used.get(queue.name), ssn.queue_inqueue.get(queue.name)):
-            if part is not None:
-                total += part
-        return self._over(ssn, queue, total)
+        want = ssn.snapshot.index.vector(group.min_resources)
+        terms = [
+            (label, part)
+            for label, part in (
+                ("used", ssn.queue_used.get(queue.name)),
+                ("promised", ssn.queue_inqueue.get(queue.name)),
+            )
+            if part is not None
+        ]
+        total = want + sum((part for _, part in terms), np.zeros_like(want))
+        return self._over(ssn, queue, total, [*terms, ("minResources", want)])
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
         held = ssn.queue_used.get(queue.name)

@@ -12,14 +12,19 @@ from extender.framework.conf import DEFAULT_CONF, ConfSpec, parse_conf
 from extender.framework.plugin import Plugin
 from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.capacity import CapacityPlugin
+from extender.plugins.cdp import CdpPlugin
 from extender.plugins.conformance import ConformancePlugin
 from extender.plugins.drf import DrfPlugin
 from extender.plugins.gang import GangPlugin
+from extender.plugins.nodegroup import NodegroupPlugin
 from extender.plugins.nodeorder import NodeorderPlugin
 from extender.plugins.overcommit import OvercommitPlugin
+from extender.plugins.pdb import PdbPlugin
 from extender.plugins.predicates import PredicatesPlugin
 from extender.plugins.priority import PriorityPlugin
 from extender.plugins.proportion import ProportionPlugin
+from extender.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
+from extender.plugins.resourcequota import ResourcequotaPlugin
 from extender.plugins.sla import SlaPlugin
 
 PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
@@ -34,23 +39,23 @@ PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
     "binpack": BinpackPlugin,
     "sla": SlaPlugin,
     "capacity": CapacityPlugin,
+    "resource-strategy-fit": ResourceStrategyFitPlugin,
+    "nodegroup": NodegroupPlugin,
+    "resourcequota": ResourcequotaPlugin,
+    "cdp": CdpPlugin,
+    "pdb": PdbPlugin,
 }
 # Volcano plugins pumice does not implement yet: a config naming one fails with this message.
 NOT_YET: Final = frozenset(
     {
         "deviceshare",
         "extender",
-        "nodegroup",
         "numaaware",
-        "pdb",
         "rescheduling",
-        "resourcequota",
         "task-topology",
         "tdm",
         "usage",
-        "cdp",
         "network-topology-aware",
-        "resource-strategy-fit",
         "capacity-card",
     }
 )

@@ -1,70 +1,206 @@
-"""A small Prometheus text-format registry: counters and latency histograms for the hot paths.
+"""pumice's Prometheus metrics, on prometheus_client, in one :class:`Metrics` object per process.
 
-Hand-written rather than prometheus_client because the extender's hot path only needs an integer add
-and a bisect per observation, and we want no process-global registry (settings are passed down).
+No global state: every instrument lives in the :class:`~prometheus_client.CollectorRegistry` of the
+:class:`Metrics` the composition root builds and passes down (prometheus_client's default registry is
+never touched, so two processes in one test run, or two test apps, do not collide).
+
+Two kinds of metric, by where the number comes from:
+
+- **observed on the hot path**: histograms (cycle, extender verb, admission, wait times) and the counters
+  only an event can count. An observation is a lock and a bisect; the handlers get the bound ``observe``
+  callables, never this module.
+- **read at scrape time** (:meth:`Metrics.scrape`): counters pumice already keeps as plain integers
+  (scheduler, informers, jobs, admission) and every gauge, per queue included, are read from the owning
+  object when Prometheus scrapes, so nothing is counted twice and nothing costs the hot path.
+
+Names follow Prometheus' conventions (base units, ``_seconds``, ``_total``) and Kueue's and Volcano's where
+they have one (``build_info``; per-queue gauges with a ``queue`` label). Adding a metric elsewhere in the
+process: ``metrics.counter(name, help, labels)`` (an event-counted counter) or ``metrics.scrape(...)``
+(a value read when scraped); both raise on a duplicate name.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import platform
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
 
-_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Histogram as _PromHistogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+# Extender verbs answer in well under a millisecond on the hot path; a whole-cycle filter takes tens.
+VERB_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+CYCLE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+ADMISSION_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0)
+# Waiting for room is minutes to hours in a busy cluster, a second in an idle one.
+WAIT_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0)
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+Kind = Literal["counter", "gauge"]
+# One sample read at scrape time: its label values, in the family's label order, and its value.
+Sample = tuple[Sequence[str], float]
 
 
-@dataclass
-class Histogram:
+@dataclass(frozen=True, slots=True)
+class _Family:
     name: str
+    kind: Kind
     help: str
-    buckets: tuple[float, ...] = _BUCKETS
-    counts: dict[str, list[int]] = field(default_factory=dict)
-    sums: dict[str, float] = field(default_factory=dict)
+    labels: tuple[str, ...]
+    read: Callable[[], Iterable[Sample]]
+
+
+class _ScrapeCollector(Collector):
+    """Families whose samples are read from their owners when Prometheus scrapes."""
+
+    def __init__(self) -> None:
+        self.families: list[_Family] = []
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family(f) for f in self.families]
+
+    def collect(self) -> Iterable[Metric]:
+        for f in self.families:
+            family = self._family(f)
+            for values, value in f.read():
+                family.add_metric(list(values), float(value))
+            yield family
+
+    @staticmethod
+    def _family(f: _Family) -> GaugeMetricFamily | CounterMetricFamily:
+        if f.kind == "counter":
+            return CounterMetricFamily(f.name, f.help, labels=f.labels)
+        return GaugeMetricFamily(f.name, f.help, labels=f.labels)
+
+
+class Histogram:
+    """A histogram with one label, observed as ``observe(label_value, seconds)`` (what the extender app
+    and benchmarks call). Without ``registry`` it gets a private one: tests and benchmarks that only need
+    somewhere to observe into."""
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        label: str = "verb",
+        *,
+        buckets: Sequence[float] = VERB_BUCKETS,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._h = _PromHistogram(name, help, [label], buckets=buckets, registry=self.registry)
 
     def observe(self, label: str, seconds: float) -> None:
-        c = self.counts.get(label)
-        if c is None:
-            c = self.counts[label] = [0] * (len(self.buckets) + 1)
-            self.sums[label] = 0.0
-        c[bisect.bisect_left(self.buckets, seconds)] += 1
-        self.sums[label] += seconds
-
-    def render(self, label_name: str) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} histogram"
-        for label, counts in sorted(self.counts.items()):
-            acc = 0
-            for bound, n in zip((*self.buckets, float("inf")), counts, strict=True):
-                acc += n
-                le = "+Inf" if bound == float("inf") else repr(bound)
-                yield f'{self.name}_bucket{{{label_name}="{label}",le="{le}"}} {acc}'
-            yield f'{self.name}_sum{{{label_name}="{label}"}} {self.sums[label]}'
-            yield f'{self.name}_count{{{label_name}="{label}"}} {acc}'
+        self._h.labels(label).observe(seconds)
 
 
-@dataclass
-class Registry:
-    """Gauges and counters are read through callables at scrape time (no double bookkeeping)."""
+class Metrics:
+    """Every instrument of one pumice process. Built once by the composition root."""
 
-    histograms: list[tuple[Histogram, str]] = field(default_factory=list)
-    values: list[tuple[str, str, str, Callable[[], dict[str, float]]]] = field(default_factory=list)
+    def __init__(self, *, version: str) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self._scraped = _ScrapeCollector()
+        build = Gauge(
+            "pumice_build_info",
+            "pumice's version and the Python that runs it; always 1.",
+            ["version", "python_version"],
+            registry=r,
+        )
+        build.labels(version, platform.python_version()).set(1)
+        self.extender = Histogram(
+            "pumice_extender_request_seconds", "Extender verb latency, seconds.", "verb", registry=r
+        )
+        self.cycle_seconds = _PromHistogram(
+            "pumice_scheduling_cycle_duration_seconds",
+            "Scheduling cycle duration (snapshot, the pure cycle, applying its decisions), seconds.",
+            buckets=CYCLE_BUCKETS,
+            registry=r,
+        )
+        self._admission = _PromHistogram(
+            "pumice_admission_duration_seconds",
+            "Admission review handling time by resource kind and operation, seconds.",
+            ["resource", "operation"],
+            buckets=ADMISSION_BUCKETS,
+            registry=r,
+        )
+        self.job_wait = _PromHistogram(
+            "pumice_job_wait_seconds",
+            "vcjob wait from creation to its first Running phase (observed from the watch), seconds.",
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self.podgroup_wait = _PromHistogram(
+            "pumice_podgroup_wait_seconds",
+            "PodGroup wait from creation (Pending) to its first Running phase (observed from the watch), "
+            "seconds.",
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self.binds = Counter(
+            "pumice_binds_total",
+            "Pods of pumice's schedulers seen bound to a node in the watch (whoever bound them).",
+            registry=r,
+        )
+        self._instruments: list[MetricWrapperBase] = [
+            build,
+            self.extender._h,
+            self.cycle_seconds,
+            self._admission,
+            self.job_wait,
+            self.podgroup_wait,
+            self.binds,
+        ]
+        r.register(self._scraped)
 
-    def histogram(self, name: str, help: str, label_name: str) -> Histogram:
-        h = Histogram(name, help)
-        self.histograms.append((h, label_name))
-        return h
+    # --- hot-path observers, handed to the parts that observe ---------------------------------------
+    def observe_admission(self, resource: str, operation: str, seconds: float) -> None:
+        self._admission.labels(resource, operation).observe(seconds)
 
-    def add(self, name: str, kind: str, help: str, read: Callable[[], dict[str, float]]) -> None:
-        """``read`` returns ``{label_text: value}``; ``label_text`` like ``verb="filter"`` or ``""``."""
-        self.values.append((name, kind, help, read))
+    def observe_cycle(self, seconds: float) -> None:
+        self.cycle_seconds.observe(seconds)
+
+    # --- adding metrics -------------------------------------------------------------------------------
+    def counter(self, name: str, help: str, labels: Sequence[str] = ()) -> Counter:
+        """A counter incremented where its event happens (``.inc()``, or ``.labels(...).inc()``)."""
+        if name in self.names() or name.removesuffix("_total") + "_total" in self.names():
+            raise ValueError(f"metric {name} is registered twice")
+        counter = Counter(name, help, list(labels), registry=self.registry)
+        self._instruments.append(counter)
+        return counter
+
+    def scrape(
+        self,
+        name: str,
+        kind: Kind,
+        help: str,
+        read: Callable[[], Iterable[Sample]],
+        labels: Sequence[str] = (),
+    ) -> None:
+        """A family whose samples ``read`` returns when Prometheus scrapes."""
+        if name in self.names():
+            raise ValueError(f"metric {name} is registered twice")
+        self._scraped.families.append(_Family(name, kind, help, tuple(labels), read))
+
+    def names(self) -> set[str]:
+        """Every family name this registry exports (counters under their ``_total`` name)."""
+        out = {f.name for f in self._scraped.families}
+        for instrument in self._instruments:
+            for metric in instrument.describe():
+                out.add(metric.name + "_total" if metric.type == "counter" else metric.name)
+        return out
 
     def render(self) -> str:
-        lines: list[str] = []
-        for h, label_name in self.histograms:
-            lines.extend(h.render(label_name))
-        for name, kind, help, read in self.values:
-            lines.append(f"# HELP {name} {help}")
-            lines.append(f"# TYPE {name} {kind}")
-            for labels, v in sorted(read().items()):
-                lines.append(f"{name}{{{labels}}} {v}" if labels else f"{name} {v}")
-        return "\n".join(lines) + "\n"
+        """The Prometheus text exposition of every family."""
+        return generate_latest(self.registry).decode()
+
+
+def one(value: float) -> Iterator[Sample]:
+    """A family of a single unlabelled sample."""
+    yield ((), value)

@@ -31,6 +31,9 @@ def test_paths_are_volcanos() -> None:
                 for verb in ("mutate", "validate")
             ),
             "/commands/validate",
+            "/jobflows/validate",
+            "/jobtemplates/validate",
+            "/cronjobs/validate",
         ]
     )
     assert len({w.name for w in WEBHOOKS}) == len(WEBHOOKS)

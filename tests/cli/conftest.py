@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ CREATED_AT = "2024-05-01T10:00:00Z"
 # Resources whose status is a subresource: the main endpoint ignores status, /status ignores the rest.
 WITH_STATUS = {"jobs", "queues"}
 KNOWN_PREFIXES = ("/api/v1", "/apis/batch.volcano.sh/v1alpha1", "/apis/bus.volcano.sh/v1alpha1",
-                  "/apis/scheduling.volcano.sh/v1beta1")  # fmt: skip
+                  "/apis/scheduling.volcano.sh/v1beta1", "/apis/flow.volcano.sh/v1alpha1")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,25 @@ def _merge(target: Any, patch: Any) -> Any:
     return out
 
 
+def _selected(obj: Obj, selector: str) -> bool:
+    """Equality-based label selectors (``a=b``, ``a!=b``, ``a``, ``!a``), as the API server reads them."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            ok = labels.get(key) != value
+        elif "=" in term:
+            key, value = term.split("=", 1)
+            ok = labels.get(key.rstrip("=")) == value
+        elif term.startswith("!"):
+            ok = term[1:] not in labels
+        else:
+            ok = term in labels
+        if not ok:
+            return False
+    return True
+
+
 def _status(code: int, reason: str, message: str) -> web.Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}  # fmt: skip
@@ -80,6 +100,8 @@ class FakeApiServer:
     objects: dict[tuple[str, str, str, str], Obj] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     deny: dict[tuple[str, str], str] = field(default_factory=dict)
+    # What a watch request (?watch=true) streams, as {"type": ..., "object": ...}; then it stays open.
+    watch_events: list[Obj] = field(default_factory=list)
     url: str = ""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -129,6 +151,8 @@ class FakeApiServer:
         kind_name = f"{route.resource}.{group}" if group else route.resource
         key = (route.prefix, route.namespace or "", route.resource, route.name or "")
         if route.name is None:
+            if request.method == "GET" and request.query.get("watch") == "true":
+                return await self._watch(request)
             if request.method == "GET":
                 return self._list(route, request)
             if request.method == "POST":
@@ -155,11 +179,24 @@ class FakeApiServer:
             return web.json_response(self.objects[key])
         return _status(405, "MethodNotAllowed", "method not allowed")
 
+    async def _watch(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.content_type = "application/json"
+        await resp.prepare(request)
+        events, self.watch_events = self.watch_events, []
+        for event in events:
+            await resp.write(json.dumps(event).encode() + b"\n")
+        await asyncio.sleep(60)  # a watch stays open; the client's --timeout ends it
+        return resp
+
     def _list(self, route: Route, request: web.Request) -> web.Response:
         items = [
             obj
             for (prefix, ns, resource, _), obj in sorted(self.objects.items())
-            if prefix == route.prefix and resource == route.resource and route.namespace in (None, ns)
+            if prefix == route.prefix
+            and resource == route.resource
+            and route.namespace in (None, ns)
+            and _selected(obj, request.query.get("labelSelector", ""))
         ]
         start = int(request.query.get("continue") or 0)
         limit = int(request.query.get("limit") or 0) or len(items)

@@ -145,6 +145,16 @@ VOLCANO_NAMES = (
         columns=(("Status", "string", ".status.state.phase", 0), ("Age", "date", AGE, 0)),
     ),
     Names(
+        group="batch.volcano.sh",
+        version="v1alpha1",
+        kind="CronJob",
+        plural="cronjobs",
+        singular="cronjob",
+        short_names=("cronvcjob", "cronvj"),
+        scope="Namespaced",
+        status_subresource=True,
+    ),
+    Names(
         group="flow.volcano.sh",
         version="v1alpha1",
         kind="JobTemplate",
@@ -355,11 +365,24 @@ def test_resource_lists_are_int_or_string_quantities(kind: str) -> None:
             assert node.get("pattern") == QUANTITY_PATTERN, path
 
 
+def _without_defaults(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {k: _without_defaults(v) for k, v in node.items() if k != "default"}
+    if isinstance(node, list):
+        return [_without_defaults(v) for v in node]
+    return node
+
+
 def test_job_spec_is_the_same_everywhere_it_is_embedded() -> None:
-    """A vcjob, a JobTemplate and a JobFlow step's patch all carry Volcano's JobSpec: one schema, 3 copies."""
+    """A vcjob, a JobTemplate, a CronJob's jobTemplate and a JobFlow step's patch all carry Volcano's JobSpec:
+    one schema, 4 copies. The patch's top-level fields have no defaults: a default there would override the
+    template's value (queue, maxRetry) in every patch that does not mention it."""
     job = resolve(_schema("Job"), "spec")
     assert resolve(_schema("JobTemplate"), "spec") == job
-    assert resolve(_schema("JobFlow"), "spec.flows[].patch.jobSpec") == job
+    assert resolve(_schema("CronJob"), "spec.jobTemplate.spec") == job
+    patch = resolve(_schema("JobFlow"), "spec.flows[].patch.jobSpec")
+    assert _without_defaults(patch) == _without_defaults(job)
+    assert not [k for k, v in patch["properties"].items() if "default" in v]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -442,12 +465,18 @@ QUEUE_READS: dict[str, Fields] = {
     "reclaimable": (("spec.reclaimable", "boolean"),),
     "priority": (("spec.priority", "integer"),),
     "state": (("status.state", "string"),),
+    "node_group_affinity": tuple(
+        (f"spec.affinity.{part}.{when}DuringSchedulingIgnoredDuringExecution", "[string]")
+        for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity")
+        for when in ("required", "preferred")
+    ),
 }
 QUEUE_COMPUTED = {
     "name": "metadata.name",
     "created": "metadata.creationTimestamp",
     "hierarchy": "metadata.annotations[volcano.sh/hierarchy] (drf with enableHierarchy)",
     "hierarchy_weights": "metadata.annotations[volcano.sh/hierarchy-weights] (drf with enableHierarchy)",
+    "node_group_limits": "metadata.annotations[volcano.sh/nodegroup-resource-limits] (the nodegroup plugin)",
 }
 
 # What our PodGroup and Queue controllers write, as Volcano's controllers do.
@@ -721,6 +750,13 @@ spec:
     resource:
       cpu: 8000m
       memory: 32Gi
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [a100, h100]
+      preferredDuringSchedulingIgnoredDuringExecution: [h100]
+    nodeGroupAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [t4]
+      preferredDuringSchedulingIgnoredDuringExecution: [v100]
 """
 
 QUEUE_WITH_STATUS = (
@@ -1059,6 +1095,9 @@ def test_queue_parses() -> None:
         reclaimable=False,
         priority=10,
         state=model.QueueState.CLOSING,
+        node_group_affinity=model.NodeGroupAffinity(
+            required=("a100", "h100"), preferred=("h100",), anti_required=("t4",), anti_preferred=("v100",)
+        ),
     )
 
 

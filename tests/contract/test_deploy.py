@@ -489,11 +489,12 @@ def test_deploy_references_resolve(tls: bool) -> None:
     assert {(p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
         (8888, "extender"),
         (443, "webhook"),
+        (9090, "metrics"),
     }
     container_ports = {
         p["name"]: p["containerPort"] for p in pumice["spec"]["template"]["spec"]["containers"][0]["ports"]
     }
-    assert container_ports == {"extender": 8888, "webhook": 8443}
+    assert container_ports == {"extender": 8888, "webhook": 8443, "metrics": 9090}
 
 
 def test_deploy_plain_http_pumice_and_scheduler_containers() -> None:
@@ -739,10 +740,15 @@ def test_network_policy_guards_extender_port() -> None:
     scheduler_labels = _by_kind(docs, "Deployment")["pumice-kube-scheduler"]["spec"]["template"]["metadata"][
         "labels"
     ]
-    extender_rule, webhook_rule = policy["spec"]["ingress"]
+    extender_rule, webhook_rule, metrics_rule = policy["spec"]["ingress"]
     assert extender_rule["ports"] == [{"protocol": "TCP", "port": 8888}]
     assert extender_rule["from"][0]["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
     assert webhook_rule == {"ports": [{"protocol": "TCP", "port": 8443}]}
+    # Prometheus, from the monitoring namespace only, reaches the plain-HTTP metrics port only.
+    assert metrics_rule == {
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": 9090}],
+    }
     assert not _by_kind(_deploy(webhook_configurations=None, network_policy=False), "NetworkPolicy")
 
 

@@ -104,7 +104,13 @@ async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> 
     await settle(s)
     assert sorted(ex.evicted) == ["low-0", "low-1"]
     assert all(reason == "Preempted" and "preempted by ns/high" in msg for _, reason, msg in ex.marked)
-    assert {(n, r) for n, r, _ in ev.recorded} == {("low-0", "Preempted"), ("low-1", "Preempted")}
+    assert {(n, r) for n, r, _ in ev.recorded} == {
+        ("low-0", "Preempted"),
+        ("low-1", "Preempted"),
+        ("high", "GangPlanned"),  # on the preemptor's PodGroup
+    }
+    note = "2 pods planned (minMember 2) on n1; 2 of them once evicted pods have left"
+    assert ("high", "GangPlanned", note) in ev.recorded
     assert s.stats.evictions == 2
     r = s.ledger.get(PodUID("high-0"))
     assert r is not None and r.state is State.WAITING and r.victims == {"low-0", "low-1"}

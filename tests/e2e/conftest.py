@@ -9,6 +9,8 @@
 - ``fake_nodes`` (function, async): ``await fake_nodes(3, cpu="8")`` -> node names unique to the test,
   deleted after it.
 - ``fake_kubelet`` (function, async): a started FakeKubelet serving every fake node.
+- ``controller_manager`` (function): kube-controller-manager's workload controllers and garbage collector
+  on the shared control plane, or a skip naming why not.
 
 When a test fails, the tails of every control-plane process log are attached to its report; the control
 plane's versions are printed in the header and, when one ran, just before pytest's closing line. Async
@@ -29,7 +31,14 @@ import pytest_asyncio
 from kubernetes_asyncio import client
 
 from tests.e2e import kube
-from tests.e2e.controlplane import ControlPlane, ControlPlaneError, assets_dir, binary_version, skip_reason
+from tests.e2e.controlplane import (
+    ControlPlane,
+    ControlPlaneError,
+    assets_dir,
+    binary_version,
+    controller_manager_skip_reason,
+    skip_reason,
+)
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.pumice import ensure_pumice
 
@@ -150,6 +159,19 @@ async def fake_kubelet(kube_api: client.ApiClient) -> AsyncIterator[FakeKubelet]
 def pumice(control_plane: ControlPlane) -> None:
     """pumice (and kube-scheduler on its config) running on the shared control plane."""
     ensure_pumice(control_plane)
+
+
+@pytest.fixture
+def controller_manager(control_plane: ControlPlane) -> Iterator[None]:
+    """kube-controller-manager (Deployments, ReplicaSets, StatefulSets, Jobs, garbage collection) on the
+    shared control plane for one test, stopped after it (its garbage collector would delete other tests'
+    pods whose owners are only pretended); skipped, with the reason, where the assets have none."""
+    reason = controller_manager_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    control_plane.start_controller_manager()
+    yield
+    control_plane.stop_process("kube-controller-manager")
 
 
 def node_labels(test_id: str) -> dict[str, str]:

@@ -10,6 +10,10 @@ kubelet (see ``fake_kubelet.py``). Consequences worth knowing when you write a t
 - no node-lifecycle controller: the TaintNodesByCondition admission plugin is disabled, otherwise every new
   Node would carry ``node.kubernetes.io/not-ready:NoSchedule`` forever.
 
+``start_controller_manager()`` adds kube-controller-manager where the assets hold one, with
+only the workload controllers and the garbage collector (``KCM_CONTROLLERS``); tests that need it skip with
+``controller_manager_skip_reason()`` elsewhere.
+
 Invariants: every process is started in its own session (so its whole process group can be signalled), dies
 with the test process (``PR_SET_PDEATHSIG`` on Linux, plus an ``atexit`` hook), and writes stdout+stderr to
 ``<workdir>/logs/<name>.log``; ``log_tails()`` renders the tails for failure reports. ``stop()`` is
@@ -95,6 +99,18 @@ def skip_reason() -> str | None:
     return f"e2e needs {', '.join(missing)}: not found in KUBEBUILDER_ASSETS={assets_dir()}" + (
         " (etcd is also looked up on PATH)" if "etcd" in missing else ""
     )
+
+
+# Only the workload controllers and the garbage collector: the node-lifecycle controller would taint the
+# fake nodes unreachable (the fake kubelet renews no leases), and no service-account tokens are needed.
+KCM_CONTROLLERS = ("deployment", "replicaset", "statefulset", "job", "garbagecollector")
+
+
+def controller_manager_skip_reason() -> str | None:
+    """Why kube-controller-manager cannot run here (kubebuilder's assets do not ship one), or None."""
+    if find_binary("kube-controller-manager") is None:
+        return f"kube-controller-manager not found in {assets_dir()}"
+    return None
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -595,6 +611,41 @@ class ControlPlane:
     def stop_scheduler(self) -> None:
         self.stop_process("kube-scheduler")
         self._scheduler_config_text = None
+
+    def start_controller_manager(
+        self, *, controllers: Sequence[str] = KCM_CONTROLLERS, timeout: float = 60.0
+    ) -> ManagedProcess:
+        """kube-controller-manager running only ``controllers`` (a no-op when it already runs), on the admin
+        kubeconfig, without leader election, service-account credentials or a serving port. Returns once
+        its log says the ReplicaSet and Deployment controllers' caches synced, or raises with its log tail."""
+        current = self._processes.get("kube-controller-manager")
+        if current is not None and current.running:
+            return current
+        reason = controller_manager_skip_reason()
+        if reason:
+            raise ControlPlaneError(reason)
+        binary = find_binary("kube-controller-manager")
+        assert binary is not None
+        proc = self.start_process(
+            "kube-controller-manager",
+            [
+                str(binary),
+                f"--kubeconfig={self.kubeconfig_path}",
+                f"--controllers={','.join(controllers)}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                "--secure-port=0",
+                "--v=2",
+            ],
+            stop_timeout=2.0,
+        )
+
+        def synced() -> bool:
+            text = proc.log_path.read_text(errors="replace") if proc.log_path.exists() else ""
+            return all(f"Caches are synced for {c}" in text for c in ("ReplicaSet", "deployment"))
+
+        wait_until(synced, timeout=timeout, what="kube-controller-manager caches", proc=proc)
+        return proc
 
     # -- arbitrary processes -----------------------------------------------------------------------
 

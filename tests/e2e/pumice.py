@@ -81,7 +81,7 @@ def ensure_pumice(
     pumice = Pumice(extender_url=f"http://127.0.0.1:{ep}", webhook_url=f"https://127.0.0.1:{wp}")
     conf_args: list[str] = []
     if scheduler_conf is not None:
-        conf_path = cp.workdir / "pumice-scheduler.conf"
+        conf_path = scheduler_conf_path(cp)
         conf_path.write_text(scheduler_conf)
         conf_args.append(f"--scheduler-conf={conf_path}")
     cp.start_process(
@@ -94,11 +94,15 @@ def ensure_pumice(
             f"--kubeconfig={cp.kubeconfig_path}",
             f"--extender-bind=127.0.0.1:{ep}",
             f"--webhook-bind=127.0.0.1:{wp}",
+            # Any free port: several control planes (and restarts) run side by side on one machine.
+            "--metrics-bind=127.0.0.1:0",
             f"--webhook-url-base={pumice.webhook_url}",
             f"--cert-dir={cp.workdir / 'pumice-certs'}",
             *conf_args,
         ],
         cwd=Path(__file__).resolve().parents[2],
+        # As the downward API sets them in a cluster: what a rejected conf reload's Event is about.
+        env={"POD_NAMESPACE": "default", "POD_NAME": PUMICE_POD_NAME},
         ready_url=f"{pumice.extender_url}/readyz",
         timeout=60,
     )
@@ -113,6 +117,14 @@ def ensure_pumice(
     cp._pumice = pumice  # type: ignore[attr-defined]
     cp._pumice_scheduler_conf = scheduler_conf  # type: ignore[attr-defined]
     return pumice
+
+
+PUMICE_POD_NAME = "pumice-e2e"
+
+
+def scheduler_conf_path(cp: ControlPlane) -> Path:
+    """Where ``ensure_pumice(scheduler_conf=...)`` writes the conf pumice watches (a test may edit it)."""
+    return cp.workdir / "pumice-scheduler.conf"
 
 
 def _start_scheduler(cp: ControlPlane, pumice: Pumice, bind_verb: bool) -> None:

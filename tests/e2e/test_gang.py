@@ -330,8 +330,12 @@ async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
             pgs,
             body={"apiVersion": PG, "kind": "PodGroup", "metadata": {"name": "wide"}, "spec": spec},
         )
-        expected = f"queue {qname}: cpu 6/4 over capability"
-        await wait_for_reason(kube_api, namespace, "wide", lambda m: m == expected, 20)
+        # Then the sum's terms, this group's minResources last.
+        expected = f"queue {qname}: cpu 6/4 over capability ("
+        terms = "minResources 6)"
+        await wait_for_reason(
+            kube_api, namespace, "wide", lambda m: m.startswith(expected) and m.endswith(terms), 20
+        )
         assert await _phase_is(kube_api, namespace, "wide", "Pending")
     finally:
         await kube.request(kube_api, "DELETE", f"{pgs}/wide")

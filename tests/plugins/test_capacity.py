@@ -232,7 +232,7 @@ def test_enqueue_checks_only_what_the_group_asks_for(q: str, cpu: str, memory: s
         u = why(result, "new")
         assert u.reason == NOT_ADMITTED
         assert u.message.startswith("queue q1: memory ")
-        assert u.message.endswith("over capability, counting what admitted groups are promised")
+        assert "over capability, counting what admitted groups are promised (memory: used " in u.message
 
 
 def test_enqueue_counts_promises_to_admitted_groups() -> None:
@@ -245,6 +245,7 @@ def test_enqueue_counts_promises_to_admitted_groups() -> None:
     assert result.admitted == {"default/a"}
     assert why(result, "b").message == (
         "queue q: cpu 3/2 over capability, counting what admitted groups are promised"
+        " (cpu: used 0 + promised 2 + minResources 1)"  # the sum's terms
     )
 
 
@@ -615,7 +616,8 @@ def test_enqueue_checks_every_ancestor() -> None:
     assert (u.reason, u.message) == (
         NOT_ADMITTED,
         "queue q62: ancestor queue q6: cpu 4/2, memory 8Gi/4Gi over capability, "
-        "counting what admitted groups are promised",
+        "counting what admitted groups are promised "
+        "(cpu: used 0 + promised 2 + minResources 2; memory: used 0 + promised 4Gi + minResources 4Gi)",
     )
 
 

@@ -7,7 +7,7 @@ import pytest
 from extender.core.errors import ConfigError
 from extender.framework.actions import NOT_ADMITTED
 from extender.plugins.registry import load_conf
-from tests.core.builders import conf_with, node, podgroup, run
+from tests.core.builders import conf_with, node, pod, podgroup, run
 
 NODES = [node("n0", cpu="4", memory="8Gi"), node("n1", cpu="4", memory="8Gi")]  # 8 cpu, 16Gi
 
@@ -46,6 +46,21 @@ def test_every_resource_is_checked() -> None:
     result = run(NODES, [], [pg], conf=conf(None))
     assert result.unschedulable["default/g"].message == (
         "cluster over-committed: minResources memory 20Gi > idle memory 19.2Gi"
+        " (memory: allocatable 16Gi × overcommit 1.2 − used 0 − promised 0)"
+    )
+
+
+def test_message_spells_out_the_factors_of_idle() -> None:
+    """idle = allocatable × factor − used − promised, each figure named (issue 9: a bare 7.6 hid the 1.2)."""
+    running = pod("r", cpu="2", node="n0", phase="Running", scheduler="default-scheduler")
+    groups = [
+        podgroup("b", 1, min_resources={"cpu": "1"}, phase="Inqueue"),
+        podgroup("g", 1, min_resources={"cpu": "10"}),
+    ]
+    result = run(NODES, [running], groups, conf=conf(1.5))
+    assert result.unschedulable["default/g"].message == (
+        "cluster over-committed: minResources cpu 10 > idle cpu 9"
+        " (cpu: allocatable 8 × overcommit 1.5 − used 2 − promised 1)"
     )
 
 

@@ -117,7 +117,10 @@ def test_capability_refuses_admission() -> None:
     pg = podgroup("j", 1, queue="q", min_resources={"cpu": "3", "memory": "1Gi"})
     result = run([node("n0", cpu="8")], [], [pg], [queue("q", capability={"cpu": "2", "memory": "8Gi"})])
     u = result.unschedulable["default/j"]
-    assert (u.reason, u.message) == (NOT_ADMITTED, "queue q: cpu 3/2 over capability")
+    assert (u.reason, u.message) == (
+        NOT_ADMITTED,
+        "queue q: cpu 3/2 over capability (cpu: used 0 + minResources 3)",  # the sum's terms spelled out
+    )
 
 
 def test_capability_on_extended_resource() -> None:

@@ -49,6 +49,31 @@ CASES: list[tuple[str, Callable[[], str], str]] = [
         "/apis/networking.k8s.io/v1/namespaces/ns1/networkpolicies",
     ),
     (
+        "resourcequotas",
+        lambda: paths.RESOURCE_QUOTAS.collection("ns1"),
+        "/api/v1/namespaces/ns1/resourcequotas",
+    ),
+    (
+        "poddisruptionbudgets",
+        lambda: paths.POD_DISRUPTION_BUDGETS.collection("ns1"),
+        "/apis/policy/v1/namespaces/ns1/poddisruptionbudgets",
+    ),
+    (
+        "replicasets",
+        lambda: paths.REPLICA_SETS.collection("ns1"),
+        "/apis/apps/v1/namespaces/ns1/replicasets",
+    ),
+    (
+        "statefulsets",
+        lambda: paths.STATEFUL_SETS.collection("ns1"),
+        "/apis/apps/v1/namespaces/ns1/statefulsets",
+    ),
+    (
+        "batch jobs",
+        lambda: paths.BATCH_JOBS.collection("ns1"),
+        "/apis/batch/v1/namespaces/ns1/jobs",
+    ),
+    (
         "mutating webhooks",
         lambda: paths.MUTATING_WEBHOOK_CONFIGURATIONS.collection(),
         f"{ADMREG}/mutatingwebhookconfigurations",
@@ -97,6 +122,27 @@ CASES: list[tuple[str, Callable[[], str], str]] = [
     ("queue", lambda: paths.QUEUES.item("q1"), f"{SCHED}/queues/q1"),
     ("job", lambda: paths.JOBS.item("j1", namespace="ns1"), f"{BATCH}/namespaces/ns1/jobs/j1"),
     ("command", lambda: paths.COMMANDS.item("c1", namespace="ns1"), f"{BUS}/namespaces/ns1/commands/c1"),
+    ("cronjobs", lambda: paths.CRONJOBS.collection("ns1"), f"{BATCH}/namespaces/ns1/cronjobs"),
+    (
+        "cronjob status",
+        lambda: paths.CRONJOBS.status("c1", namespace="ns1"),
+        f"{BATCH}/namespaces/ns1/cronjobs/c1/status",
+    ),
+    (
+        "jobflows",
+        lambda: paths.JOBFLOWS.collection("ns1"),
+        "/apis/flow.volcano.sh/v1alpha1/namespaces/ns1/jobflows",
+    ),
+    (
+        "jobflow status",
+        lambda: paths.JOBFLOWS.status("f1", namespace="ns1"),
+        "/apis/flow.volcano.sh/v1alpha1/namespaces/ns1/jobflows/f1/status",
+    ),
+    (
+        "jobtemplates",
+        lambda: paths.JOBTEMPLATES.collection("ns1"),
+        "/apis/flow.volcano.sh/v1alpha1/namespaces/ns1/jobtemplates",
+    ),
     # --- subresources ---
     ("pod binding", lambda: paths.pod_binding("ns1", "p1"), "/api/v1/namespaces/ns1/pods/p1/binding"),
     ("pod eviction", lambda: paths.pod_eviction("ns1", "p1"), "/api/v1/namespaces/ns1/pods/p1/eviction"),

@@ -51,6 +51,11 @@ CASES = [
         "import extender.core.model",
         "controllers.kube is the bottom of controllers",
     ),
+    (
+        "controllers/scheduler.py",
+        "import prometheus_client",
+        "prometheus_client only in extender.server.metrics",
+    ),
 ]
 
 

@@ -9,31 +9,71 @@ from controllers.status import StatusWriter
 
 class Recorder:
     def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
+        self.events: list[tuple[str, str, str, str]] = []
 
     def record(self, ref: Any, *, type_: str, reason: str, note: str, action: str) -> None:
-        self.events.append((type_, reason, note))
+        self.events.append((ref.kind, type_, reason, note))
 
 
-def status(phase: str, message: str = "") -> dict[str, Any]:
-    conds = [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": message}]
-    return {"phase": phase, "conditions": conds if message else []}
+def status(
+    phase: str, message: str = "", reason: str = "NotEnoughResources", running: int = 0
+) -> dict[str, Any]:
+    conds = [{"type": "Unschedulable", "status": "True", "reason": reason, "message": message}]
+    return {"phase": phase, "conditions": conds if message else [], "running": running}
+
+
+RAW = {
+    "metadata": {
+        "name": "g",
+        "namespace": "ns",
+        "uid": "u",
+        "ownerReferences": [
+            {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "ju"}
+        ],
+    },
+    "spec": {"queue": "q1", "minMember": 2},
+}
 
 
 def test_events_follow_changes_of_reason_and_phase() -> None:
     rec = Recorder()
     w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
-    raw = {"metadata": {"name": "g", "namespace": "ns", "uid": "u"}}
-    w._tell(raw, status("Pending"), status("Pending", "gang 1/2 placeable: needs cpu 2"))
-    w._tell(
-        raw,
-        status("Pending", "gang 1/2 placeable: needs cpu 2"),
-        status("Pending", "gang 1/2 placeable: needs cpu 2"),
-    )
-    w._tell(raw, status("Pending", "gang 1/2 placeable: needs cpu 2"), status("Inqueue"))
-    w._tell(raw, status("Inqueue"), status("Running"))
+    short = "gang 1/2 placeable: needs cpu 2"
+    w._tell(RAW, status("Pending"), status("Pending", short))
+    w._tell(RAW, status("Pending", short), status("Pending", short))  # no change: nothing
+    w._tell(RAW, status("Pending", short), status("Inqueue"))
+    w._tell(RAW, status("Inqueue"), status("Running", running=2))
     assert rec.events == [
-        ("Warning", "Unschedulable", "gang 1/2 placeable: needs cpu 2"),
-        ("Normal", "Inqueue", "admitted to its queue"),
-        ("Normal", "Running", "gang scheduled: minMember pods running"),
+        ("PodGroup", "Warning", "Unschedulable", f"NotEnoughResources: {short}"),
+        ("PodGroup", "Normal", "Enqueued", "admitted to queue q1"),
+        ("Job", "Normal", "Enqueued", "admitted to queue q1"),
+        ("PodGroup", "Normal", "Scheduled", "gang scheduled: 2 pods running (minMember 2)"),
+        ("Job", "Normal", "Scheduled", "gang scheduled: 2 pods running (minMember 2)"),
     ]
+
+
+def test_moving_figures_are_not_a_new_reason() -> None:
+    """Idle capacity changes with every pod that comes or goes: an Event only when what blocks changes."""
+    rec = Recorder()
+    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
+    first = status("Pending", "cluster over-committed: minResources cpu 9 > idle cpu 7.6")
+    fewer = status("Pending", "cluster over-committed: minResources cpu 9 > idle cpu 5.2")
+    memory = status("Pending", "cluster over-committed: minResources memory 9Gi > idle memory 2Gi")
+    queue = status("Pending", "queue q1: cpu 9/8 over capability", reason="NotEnqueued")
+    w._tell(RAW, status("Pending"), first)
+    w._tell(RAW, first, fewer)
+    w._tell(RAW, fewer, memory)
+    w._tell(RAW, memory, queue)
+    assert [e[3] for e in rec.events] == [
+        "NotEnoughResources: cluster over-committed: minResources cpu 9 > idle cpu 7.6",
+        "NotEnoughResources: cluster over-committed: minResources memory 9Gi > idle memory 2Gi",
+        "NotEnqueued: queue q1: cpu 9/8 over capability",
+    ]
+
+
+def test_a_podgroup_without_a_job_tells_only_itself() -> None:
+    rec = Recorder()
+    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
+    raw = {"metadata": {"name": "g", "namespace": "ns", "uid": "u"}, "spec": {}}
+    w._tell(raw, status("Pending"), status("Inqueue"))
+    assert rec.events == [("PodGroup", "Normal", "Enqueued", "admitted to queue default")]
