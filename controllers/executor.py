@@ -7,6 +7,7 @@ merge patches of the desired state, and a 404 for an object that is gone is not 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from controllers.kube import paths
@@ -50,7 +51,8 @@ class Executor:
     async def touch_planned(self, namespace: str, name: str, node: str) -> None:
         """Annotate a waiting pod with its planned node. The update moves the pod out of kube-scheduler's
         unschedulable queue at once, instead of after its periodic flush."""
-        patch = {"metadata": {"annotations": {L.PLANNED_NODE_ANNOTATION: node}}}
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
+        patch = {"metadata": {"annotations": {L.PLANNED_NODE_ANNOTATION: node, L.TOUCHED_AT_ANNOTATION: now}}}
         await self._patch(paths.PODS.item(name, namespace=namespace), patch)
 
     async def lift_gate(self, namespace: str, name: str) -> None:

@@ -169,6 +169,8 @@ class SimCluster:
             self.podgroups[key] = obj
             self.cache.upsert_podgroup(obj)
             self.dirty.add(key)
+        elif kind in ("ResourceQuota", "PodDisruptionBudget"):
+            self.cache.handlers()[f"{str(kind).lower()}s"].upsert(obj)
         elif kind == "Pod":
             uid = PodUID(str(meta.get("uid")))
             self.pods[uid] = obj

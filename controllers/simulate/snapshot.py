@@ -7,9 +7,14 @@ scheduler plans them, victims leave, and when a rule waits for time (a fair wind
 the clock moves to that time. The clock starts at ``now`` (by default the newest creationTimestamp in
 the snapshot).
 
-Not simulated: PodDisruptionBudgets (the Eviction API would refuse some evictions; they are counted and
-listed as ignored), the owners of evicted pods (a ReplicaSet or job controller would create new ones),
-and kube-scheduler's own filters (host ports, volumes).
+ResourceQuotas and PodDisruptionBudgets are loaded for the plugins that read them (``resourcequota``,
+``drf``'s namespace weights, ``pdb``). Pods of a ReplicaSet, StatefulSet or batch Job whose PodGroup is not
+in the snapshot get the group pumice's workload controller would create (sized from the owner's
+annotations when the owner is in the snapshot, else the defaults), as ``serve`` would.
+
+Not simulated: the Eviction API's own PodDisruptionBudget check (only the ``pdb`` plugin's, when the conf
+has it), the owners of evicted pods (a ReplicaSet or job controller would create new ones), and
+kube-scheduler's own filters (host ports, volumes).
 """
 
 from __future__ import annotations
@@ -23,12 +28,49 @@ from controllers.simulate.cluster import SimCluster
 from controllers.simulate.jobs import expand
 from extender.api import labels as L
 from extender.core.model import GroupPhase, group_key
+from extender.core.parse import pod_requests
 from extender.core.timestamps import epoch, rfc3339
+from extender.core.workloads import WORKLOAD_KINDS, desired_podgroup, named_group, workload_owner
 from extender.plugins.registry import SchedulerConf
 
 Obj = dict[str, Any]
 
-_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "PodDisruptionBudget")
+
+
+def _is_workload(o: Obj) -> bool:
+    return (str(o.get("apiVersion", "")).rpartition("/")[0], str(o.get("kind", ""))) in WORKLOAD_KINDS
+
+
+def _workload_groups(objs: Iterable[Obj]) -> list[Obj]:
+    """The PodGroups pumice's workload controller would create for the snapshot's workload pods that name
+    no group and whose owner's group is not in the snapshot: one per owner, from its first pod."""
+    owners = {
+        str(m.get("uid")): o for o in objs if _is_workload(o) and isinstance(m := o.get("metadata"), dict)
+    }
+    have = {
+        (str(m.get("namespace") or "default"), str(m.get("name")))
+        for o in objs
+        if o.get("kind") == "PodGroup" and isinstance(m := o.get("metadata"), dict)
+    }
+    out = []
+    for o in objs:
+        meta = o.get("metadata")
+        if o.get("kind") != "Pod" or not isinstance(meta, dict) or named_group(meta) is not None:
+            continue
+        owner = workload_owner(meta)
+        if owner is None:
+            continue
+        try:
+            requests = pod_requests(o.get("spec") or {})
+        except ValueError:
+            continue  # the cache lists the pod as unreadable, with why
+        desired = desired_podgroup(o, owner, owners.get(owner.uid, {}), requests)
+        key = (str(desired.body["metadata"]["namespace"]), desired.name)
+        if key not in have:
+            have.add(key)
+            out.append(desired.body)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,6 +183,8 @@ def simulate_snapshot(
                 if kind == "Queue":
                     queues.add(meta["name"])
                 cluster.add(o)  # the cache skips and remembers what it cannot read (listed below)
+            elif _is_workload(o):
+                continue  # read for its pods' PodGroup (below)
             elif kind == "Job" and str(o.get("apiVersion", "")).startswith("batch.volcano.sh/"):
                 if (str(meta.get("namespace") or "default"), meta["name"]) in have_pods:
                     continue  # its pods and PodGroup are in the snapshot already
@@ -151,6 +195,11 @@ def simulate_snapshot(
                 ignored.append(f"{kind} {_where(meta)}")
         except ValueError as e:  # one unreadable object is that object's problem, never the run's
             ignored.append(f"{kind} {_where(o.get('metadata'))}: {e}")
+    for pg in _workload_groups(objs):
+        try:
+            cluster.add(pg)
+        except ValueError as e:
+            ignored.append(f"PodGroup {_where(pg['metadata'])}: {e}")
     for name in ("root", default_queue):  # pumice serve creates these at start
         if name not in queues:
             q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}

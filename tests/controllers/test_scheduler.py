@@ -112,6 +112,21 @@ async def test_a_rejected_pod_is_touched_once_it_has_a_plan() -> None:
     assert ex.touched == [("big", "n2")]
 
 
+async def test_a_pod_kube_scheduler_failed_without_us_is_touched_once_planned() -> None:
+    """pumice restarted while kube-scheduler filtered the pod (connection refused: SchedulerError), or its
+    predecessor refused it: this process never refused it, yet kube-scheduler holds it for up to five
+    minutes unless the pod changes. A pod without that condition is not touched."""
+    s, ex = scheduler(node("n1", "4"))
+    failed = pod("failed")
+    failed["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}]
+    s.cache.upsert_pod(failed)
+    s.cache.upsert_pod(pod("fresh"))
+    s.cycle()
+    await settle(s)
+    assert set(s.ledger.plans()) == {"failed", "fresh"}
+    assert ex.touched == [("failed", "n1")]
+
+
 async def test_a_failed_bind_releases_the_whole_gang_for_replanning() -> None:
     s, ex = scheduler(node("n1", "4"))
     s.cache.upsert_podgroup(podgroup("g", 2))

@@ -489,8 +489,87 @@ def job_samples() -> st.SearchStrategy[Raw]:
     return st.sampled_from(SAMPLE_JOBS)
 
 
+def _job_spec(job: Raw) -> Raw:
+    return job["spec"]  # type: ignore[no-any-return]
+
+
+@cache
+def jobtemplate() -> st.SearchStrategy[Raw]:
+    return st.builds(
+        lambda job: {
+            "apiVersion": "flow.volcano.sh/v1alpha1",
+            "kind": "JobTemplate",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": _job_spec(job),
+        },
+        job_samples(),
+    )
+
+
+@cache
+def jobflow() -> st.SearchStrategy[Raw]:
+    entry = st.fixed_dictionaries(
+        {"name": st.sampled_from(("a", "b", "c"))},
+        optional={
+            "dependsOn": st.fixed_dictionaries(
+                {"targets": st.lists(st.sampled_from(("a", "b", "c", "x")), max_size=2)},
+                optional={
+                    "probe": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "taskStatusList": st.just([{"taskName": "main", "phase": "Running"}]),
+                            "httpGetList": st.just([{"taskName": "main", "path": "/", "port": 80}]),
+                            "tcpSocketList": st.just([{"taskName": "main", "port": 22}]),
+                        },
+                    )
+                },
+            ),
+            "patch": st.builds(lambda job: {"jobSpec": _job_spec(job)}, job_samples()),
+        },
+    )
+    return st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("flow.volcano.sh/v1alpha1"),
+            "kind": st.just("JobFlow"),
+            "metadata": st.just({"name": "f", "namespace": "ns"}),
+            "spec": st.fixed_dictionaries(
+                {"flows": st.lists(entry, max_size=3)},
+                optional={"jobRetainPolicy": st.sampled_from(("retain", "delete", "keep"))},
+            ),
+        }
+    )
+
+
+@cache
+def cronjob() -> st.SearchStrategy[Raw]:
+    return st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("batch.volcano.sh/v1alpha1"),
+            "kind": st.just("CronJob"),
+            "metadata": st.just({"name": "c", "namespace": "ns"}),
+            "spec": st.fixed_dictionaries(
+                {
+                    "schedule": st.sampled_from(("*/1 * * * *", "30 2 * * *", "@hourly", "61 * * * *", "x")),
+                    "jobTemplate": st.builds(lambda job: {"spec": _job_spec(job)}, job_samples()),
+                },
+                optional={
+                    "timeZone": st.sampled_from(("Europe/Berlin", "UTC", "Mars/Olympus")),
+                    "concurrencyPolicy": st.sampled_from(("Allow", "Forbid", "Replace", "Sometimes")),
+                    "startingDeadlineSeconds": st.integers(min_value=-1, max_value=600),
+                    "suspend": st.booleans(),
+                    "successfulJobsHistoryLimit": st.integers(min_value=-1, max_value=3),
+                    "failedJobsHistoryLimit": st.integers(min_value=-1, max_value=3),
+                },
+            ),
+        }
+    )
+
+
 OBJECTS: dict[str, Callable[[], st.SearchStrategy[Raw]]] = {
     "jobs": job_samples,
+    "jobtemplates": jobtemplate,
+    "jobflows": jobflow,
+    "cronjobs": cronjob,
     "queues": queue,
     "podgroups": podgroup,
     "pods": pod,

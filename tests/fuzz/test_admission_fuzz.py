@@ -45,7 +45,7 @@ CLUSTER = StaticLookup(
     scheduling_gates=True,
 )
 WEBHOOKS = {w.path: w for w in served_webhooks()}
-EXAMPLES = 560  # per path: 9 paths, about 5 000 requests
+EXAMPLES = 420  # per path: 12 paths, about 5 000 requests
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 

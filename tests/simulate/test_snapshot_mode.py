@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from controllers.simulate.snapshot import SnapshotResult, flatten, simulate_snapshot
-from extender.framework.actions import NOT_ENOUGH_RESOURCES
+from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.registry import load_conf
-from tests.core.builders import NOW, T0, gang, node
+from tests.core.builders import NOW, T0, gang, node, pod
 from tests.fixtures.scenarios import Scenario, load_scenarios
 
 SCENARIOS = load_scenarios()
@@ -130,3 +130,72 @@ def test_an_unreadable_object_is_listed_with_why_and_the_rest_is_simulated() -> 
         "Pod <unnamed>: a Pod without metadata.name",
         "Node n9: Node.status.allocatable: invalid resource quantity 'lots'",
     )
+
+
+def _replica_set(min_member: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web-5d8",
+            "namespace": "default",
+            "uid": "uid-rs",
+            "annotations": {"scheduling.volcano.sh/group-min-member": str(min_member)},
+        },
+    }
+
+
+def _rs_pods(n: int) -> list[dict[str, Any]]:
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web-5d8",
+        "uid": "uid-rs",
+        "controller": True,
+    }
+    pods = [pod(f"web-5d8-{i}", cpu="2") for i in range(n)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = [owner]
+    return pods
+
+
+def test_workload_pods_get_the_group_the_workload_controller_would_make() -> None:
+    """3 pods of a ReplicaSet asking for a gang of 3 (2 cpu each) on a 4-cpu node: none placed, and the
+    group says why; with room for 3, all three. Without the owner in the snapshot, minMember is 1."""
+    small, big = node("n0", cpu="4"), node("n0", cpu="6")
+    gang_of_3 = [_replica_set(3), *_rs_pods(3)]
+    result = simulate_snapshot([small, *gang_of_3], load_conf(None), now=NOW)
+    assert placements(result) == {}
+    (group,) = result.podgroups
+    assert (group.name, group.min_member, group.reason) == (
+        "default/podgroup-uid-rs",
+        3,
+        NOT_ADMITTED,
+    )
+    assert "ReplicaSet default/web-5d8" not in " ".join(result.ignored)
+    assert len(placements(simulate_snapshot([big, *gang_of_3], load_conf(None), now=NOW))) == 3
+    alone = simulate_snapshot([small, *_rs_pods(3)], load_conf(None), now=NOW)
+    assert len(placements(alone)) == 2
+    assert [g.min_member for g in alone.podgroups] == [1]
+
+
+def test_resource_quotas_are_read_by_the_resourcequota_plugin() -> None:
+    conf = load_conf(
+        "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: resourcequota\n"
+        "  - name: proportion\n  - name: predicates\n"
+    )
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q1", "namespace": "default"},
+        "spec": {"hard": {"requests.cpu": "1"}},
+    }
+    # A vcjob's PodGroup before its pods exist (the job controller creates them once it is Inqueue):
+    # the quota's room is what its minResources must fit in.
+    pg, _ = gang("a", 2, phase="Pending")
+    pg["spec"]["minResources"] = {"cpu": "2"}
+    result = simulate_snapshot([node("n0", cpu="4"), quota, pg], conf, now=NOW)
+    (group,) = result.podgroups
+    assert group.phase == "Pending"
+    assert "resourcequota q1" in group.message
+    assert result.ignored == ()
