@@ -27,6 +27,7 @@ from controllers.kube.informer import Handler
 from controllers.watched import meta as _meta
 from controllers.watched import namespace as _ns
 from controllers.watched import newer as _newer
+from controllers.watched import sync_contained
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
@@ -130,30 +131,8 @@ class CronJobController:
                 tg.create_task(self.queue.work(self._sync_contained), name=f"cronjob-worker-{i}")
 
     async def _sync_contained(self, key: str) -> None:
-        if not self.ready:
-            return
-        try:
-            await self.sync(key)
-            self.queue.forget(key)
-        except asyncio.CancelledError:
-            raise
-        except ApiError as e:
-            if e.status == 409:
-                self.stats["conflicts"] += 1
-                self.queue.add_after(key, 0.05)
-            else:
-                self._failed(key, str(e))
-        except (OSError, TimeoutError) as e:
-            self._failed(key, repr(e))
-        except Exception as e:  # a bug or an object we did not foresee: this CronJob's problem only
-            log.exception("cronjob sync raised", extra={"cronjob": key})
-            self._failed(key, f"internal error: {type(e).__name__}: {e}")
-
-    def _failed(self, key: str, why: str) -> None:
-        self.stats["errors"] += 1
-        delay = self.queue.backoff(key)
-        log.warning("cronjob sync failed", extra={"cronjob": key, "error": why, "retry_s": delay})
-        self.queue.add_after(key, delay)
+        if self.ready:
+            await sync_contained(self.queue, key, self.sync, self.stats, "CronJob")
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
         if self.events is not None:

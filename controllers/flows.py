@@ -33,6 +33,7 @@ from controllers.probes import ProbeRunner
 from controllers.watched import meta as _meta
 from controllers.watched import namespace as _ns
 from controllers.watched import newer as _newer
+from controllers.watched import sync_contained
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
@@ -220,30 +221,8 @@ class FlowController:
                 tg.create_task(self.probes.work(), name=f"flow-probe-{i}")
 
     async def _sync_contained(self, key: str) -> None:
-        if not self.ready:
-            return
-        try:
-            await self.sync(key)
-            self.queue.forget(key)
-        except asyncio.CancelledError:
-            raise
-        except ApiError as e:
-            if e.status == 409:
-                self.stats["conflicts"] += 1
-                self.queue.add_after(key, 0.05)
-            else:
-                self._failed(key, str(e))
-        except (OSError, TimeoutError) as e:
-            self._failed(key, repr(e))
-        except Exception as e:  # a bug or an object we did not foresee: this flow's problem only
-            log.exception("flow sync raised", extra={"flow": key})
-            self._failed(key, f"internal error: {type(e).__name__}: {e}")
-
-    def _failed(self, key: str, why: str) -> None:
-        self.stats["errors"] += 1
-        delay = self.queue.backoff(key)
-        log.warning("flow sync failed", extra={"flow": key, "error": why, "retry_s": delay})
-        self.queue.add_after(key, delay)
+        if self.ready:
+            await sync_contained(self.queue, key, self.sync, self.stats, "JobFlow")
 
     def _event(self, obj: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
         if self.events is not None:

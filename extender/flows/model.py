@@ -204,8 +204,8 @@ def owner_reference(flow: JobFlow) -> dict[str, Any]:
     }
 
 
-def controller_uid(obj: Obj, *, kind: str, group: str) -> str | None:
-    """The UID of ``obj``'s controller owner when it is a ``kind`` of API group ``group``."""
+def _controller_field(obj: Obj, field: str, *, kind: str, group: str) -> str | None:
+    """A string field of ``obj``'s controller owner reference when it is a ``kind`` of API group ``group``."""
     meta = obj.get("metadata")
     refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
     for ref in refs if isinstance(refs, list) else ():
@@ -215,21 +215,15 @@ def controller_uid(obj: Obj, *, kind: str, group: str) -> str | None:
             and ref.get("kind") == kind
             and str(ref.get("apiVersion", "")).startswith(f"{group}/")
         ):
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else None
+            value = ref.get(field)
+            return value if isinstance(value, str) else None
     return None
+
+
+def controller_uid(obj: Obj, *, kind: str, group: str) -> str | None:
+    """The UID of ``obj``'s controller owner when it is a ``kind`` of API group ``group``."""
+    return _controller_field(obj, "uid", kind=kind, group=group)
 
 
 def controller_name(obj: Obj, *, kind: str, group: str) -> str | None:
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
-    for ref in refs if isinstance(refs, list) else ():
-        if (
-            isinstance(ref, Mapping)
-            and ref.get("controller")
-            and ref.get("kind") == kind
-            and str(ref.get("apiVersion", "")).startswith(f"{group}/")
-        ):
-            name = ref.get("name")
-            return name if isinstance(name, str) else None
-    return None
+    return _controller_field(obj, "name", kind=kind, group=group)

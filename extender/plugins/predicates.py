@@ -22,15 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from extender.core.errors import ConfigError
-from extender.core.resources import Vector
 from extender.framework.arguments import parse_arguments
-from extender.framework.plugin import Mask, Plugin, Rows
 from extender.framework.session import Session
-from extender.plugins.resource_strategy_fit import Proportional, Ratio, proportional_ratio
+from extender.plugins.resource_strategy_fit import Proportional, ProportionalFit, Ratio, proportional_ratio
 
 _KNOWN = {
     "predicate.GPUSharingEnable": (bool, False),
@@ -49,7 +44,7 @@ _KNOWN = {
 }
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(ProportionalFit):
     name = "predicates"
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
@@ -84,23 +79,6 @@ class PredicatesPlugin(Plugin):
             raise ConfigError("plugin predicates: predicate.ProportionalEnable needs predicate.resources")
         self.proportional = Proportional(ratios, self.name) if args["predicate.ProportionalEnable"] else None
 
-    def takes_part(self, hook: str) -> bool:
-        # Without the proportional predicate the plugin has no node predicate: it must not cost the
-        # session its fit-mask fast path, nor keep refusals from standing (see extender.framework.cycle).
-        if hook == "node_fit" and self.proportional is None:
-            return False
-        return super().takes_part(hook)
-
     def open(self, ssn: Session) -> None:
         if self.proportional is not None:
             self.proportional.open(ssn)
-
-    def node_fit(
-        self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
-    ) -> Mask | None:
-        return None if self.proportional is None else self.proportional.fit(request, free)
-
-    def node_fit_reason(self, ssn: Session, request: Vector, free: Vector, row: int) -> str | None:
-        if self.proportional is None:
-            return None
-        return self.proportional.reason(request, free, ssn.snapshot.node_names[row])

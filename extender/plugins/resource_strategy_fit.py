@@ -231,7 +231,31 @@ def strategy_for(resource: str, table: Mapping[str, Strategy]) -> Strategy | Non
     return None if best is None else best[1]
 
 
-class ResourceStrategyFitPlugin(Plugin):
+class ProportionalFit(Plugin):
+    """The proportional node predicate of a plugin that may carry one (resource-strategy-fit, and
+    predicates' older arguments for the same rule); the subclass sets ``proportional`` and opens it."""
+
+    proportional: Proportional | None = None
+
+    def takes_part(self, hook: str) -> bool:
+        # Without the proportional predicate the plugin has no node predicate: it must not cost the
+        # session its fit-mask fast path, nor keep refusals from standing (see extender.framework.cycle).
+        if hook == "node_fit" and self.proportional is None:
+            return False
+        return super().takes_part(hook)
+
+    def node_fit(
+        self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
+    ) -> Mask | None:
+        return None if self.proportional is None else self.proportional.fit(request, free)
+
+    def node_fit_reason(self, ssn: Session, request: Vector, free: Vector, row: int) -> str | None:
+        if self.proportional is None:
+            return None
+        return self.proportional.reason(request, free, ssn.snapshot.node_names[row])
+
+
+class ResourceStrategyFitPlugin(ProportionalFit):
     name = NAME
     row_local_scores = True
 
@@ -271,13 +295,6 @@ class ResourceStrategyFitPlugin(Plugin):
         }
         self.proportional = parse_proportional(args.get("proportional"), f"{where}: proportional")
 
-    def takes_part(self, hook: str) -> bool:
-        # Without the proportional predicate the plugin has no node predicate: it must not cost the
-        # session its fit-mask fast path, nor keep refusals from standing (see extender.framework.cycle).
-        if hook == "node_fit" and self.proportional is None:
-            return False
-        return super().takes_part(hook)
-
     def open(self, ssn: Session) -> None:
         names = ssn.snapshot.index.names
         # Per resource column: its strategy (the pods column never counts: every pod asks for one).
@@ -299,16 +316,6 @@ class ResourceStrategyFitPlugin(Plugin):
         self._zero_alloc = frozenset(np.flatnonzero(~self._has_column.all(axis=0)).tolist())
         if self.proportional is not None:
             self.proportional.open(ssn)
-
-    def node_fit(
-        self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
-    ) -> Mask | None:
-        return None if self.proportional is None else self.proportional.fit(request, free)
-
-    def node_fit_reason(self, ssn: Session, request: Vector, free: Vector, row: int) -> str | None:
-        if self.proportional is None:
-            return None
-        return self.proportional.reason(request, free, ssn.snapshot.node_names[row])
 
     def node_score(
         self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
