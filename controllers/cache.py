@@ -24,6 +24,7 @@ from controllers.pending import PendingSet
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.errors import InvalidObject
+from extender.core.hypernodes import HyperNode, HyperNodeSet, parse_hypernode
 from extender.core.model import (
     GroupKey,
     GroupPhase,
@@ -35,6 +36,7 @@ from extender.core.model import (
     Queue,
     group_key,
 )
+from extender.core.numa import NumaTopology, parse_numatopology
 from extender.core.parse import (
     parse_node,
     parse_pod,
@@ -93,6 +95,12 @@ class ClusterCache:
         # ResourceQuotas and PodDisruptionBudgets by namespace/name (the resourcequota, drf and pdb plugins).
         self._quotas: dict[str, ResourceQuota] = {}
         self._budgets: dict[str, DisruptionBudget] = {}
+        # HyperNodes by name (network-topology-aware), and the immutable set snapshots share until one
+        # changes (it memoizes their resolution over the node table).
+        self._hypernodes: dict[str, HyperNode] = {}
+        self._hypernode_set: HyperNodeSet | None = None
+        # Numatopologies by node name (numa-aware): each node's NUMA cells and free cpus.
+        self._numatopologies: dict[str, NumaTopology] = {}
         # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
         self._raw_podgroups: dict[GroupKey, Obj] = {}
         self._raw_queues: dict[str, Obj] = {}
@@ -114,7 +122,16 @@ class ClusterCache:
         if kind == "node":
             self._nodes_version += 1
             self._pending.nodes_changed()
-        elif kind in ("queue", "priorityclass", "resourcequota", "poddisruptionbudget"):
+        elif kind in (
+            "queue",
+            "priorityclass",
+            "resourcequota",
+            "poddisruptionbudget",
+            "hypernode",
+            "numatopology",
+        ):
+            if kind == "hypernode":
+                self._hypernode_set = None
             # A quota with room or a budget that allows more can admit or unblock what waits.
             self._pending.room_freed()
 
@@ -371,7 +388,7 @@ class ClusterCache:
             parsed = self._parse(parse, obj, kind)
             if parsed is None:
                 return
-            key = f"{parsed.namespace}/{parsed.name}"
+            key = f"{parsed.namespace}/{parsed.name}".lstrip("/")  # (cluster-scoped: the name)
             if store.get(key) != parsed:
                 store[key] = parsed
                 self._changed(change)
@@ -388,7 +405,7 @@ class ClusterCache:
             for o in objs:
                 parsed = self._parse(parse, o, kind)
                 if parsed is not None:
-                    store[f"{parsed.namespace}/{parsed.name}"] = parsed
+                    store[f"{parsed.namespace}/{parsed.name}".lstrip("/")] = parsed
             self._changed(change)
 
         return Handler(replace, upsert, remove, self._unreadable_listed(kind))
@@ -432,6 +449,10 @@ class ClusterCache:
             ),
             "poddisruptionbudgets": self._namespaced(
                 "PodDisruptionBudget", self._budgets, parse_pod_disruption_budget, "poddisruptionbudget"
+            ),
+            "hypernodes": self._namespaced("HyperNode", self._hypernodes, parse_hypernode, "hypernode"),
+            "numatopologies": self._namespaced(
+                "Numatopology", self._numatopologies, parse_numatopology, "numatopology"
             ),
         }
 
@@ -529,7 +550,14 @@ class ClusterCache:
             other_groups=self._podgroups,
             quotas=self._quotas.values(),
             budgets=self._budgets.values(),
+            hypernodes=self._hypernodes_now(),
+            numatopologies=self._numatopologies.values(),
         )
+
+    def _hypernodes_now(self) -> HyperNodeSet:
+        if self._hypernode_set is None:
+            self._hypernode_set = HyperNodeSet(self._hypernodes.values())
+        return self._hypernode_set
 
     def snapshot(
         self,

@@ -48,6 +48,18 @@ class Executor:
                 f"binding pod {namespace}/{name} to {node} failed: HTTP {e.status} {e.reason}".rstrip()
             ) from None
 
+    async def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Write a plugin's decision on a pod before it binds (numa-aware's topology decision); a refusal
+        fails the bind."""
+        try:
+            await self.client.merge_patch(
+                paths.PODS.item(name, namespace=namespace), {"metadata": {"annotations": annotations}}
+            )
+        except ApiError as e:
+            raise BindError(
+                f"annotating pod {namespace}/{name} failed: HTTP {e.status} {e.reason}".rstrip()
+            ) from None
+
     async def touch_planned(self, namespace: str, name: str, node: str) -> None:
         """Annotate a waiting pod with its planned node. The update moves the pod out of kube-scheduler's
         unschedulable queue at once, instead of after its periodic flush."""

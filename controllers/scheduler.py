@@ -134,6 +134,9 @@ class Scheduler:
         self.reasons: dict[GroupKey, Unschedulable] = {}
         self.rejected: set[PodUID] = set()
         self.touched: dict[PodUID, str] = {}
+        # Annotations a plugin asks for on a planned pod (see CycleResult), until they are written: the
+        # filter holds the pod back meanwhile, so kube-scheduler binds it only once they are on it.
+        self.annotations: dict[PodUID, dict[str, str]] = {}
         # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
         self.refused: dict[PodUID, frozenset[str]] = {}
         # What each settled group weighs on its queue while it is left out of snapshots (see _prepare).
@@ -250,6 +253,11 @@ class Scheduler:
             self.ledger.plan(
                 uid, node, pod.requests, self.cache.pod_queue(pod), key, victims=victims, now=now
             )
+            if uid in result.annotations:
+                self.annotations[uid] = result.annotations[uid]
+                self._spawn(self._annotate(pod, result.annotations[uid]))
+            else:
+                self.annotations.pop(uid, None)
             if (uid in self.rejected or pod.gated) and self.touched.get(uid) != node:
                 self.touched[uid] = node
                 self._spawn(self._touch(pod, node))
@@ -339,6 +347,7 @@ class Scheduler:
                 self.refused.pop(uid, None)
                 self.rejected.discard(uid)
                 self.touched.pop(uid, None)
+                self.annotations.pop(uid, None)
             elif uid in self.unseen and pod.scheduler_name in self.scheduler_names:
                 del self.unseen[uid]
                 self.rejected.add(uid)
@@ -478,6 +487,20 @@ class Scheduler:
             self.touched.pop(pod.uid, None)
             log.warning("touch failed", extra={"pod": pod.key, "error": str(e)})
 
+    async def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
+        """Write a plugin's decision on a planned pod; the update also moves it out of kube-scheduler's
+        unschedulable queue, where the filter's "not yet" put it. A failure drops the gang's plans: the
+        next cycle plans (and writes) again."""
+        try:
+            await self.executor.annotate(pod.namespace, pod.name, annotations)
+        except Exception as e:
+            log.warning("writing the pod's decision failed", extra={"pod": pod.key, "error": str(e)})
+            if self.annotations.get(pod.uid) is annotations:
+                self._release(pod.uid)
+            return
+        if self.annotations.get(pod.uid) is annotations:
+            del self.annotations[pod.uid]
+
     async def close(self) -> None:
         for t in list(self._tasks):
             t.cancel()
@@ -520,8 +543,11 @@ class Scheduler:
         uid = PodUID(str((raw_pod.get("metadata") or {}).get("uid") or ""))
         node = self.ledger.planned_node(uid)
         waiting = self.ledger.waiting_for(uid)
-        if node is not None and not waiting and node in node_names:  # the hot path: an O(1) answer
-            return _pinned(node)
+        if node is not None and not waiting and node in node_names and uid not in self.annotations:
+            return _pinned(node)  # the hot path: an O(1) answer
+        if node is not None and uid in self.annotations:
+            # Not before the plugin's decision is on the pod; writing it moves the pod back in line.
+            return _refused(node_names, f"planned on node {node}: writing the placement decision on the pod")
         if waiting:
             # The room is held; kube-scheduler retries once the victims' deletion shows.
             return _refused(node_names, f"waiting for {len(waiting)} pods to leave node {node}")
@@ -625,6 +651,8 @@ class Scheduler:
             log.warning("bind refused", extra={"pod": who, "node": node, "reason": refusal})
             return refusal
         try:
+            if uid in self.annotations:
+                await self.executor.annotate(args["PodNamespace"], args["PodName"], self.annotations[uid])
             await self.executor.bind(args["PodNamespace"], args["PodName"], uid, node)
         except BindError as e:
             self.stats.bind_errors += 1
@@ -634,6 +662,7 @@ class Scheduler:
         self.stats.binds += 1
         self.rejected.discard(uid)
         self.touched.pop(uid, None)
+        self.annotations.pop(uid, None)
         self.cache.assume_bound(uid, node)
         # The decision was logged at INFO by the cycle that planned it; the bind itself is detail.
         log.debug("bound", extra={"pod": who, "node": node})
@@ -649,4 +678,5 @@ class Scheduler:
         key = pod_group_key(pod)
         for u in self.cache.members(key) | {uid}:
             self.ledger.release(u)
+            self.annotations.pop(u, None)
         self.pending.again(key)

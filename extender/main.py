@@ -20,7 +20,6 @@ import ssl
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,6 @@ from controllers.kube.informer import Informer, tee
 from controllers.kube.version import cluster_version
 from controllers.liveness import Liveness
 from controllers.queue_commands import QueueCommandController
-from controllers.queue_figures import Memo, queue_figures
 from controllers.scheduler import Scheduler
 from controllers.simulate.cli import add_simulate_parser
 from controllers.state import cluster_state
@@ -56,12 +54,13 @@ from extender.api.limits import Limits
 from extender.core.errors import ConfigError
 from extender.core.model import PodGroup, Queue
 from extender.deploy.cli import add_manifests_parser
+from extender.families import register_families
 from extender.jobs.rules import job_problems
 from extender.logs import FORMATS, LEVELS, configure
 from extender.plugins.registry import SchedulerConf, load_conf
 from extender.preflight import kubeconfig_problem, listen_problem, one_line
 from extender.server.app import make_extender_app
-from extender.server.metrics import CONTENT_TYPE, Metrics, Sample, one
+from extender.server.metrics import CONTENT_TYPE, Metrics
 from extender.settings import (
     ExtenderListener,
     MetricsListener,
@@ -82,6 +81,8 @@ INFORMERS = (
     ("priorityclasses", paths.PRIORITY_CLASSES.collection()),
     ("resourcequotas", paths.RESOURCE_QUOTAS.collection()),
     ("poddisruptionbudgets", paths.POD_DISRUPTION_BUDGETS.collection()),
+    ("hypernodes", paths.HYPERNODES.collection()),
+    ("numatopologies", paths.NUMATOPOLOGIES.collection()),
     ("jobs", JOBS_PATH),
     ("commands", COMMANDS_PATH),
     ("jobflows", JOBFLOWS_PATH),
@@ -203,191 +204,19 @@ class Process:
     def job_template_exists(self, namespace: str, name: str) -> bool:
         return name in self.flows.templates.get(namespace, {})
 
-    # metrics ------------------------------------------------------------------------------------------
     def register_metrics(self, admission_app: web.Application) -> None:
-        """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
-        s = self.scheduler.stats
-        m = self.metrics
-        for stat, name, help_text in (
-            ("cycles", "pumice_scheduling_cycles_total", "Scheduling cycles run."),
-            ("cycle_seconds", "pumice_scheduling_cycle_seconds_total", "Time in cycles, seconds."),
-            ("plans", "pumice_plans_total", "Pods given a node by a scheduling cycle."),
-            ("binds", "pumice_extender_binds_total", "Binds carried out through the extender bind verb."),
-            ("bind_errors", "pumice_bind_errors_total", "Binds through the extender bind verb that failed."),
-            (
-                "binds_refused",
-                "pumice_binds_refused_total",
-                "Bind requests refused: no reservation of pumice's for that pod on that node.",
-            ),
-            (
-                "stale_groups",
-                "pumice_stale_groups_total",
-                "Groups whose placements a cycle dropped because an event made them stale.",
-            ),
-            ("touches", "pumice_touches_total", "Pods touched after a plan."),
-            ("cycle_errors", "pumice_cycle_errors_total", "Scheduling cycles that raised."),
-            (
-                "eviction_errors",
-                "pumice_eviction_errors_total",
-                "Evictions the API refused (a PodDisruptionBudget) or that failed.",
-            ),
-        ):
-            m.scrape(name, "counter", help_text, _attr(s, stat))
-        m.scrape(
-            "pumice_evictions_total",
-            "counter",
-            "Pods evicted by preempt or reclaim, by reason.",
-            lambda: [((r,), v) for r, v in sorted(s.eviction_reasons.items())],
-            ["reason"],
-        )
-        m.scrape(
-            "pumice_unreadable_objects_total",
-            "counter",
-            "Objects pumice could not read (skipped and reported).",
-            lambda: one(self.cache.unreadable_total),
-        )
-        m.scrape(
-            "pumice_informer_errors_total",
-            "counter",
-            "Informer errors by informer and kind (handler: one object's; list: an unreadable response).",
-            lambda: [
-                ((i.name, k), v)
-                for i in self.informers
-                for k, v in (("handler", i.handler_errors), ("list", i.list_errors))
-            ],
-            ["informer", "kind"],
-        )
-        m.scrape(
-            "pumice_status_errors_total",
-            "counter",
-            "Status passes that failed.",
-            lambda: one(self.status.errors),
-        )
-        m.scrape(
-            "pumice_events_total",
-            "counter",
-            "Kubernetes Events written, and dropped by the rate limit.",
-            lambda: [(("written",), self.events.written), (("dropped",), self.events.dropped)],
-            ["result"],
-        )
-        m.scrape(
-            "pumice_planned_pods",
-            "gauge",
-            "Pods holding a plan.",
-            lambda: one(self.scheduler.ledger.plan_count()),
-        )
-        m.scrape(
-            "pumice_waiting_groups",
-            "gauge",
-            "Groups of pumice's with pods waiting for a node.",
-            lambda: one(self.scheduler.pending.waiting_groups()),
-        )
-        m.scrape(
-            "pumice_unschedulable_podgroups",
-            "gauge",
-            "Groups waiting, by reason.",
-            lambda: _count_by(u.reason for u in self.scheduler.reasons.values()),
-            ["reason"],
-        )
-        m.scrape("pumice_status_writes_total", "counter", "Status patches.", lambda: one(self.status.writes))
-        m.scrape(
-            "pumice_informer_events_total",
-            "counter",
-            "Watch events by informer.",
-            lambda: [((i.name,), i.events) for i in self.informers],
-            ["informer"],
-        )
-        js = self.jobs.stats
-        for stat, help_text in (
-            ("reconciles", "Job reconciles."),
-            ("conflicts", "Job reconciles retried on a stale read (HTTP 409)."),
-            ("errors", "Job reconciles that failed and were retried."),
-            ("invalid", "Job syncs that found the job invalid (reported on the job)."),
-            ("pods_created", "Pods created for jobs."),
-            ("pods_deleted", "Pods deleted for jobs."),
-        ):
-            m.scrape(f"pumice_job_{stat}_total", "counter", help_text, _stat(js, stat))
-        for prefix, stats in (("jobflow", self.flows.stats), ("cronjob", self.cronjobs.stats)):
-            for stat in ("reconciles", "conflicts", "errors", "jobs_created", "jobs_deleted"):
-                what = stat.replace("_", " ")
-                m.scrape(f"pumice_{prefix}_{stat}_total", "counter", f"{prefix} {what}.", _stat(stats, stat))
-        for stat in ("probes", "failed"):
-            m.scrape(
-                f"pumice_jobflow_probe_{stat}_total",
-                "counter",
-                f"JobFlow HTTP/TCP probes ({stat}).",
-                _stat(self.flows.probes.stats, stat),
-            )
-        adm = admission_app[METRICS_KEY]
-        for name, counter in (
-            ("requests", adm.requests),
-            ("denials", adm.denied),
-            ("patches", adm.patched),
-            ("malformed", adm.malformed),
-            ("unavailable", adm.unavailable),
-            ("failures", adm.failed),
-        ):
-            m.scrape(
-                f"pumice_admission_{name}_total",
-                "counter",
-                f"Admission {name} by webhook path.",
-                _by_path(counter),
-                ["path"],
-            )
-        self._queue_metrics()
-
-    def _queue_metrics(self) -> None:
-        """Per-queue gauges, computed from the cache once per scrape (see controllers.queue_figures)."""
-        figures = Memo(lambda: queue_figures(self.cache, self.scheduler.conf))
-        m = self.metrics
-
-        def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:
-            return lambda: [
-                ((q.name, r), v) for q in figures().queues for r, v in sorted((pick(q) or {}).items())
-            ]
-
-        unit = " (cpu in cores, memory in bytes, others in their unit)"
-        m.scrape(
-            "pumice_queue_allocated",
-            "gauge",
-            "Requests of the bound, unfinished pods of each queue" + unit + ".",
-            per_resource(lambda q: q.allocated),
-            ["queue", "resource"],
-        )
-        m.scrape(
-            "pumice_queue_deserved",
-            "gauge",
-            "What each queue deserves by the conf's share plugin (proportion or capacity)" + unit + ".",
-            per_resource(lambda q: q.deserved),
-            ["queue", "resource"],
-        )
-        m.scrape(
-            "pumice_queue_capability",
-            "gauge",
-            "Each queue's spec.capability, for the resources it limits" + unit + ".",
-            per_resource(lambda q: q.capability),
-            ["queue", "resource"],
-        )
-        m.scrape(
-            "pumice_queue_share",
-            "gauge",
-            "Each queue's share: the largest allocated/deserved over its resources (Volcano's proportion).",
-            lambda: [((q.name,), q.share) for q in figures().queues],
-            ["queue"],
-        )
-        m.scrape(
-            "pumice_queue_podgroups",
-            "gauge",
-            "PodGroups of each queue by phase (Pending, Inqueue, Running, ...).",
-            lambda: [((q.name, p), n) for q in figures().queues for p, n in sorted(q.podgroups.items())],
-            ["queue", "phase"],
-        )
-        m.scrape(
-            "pumice_cluster_allocatable",
-            "gauge",
-            "The nodes' allocatable, summed" + unit + ".",
-            lambda: [((r,), v) for r, v in sorted(figures().allocatable.items())],
-            ["resource"],
+        """The families read at scrape time (see extender.families)."""
+        register_families(
+            self.metrics,
+            scheduler=self.scheduler,
+            status=self.status,
+            events=self.events,
+            informers=self.informers,
+            cache=self.cache,
+            jobs=self.jobs,
+            flows=self.flows,
+            cronjobs=self.cronjobs,
+            admission=admission_app[METRICS_KEY],
         )
 
 
@@ -396,25 +225,6 @@ def _version() -> str:
         return metadata.version("pumice")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _attr(obj: object, name: str) -> Callable[[], list[Sample]]:
-    return lambda: [((), float(getattr(obj, name)))]
-
-
-def _stat(stats: Mapping[str, int], key: str) -> Callable[[], list[Sample]]:
-    return lambda: [((), float(stats[key]))]
-
-
-def _by_path(counter: Mapping[str, int]) -> Callable[[], list[Sample]]:
-    return lambda: [((k,), float(v)) for k, v in sorted(counter.items())]
-
-
-def _count_by(items: Any) -> list[Sample]:
-    out: dict[str, float] = {}
-    for it in items:
-        out[str(it)] = out.get(str(it), 0) + 1
-    return [((k,), v) for k, v in sorted(out.items())]
 
 
 def _health_routes(app: web.Application, proc: Process) -> None:

@@ -141,6 +141,14 @@ JOBFLOWS: Final = Resource(
 JOBTEMPLATES: Final = Resource(
     group=L.FLOW_GROUP, version="v1alpha1", plural="jobtemplates", namespaced=True, subresources=_STATUS
 )
+# Read only (watched): the network-topology-aware plugin's HyperNodes (cluster-scoped).
+HYPERNODES: Final = Resource(
+    group=L.TOPOLOGY_GROUP, version="v1alpha1", plural="hypernodes", namespaced=False
+)
+# Read only (watched): the numa-aware plugin's Numatopologies (cluster-scoped, one per node).
+NUMATOPOLOGIES: Final = Resource(
+    group=L.NODEINFO_GROUP, version="v1alpha1", plural="numatopologies", namespaced=False
+)
 
 
 def segment(text: str) -> str:

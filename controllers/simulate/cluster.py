@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from controllers.executor import Executor
 from controllers.scheduler import LoopSettings, Scheduler
@@ -38,6 +38,13 @@ from extender.plugins.registry import SchedulerConf
 Obj = dict[str, Any]
 T = TypeVar("T")
 
+# Kinds the scheduler only reads (plugins' inputs), by the cache handler that takes them.
+_READ_ONLY: Final = {
+    "ResourceQuota": "resourcequotas",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "HyperNode": "hypernodes",
+    "Numatopology": "numatopologies",
+}
 EPOCH = 1_700_000_000.0  # virtual time 0, as epoch seconds (creation timestamps need a date)
 
 
@@ -169,8 +176,8 @@ class SimCluster:
             self.podgroups[key] = obj
             self.cache.upsert_podgroup(obj)
             self.dirty.add(key)
-        elif kind in ("ResourceQuota", "PodDisruptionBudget"):
-            self.cache.handlers()[f"{str(kind).lower()}s"].upsert(obj)
+        elif kind in _READ_ONLY:
+            self.cache.handlers()[_READ_ONLY[kind]].upsert(obj)
         elif kind == "Pod":
             uid = PodUID(str(meta.get("uid")))
             self.pods[uid] = obj

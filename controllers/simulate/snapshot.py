@@ -7,10 +7,11 @@ scheduler plans them, victims leave, and when a rule waits for time (a fair wind
 the clock moves to that time. The clock starts at ``now`` (by default the newest creationTimestamp in
 the snapshot).
 
-ResourceQuotas and PodDisruptionBudgets are loaded for the plugins that read them (``resourcequota``,
-``drf``'s namespace weights, ``pdb``). Pods of a ReplicaSet, StatefulSet or batch Job whose PodGroup is not
-in the snapshot get the group pumice's workload controller would create (sized from the owner's
-annotations when the owner is in the snapshot, else the defaults), as ``serve`` would.
+ResourceQuotas, PodDisruptionBudgets, HyperNodes and Numatopologies are loaded for the plugins that read
+them (``resourcequota``, ``drf``'s namespace weights, ``pdb``, ``network-topology-aware``, ``numa-aware``).
+Pods of a ReplicaSet, StatefulSet or batch Job whose PodGroup is not in the snapshot get the group pumice's
+workload controller would create (sized from the owner's annotations when the owner is in the snapshot,
+else the defaults), as ``serve`` would.
 
 Not simulated: the Eviction API's own PodDisruptionBudget check (only the ``pdb`` plugin's, when the conf
 has it), the owners of evicted pods (a ReplicaSet or job controller would create new ones), and
@@ -35,7 +36,17 @@ from extender.plugins.registry import SchedulerConf
 
 Obj = dict[str, Any]
 
-_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "ResourceQuota", "PodDisruptionBudget")
+_KINDS = (
+    "Node",
+    "Pod",
+    "PodGroup",
+    "Queue",
+    "PriorityClass",
+    "ResourceQuota",
+    "PodDisruptionBudget",
+    "HyperNode",
+    "Numatopology",
+)
 
 
 def _is_workload(o: Obj) -> bool:

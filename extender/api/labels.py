@@ -43,6 +43,7 @@ BATCH_GROUP: Final = "batch.volcano.sh"
 BUS_GROUP: Final = "bus.volcano.sh"
 FLOW_GROUP: Final = "flow.volcano.sh"
 TOPOLOGY_GROUP: Final = "topology.volcano.sh"
+NODEINFO_GROUP: Final = "nodeinfo.volcano.sh"
 
 # vcjob (batch.volcano.sh/v1alpha1 Job): the keys Volcano's job controller writes on pods, which
 # integrations (and Volcano's own plugins) read back.
@@ -55,3 +56,13 @@ POD_TEMPLATE_KEY: Final = "volcano.sh/template-uid"
 JOB_KIND: Final = "Job"
 BATCH_VERSION: Final = "v1alpha1"
 BUS_VERSION: Final = "v1alpha1"
+
+# task-topology: a vcjob's annotations (the job controller copies them onto its PodGroup, where the
+# plugin reads them): roles to pack together and to spread ("ps,worker;chief"), and the order roles are
+# placed in ("ps,worker").
+TASK_TOPOLOGY_AFFINITY: Final = "volcano.sh/task-topology-affinity"
+TASK_TOPOLOGY_ANTI_AFFINITY: Final = "volcano.sh/task-topology-anti-affinity"
+TASK_TOPOLOGY_TASK_ORDER: Final = "volcano.sh/task-topology-task-order"
+TASK_TOPOLOGY_ANNOTATIONS: Final = frozenset(
+    {TASK_TOPOLOGY_AFFINITY, TASK_TOPOLOGY_ANTI_AFFINITY, TASK_TOPOLOGY_TASK_ORDER}
+)

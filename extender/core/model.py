@@ -191,6 +191,16 @@ class PodScoring:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NumaRequest:
+    """A Guaranteed pod's ``volcano.sh/numa-topology-policy`` (as written: best-effort, restricted,
+    single-numa-node) and the whole cpus each of its containers asks (0 for a container asking a
+    fraction: the kubelet's static cpu manager gives it no exclusive cpus); read by numa-aware."""
+
+    policy: str
+    cpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
     name: str
     allocatable: Mapping[str, int]
@@ -232,6 +242,8 @@ class Pod:
     affinity: Affinity | None = None
     # Its own scoring strategy for resource-strategy-fit, None without the annotation (the common case).
     scoring: PodScoring | None = None
+    # Its NUMA policy and exclusive cpus (numa-aware), None unless Guaranteed with a policy other than none.
+    numa: NumaRequest | None = None
 
     @property
     def key(self) -> str:
@@ -263,6 +275,17 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkTopology:
+    """A gang's network topology rule (Volcano's ``networkTopology``): place it whole inside one HyperNode
+    of tier at most ``highest_tier`` (or of the tier named ``highest_tier_name``; neither: any tier);
+    ``hard`` never crosses that limit, soft only prefers the lowest tier that holds it."""
+
+    hard: bool = True
+    highest_tier: int | None = None
+    highest_tier_name: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodGroup:
     namespace: str
     name: str
@@ -282,6 +305,11 @@ class PodGroup:
     implicit: bool = False
     # Seconds the job may wait before the sla plugin admits it first (its annotation), None without one.
     sla_waiting_time: float | None = None
+    # Its task-topology annotations (``volcano.sh/task-topology-affinity``, ``-anti-affinity``,
+    # ``-task-order``) as written, key -> value; the task-topology plugin parses them (empty: none).
+    task_topology: Mapping[str, str] = field(default_factory=dict)
+    # ``spec.networkTopology`` (or Volcano's network-topology annotations), None without one.
+    network_topology: NetworkTopology | None = None
 
     @property
     def key(self) -> GroupKey:

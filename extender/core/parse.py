@@ -14,6 +14,7 @@ from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
+from extender.core.hypernodes import parse_network_topology
 from extender.core.model import (
     Affinity,
     Condition,
@@ -38,6 +39,7 @@ from extender.core.model import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from extender.core.numa import numa_request
 from extender.core.quantity import to_units
 from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
 from extender.core.resources import add, parse_resource_list
@@ -324,6 +326,7 @@ def parse_pod(obj: Obj) -> Pod:
         labels=labels,
         affinity=pod_affinity(spec, namespace, labels),
         scoring=_pod_scoring(ann),
+        numa=numa_request(ann, spec),
     )
 
 
@@ -458,6 +461,12 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
         failed=_int(status, "failed", "status", 0),
         created=str(meta.get("creationTimestamp") or ""),
         sla_waiting_time=_sla_waiting_time(_map(meta, "annotations", "metadata")),
+        task_topology={
+            k: str(v)
+            for k, v in _map(meta, "annotations", "metadata").items()
+            if k in L.TASK_TOPOLOGY_ANNOTATIONS
+        },
+        network_topology=parse_network_topology(spec, _map(meta, "annotations", "metadata")),
     )
 
 

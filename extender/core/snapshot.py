@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.budgets import DisruptionBudget
+from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import (
     GroupKey,
     GroupPhase,
@@ -41,6 +42,7 @@ from extender.core.model import (
     Queue,
     group_key,
 )
+from extender.core.numa import NumaTopology
 from extender.core.quota import ResourceQuota
 from extender.core.resources import ResourceIndex, Vector
 from extender.core.topology import TopologyIndex
@@ -168,6 +170,10 @@ class Snapshot:
     # ResourceQuotas and PodDisruptionBudgets by namespace (the resourcequota, drf and pdb plugins).
     quotas: Mapping[str, tuple[ResourceQuota, ...]] = field(default_factory=dict)
     budgets: Mapping[str, tuple[DisruptionBudget, ...]] = field(default_factory=dict)
+    # HyperNode objects (the network-topology-aware plugin resolves them over ``nodes``, memoized).
+    hypernodes: HyperNodeSet = field(default_factory=HyperNodeSet)
+    # Numatopology objects by node name (the numa-aware plugin).
+    numatopologies: Mapping[str, NumaTopology] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -285,6 +291,8 @@ def build_snapshot(
     other_groups: Mapping[GroupKey, PodGroup] | None = None,
     quotas: Iterable[ResourceQuota] = (),
     budgets: Iterable[DisruptionBudget] = (),
+    hypernodes: HyperNodeSet | None = None,
+    numatopologies: Iterable[NumaTopology] = (),
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -420,6 +428,8 @@ def build_snapshot(
         other_groups={k: g for k, g in (other_groups or {}).items() if k not in groups},
         quotas=_by_namespace(quotas),
         budgets=_by_namespace(budgets),
+        hypernodes=HyperNodeSet() if hypernodes is None else hypernodes,
+        numatopologies={t.name: t for t in numatopologies},
     )
 
 

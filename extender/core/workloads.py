@@ -22,13 +22,15 @@ controller has created the group (then the gang rule holds it until ``minMember`
 - ``spec.priorityClassName`` from the pod;
 - annotations: the owner's ``volcano.sh/*`` ones (Volcano's ``--inherit-owner-annotations``, on by
   default), then the pod's ``volcano.sh/preemptable``, ``volcano.sh/cooldown-time``,
-  ``volcano.sh/revocable-zone`` and one of the ``volcano.sh/jdb-*`` budget keys; labels: the pod's
+  ``volcano.sh/revocable-zone``, ``volcano.sh/network-topology-mode`` and ``-highest-tier`` (which
+  :func:`extender.core.parse.parse_podgroup` reads as ``spec.networkTopology``, where Volcano writes that
+  field) and one of the ``volcano.sh/jdb-*`` budget keys; labels: the pod's
   ``volcano.sh/preemptable`` and ``volcano.sh/cooldown-time``;
 - ``ownerReferences``: the workload (controller), so the garbage collector deletes the group with it.
   Volcano copies the pod's references wholesale; we name the owner alone and leave ``blockOwnerDeletion``
   unset, which would need ``update`` on the owner's ``finalizers``.
 
-Not mirrored: network-topology annotations, DaemonSet owners (their pods keep implicit one-pod groups, where
+Not mirrored: DaemonSet owners (their pods keep implicit one-pod groups, where
 Volcano groups them under the DaemonSet). Pods that already name a group -- Spark's driver and executors
 (``<appId>-podgroup``, which Spark creates itself from its PodGroup template), vcjob pods, LeaderWorkerSet
 -- are left alone, as in Volcano.
@@ -52,7 +54,14 @@ MIN_RESOURCES_ANNOTATION: Final = "scheduling.volcano.sh/group-min-resources"
 # (API group, kind) of the controllers whose pods get a PodGroup per owner.
 WORKLOAD_KINDS: Final = frozenset({("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("batch", "Job")})
 # Pod annotations and labels Volcano copies onto the group it makes.
-_POD_ANNOTATIONS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+_POD_ANNOTATIONS: Final = (
+    "volcano.sh/preemptable",
+    "volcano.sh/cooldown-time",
+    "volcano.sh/revocable-zone",
+    # Volcano turns these into spec.networkTopology; our PodGroup parse reads them as that.
+    "volcano.sh/network-topology-mode",
+    "volcano.sh/network-topology-highest-tier",
+)
 _BUDGET_ANNOTATIONS: Final = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _POD_LABELS: Final = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
 _INHERITED_PREFIX: Final = "volcano.sh/"

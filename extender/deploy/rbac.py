@@ -128,6 +128,20 @@ GRANTS: Final[tuple[Grant, ...]] = (
         why="the pdb plugin: preempt and reclaim plan no eviction a PodDisruptionBudget would refuse",
     ),
     Grant(
+        group="topology.volcano.sh",
+        resource="hypernodes",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="network-topology-aware plugin: the HyperNode tiers a gang with networkTopology is placed in",
+    ),
+    Grant(
+        group="nodeinfo.volcano.sh",
+        resource="numatopologies",
+        verbs=_WATCHED,
+        code=_INFORMERS,
+        why="numa-aware plugin: each node's NUMA cells and free cpus, for pods with a numa-topology-policy",
+    ),
+    Grant(
         group=BATCH_GROUP,
         resource="jobs",
         verbs=_WATCHED,

@@ -36,7 +36,7 @@ from extender.framework.gangs import (
     unplanned_waiting,
 )
 from extender.framework.lines import Line
-from extender.framework.plugin import Rows, Scores
+from extender.framework.plugin import GangDomains, Rows, Scores
 from extender.framework.reserve import reserve
 from extender.framework.session import Session, Statement, Unschedulable
 
@@ -112,6 +112,11 @@ def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) 
                 p, refused
             )
         return short.describe()
+    own = ssn.pod_fit(p, mask)
+    if own is not None:
+        if not (mask & own).any():
+            return ssn.pod_fit_reason(p, mask)
+        mask = mask & own
     scores = ssn.scores(req)
     bonus = ssn.queue_scores(qname)
     if bonus is not None:
@@ -170,6 +175,8 @@ def _place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) 
     static = ssn.pod_mask(p)
     if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
         return None
+    if ssn.pod_fit(p, np.zeros_like(static)) is not None:  # (over no node: whether it judges the pod)
+        return None  # judged pod by pod (Plugin.pod_fit): the run too
     done = 0
     while done < len(run):
         step = run[done : done + _STEP]
@@ -285,6 +292,7 @@ def _base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
         p.constraints,
         ssn.snapshot.refused.get(p.uid, frozenset()),
         p.scoring,
+        p.numa,
     )
 
 
@@ -331,6 +339,45 @@ def _run(
 
 
 def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
+    """Plan the gang minimum of ``g`` all at once, or nothing (recording why); inside one of the
+    network topology domains a plugin names for it, when one does (:func:`_allocate_in_domains`)."""
+    domains = ssn.gang_domains(g)
+    if domains is None:
+        _allocate_whole(ssn, g, queue)
+    else:
+        _allocate_in_domains(ssn, g, queue, domains)
+
+
+def _allocate_in_domains(ssn: Session, g: PodGroup, queue: Queue, domains: GangDomains) -> None:
+    """Volcano's HyperNode gradients: the gang inside each candidate in turn (its pods' node masks
+    narrowed to the candidate's rows), the first that holds it committed; each failed try is discarded by
+    :func:`_allocate_whole` itself. None holding it: placed anywhere (``spread``) or left waiting with the
+    plugin's refusal and what the first try lacked."""
+    tried: tuple[str, str] | None = None
+    for name, rows in domains.candidates:
+        mask = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
+        mask[rows] = True
+        ssn.domain = mask
+        try:
+            _allocate_whole(ssn, g, queue)
+        finally:
+            ssn.domain = None
+        if g.key in ssn.result.ready:
+            return
+        why = ssn.result.unschedulable.get(g.key)
+        if why is None or why.reason != NOT_ENOUGH_RESOURCES:
+            return  # nothing to place, or pods missing: no domain changes that
+        del ssn.result.unschedulable[g.key]
+        if tried is None:
+            tried = (name, why.message)
+    if domains.spread:
+        _allocate_whole(ssn, g, queue)
+        return
+    msg = domains.refusal if tried is None else f"{domains.refusal}; in {tried[0]}: {tried[1]}"
+    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
+
+
+def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue) -> None:
     """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
     snap = ssn.snapshot
     members = [snap.pods[u] for u in snap.members.get(g.key, ())]
@@ -528,10 +575,12 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
         else:
             alone = len(turns.groups) == 1 and not turns.groups[qname]
             ssn.placing_extras = True
+            ssn.domain = ssn.gang_fence(g)  # a hard network topology keeps extras in the gang's HyperNode
             try:
                 more = _place_extras(ssn, g, queue, every=alone) and unplanned_waiting(ssn, g)
             finally:
                 ssn.placing_extras = False
+                ssn.domain = None
             if more:
                 turns.push(g)
         turns.rekey(qname)

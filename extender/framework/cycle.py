@@ -35,6 +35,8 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     ssn = Session(snapshot, conf.tiers(), now=now)
     for act in conf.actions:
         act(ssn)
+    for plugin in ssn.plugins:
+        plugin.close(ssn)
     held = None if ssn.reservation is None else ssn.reservation.group
     if ssn.fit_predicates:
         # A plugin predicate on free capacity (resource-strategy-fit's proportional) can let a pod in

@@ -126,6 +126,9 @@ def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
             if need or task_need:
                 if len(waiting) < need:
                     continue  # waiting for pods to exist: evicting would not start it
+                domains = ssn.gang_domains(g)
+                if domains is not None and not domains.spread:
+                    continue  # a hard network topology: victims are not chosen by HyperNode (yet)
                 stmt = ssn.statement()
                 placed, left = 0, dict(task_need)
                 for p in waiting:
@@ -145,6 +148,8 @@ def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
             # The pods past the gang's minimum, each on its own, up to the queue's share.
             if g.key in ssn.extras_wait:
                 continue
+            if waiting and ssn.gang_fence(g) is not None:
+                continue  # a hard network topology: victims are not chosen by HyperNode (yet)
             ssn.placing_extras = True
             try:
                 for p in waiting:
@@ -182,7 +187,14 @@ def _make_room(
 ) -> bool:
     """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot."""
     req = ssn.vector(p.uid)
-    shape = (queue.name, ssn.snapshot.group_priority(g), req.tobytes(), p.constraints, p.affinity is None)
+    shape = (
+        queue.name,
+        ssn.snapshot.group_priority(g),
+        req.tobytes(),
+        p.constraints,
+        p.affinity is None,
+        p.numa,
+    )
     if p.affinity is None and shape in failed:
         return False
     if mode is _RECLAIM and ssn.preemptive_reject(queue, req) is not None:
@@ -197,6 +209,10 @@ def _make_room(
     limit = ssn.limit_mask(queue.name, req)
     if limit is not None:
         mask = mask & limit
+    own = ssn.pod_fit(p, mask)
+    if own is not None:
+        # (judged on the nodes as they are: what a victim would free per NUMA node is not known)
+        mask = mask & own
     # Room that needs no victim (pods already leaving count): as allocate would place it.
     room = mask & ssn.fit_mask(req)
     if room.any() and ssn.allocatable_reject(queue, req) is None:

@@ -41,7 +41,12 @@ def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str
     """The waiting pods without a plan in the order they are placed: each task's pods up to what its
     ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
     not take the room another task's minimum needs)."""
-    waiting = sorted((p for p in members if p.waiting and p.uid not in ssn.plans), key=task_order)
+    waiting = [p for p in members if p.waiting and p.uid not in ssn.plans]
+    if ssn.task_ordered:
+        # Plugins' keys (task-topology) between priority and age, as in Volcano's usual tiers.
+        waiting.sort(key=lambda p: (-p.priority, *ssn.task_key(p), p.created, p.name))
+    else:
+        waiting.sort(key=task_order)
     if not task_need:
         return waiting
     quota = dict(task_need)

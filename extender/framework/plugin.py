@@ -32,6 +32,10 @@ once, here and in :mod:`extender.framework.session`):
   the one whose first group comes first in job order (so without a plugin that answers, the order is job
   order). Keys are asked afresh at every turn, so they may change as pods are placed: the session keeps
   ``namespace_delta`` (what each namespace took this cycle, less what it gave back) current for them;
+- ``task_order`` (Volcano's TaskOrderFn): the order a group's waiting pods are placed in. Keys are
+  concatenated like job keys and compared after the pods' priority (higher first) and before their age
+  and name; they are asked once per pod when a group's pods are lined up, so they must depend only on
+  the pod and state fixed in ``open`` (task-topology's buckets);
 - ``queue_order``: a plugin that sets :attr:`Plugin.local_queue_order` promises that a queue's key depends
   only on that queue, its entry of ``ssn.queue_used`` and state fixed in ``open``; the session then
   recomputes a queue's key only when that queue's usage changed;
@@ -56,10 +60,28 @@ once, here and in :mod:`extender.framework.session`):
     is asked afresh at every placement, never cached; a queue for which any plugin answers a mask has its
     pods placed one by one. Plugins keep such usage current through ``placed``, which the session calls
     for every tentative placement, eviction and undo (Volcano's Allocate/Deallocate events);
+- ``pod_fit`` (a node predicate on who the pod is, numa-aware's per-NUMA cpus): which of the pod's
+  candidate nodes (those every other filter allows) may take it now. Asked afresh at every placement of
+  such a pod, over its candidates, and never cached; the plugin follows placements itself (from
+  ``ssn.plans``). Whether it answers None must depend only on the pod, never on the candidates: a pod it
+  answers for is placed one by one (never in a batch), and preempt and reclaim look only at the nodes it
+  allows. ``pod_fit_reason`` says why, for a pod it leaves no node;
 - ``queue_node_score``: a score per node for pods of a queue, fixed for the cycle (node labels, queue
   specs: nodegroup's preferences). The session asks once per queue and adds it to the summed
   ``node_score`` of every pod of that queue, in every path alike (one by one, batched, preempt and
   reclaim), so a batch still replays the loop exactly;
+- ``gang_domains`` (network-topology-aware; Volcano's HyperNode gradients): where a gang's minimum may be
+  placed whole, as candidate sets of node rows in the order to try (lowest tier first, and within a tier
+  the fullest first). The allocate action places the gang inside each candidate in turn, in a statement
+  it discards on failure, and commits the first that holds it; when none does, the group waits with the
+  plugin's ``refusal`` (hard) or is placed over every node (``spread``, soft). The first plugin that
+  answers decides; None (the cheap common case: no ``networkTopology``) keeps the usual path, at no cost.
+  While a candidate is tried, :meth:`Session.pod_mask` leaves only its rows (``Session.domain``), so
+  every batch and cache stays exact: the restriction is one more static mask. For a group whose gang
+  minimum is already placed, a single candidate and no ``spread`` fence its extra pods
+  (:meth:`Session.gang_fence`): allocate places them inside it, preempt and reclaim leave them be;
+- ``close`` (Volcano's OnSessionClose) is called once after the last action by ``run_cycle``; a plugin
+  may add to ``ssn.result`` there (annotations to write on placed pods before they bind, reasons);
 - a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
   no part in that hook, as in Volcano.
 """
@@ -67,6 +89,7 @@ once, here and in :mod:`extender.framework.session`):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -85,9 +108,22 @@ Mask = npt.NDArray[np.bool_]
 # Node row indices (into the snapshot's node order), as passed to ``Plugin.node_score``.
 Rows = npt.NDArray[np.intp]
 
+
+@dataclass(frozen=True, slots=True)
+class GangDomains:
+    """A ``gang_domains`` answer: ``candidates`` (a name for reasons, the node rows) in the order to try;
+    whether the gang may go anywhere when none holds it (``spread``); and, when it may not, why it waits
+    (``refusal``, which should say which tier was tried and what was short)."""
+
+    candidates: Sequence[tuple[str, Rows]]
+    spread: bool
+    refusal: str
+
+
 # The Volcano conf switch that gates each hook (absent means enabled).
 HOOK_SWITCHES: Final = {
     "job_order": "enableJobOrder",
+    "task_order": "enableTaskOrder",
     "queue_order": "enableQueueOrder",
     "enqueue": "enableJobEnqueued",
     "enqueue_permit": "enableJobEnqueued",
@@ -102,6 +138,7 @@ HOOK_SWITCHES: Final = {
     "node_mask": "enablePredicate",
     "node_fit": "enablePredicate",
     "node_limit": "enablePredicate",
+    "pod_fit": "enablePredicate",
     "queue_node_score": "enableNodeOrder",
 }
 
@@ -127,11 +164,19 @@ class Plugin:
     def open(self, ssn: Session) -> None:
         """Called once per cycle before any action, to precompute per-cycle state."""
 
+    def close(self, ssn: Session) -> None:
+        """Called once per cycle after the last action (Volcano's OnSessionClose): e.g. to put what the
+        plugin decided for placed pods in ``ssn.result.annotations``."""
+
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[Any, ...] | None:
         """A sort key; smaller is scheduled first."""
         return None
 
     def queue_order(self, ssn: Session, queue: Queue) -> tuple[Any, ...] | None:
+        return None
+
+    def task_order(self, ssn: Session, pod: Pod) -> tuple[Any, ...] | None:
+        """A sort key among the waiting pods of ``pod``'s group; smaller is placed first (see above)."""
         return None
 
     def namespace_order(self, ssn: Session, namespace: str) -> tuple[Any, ...] | None:
@@ -196,6 +241,15 @@ class Plugin:
         """Why ``node_limit`` refuses nodes, for a pod it leaves none."""
         return None
 
+    def pod_fit(self, ssn: Session, pod: Pod, candidates: Mask) -> Mask | None:
+        """Per node, whether it may take ``pod`` now, for the nodes of ``candidates`` (others: any
+        answer), or None (no opinion about this pod, whatever the candidates; see above)."""
+        return None
+
+    def pod_fit_reason(self, ssn: Session, pod: Pod, candidates: Mask) -> str | None:
+        """Why ``pod_fit`` refuses ``pod`` every node of ``candidates``, or None."""
+        return None
+
     def queue_node_score(self, ssn: Session, queue: Queue) -> Scores | None:
         """A score per node (same scale as ``node_score``) for every pod of ``queue``, fixed for the
         cycle, or None."""
@@ -204,6 +258,10 @@ class Plugin:
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
         """``count`` pods of ``queue`` requesting ``request`` were put on (count < 0: taken off) node
         ``row``, tentatively: called for every place, eviction and undo, to plugins that override it."""
+
+    def gang_domains(self, ssn: Session, group: PodGroup) -> GangDomains | None:
+        """Where the gang minimum of ``group`` may be placed whole (see above), or None (no opinion)."""
+        return None
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:
         """Why ``pod`` must not be evicted by anyone (kube-scheduler's preemption included), or None."""

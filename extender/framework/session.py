@@ -36,7 +36,7 @@ from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Aside, Snapshot, pod_group_key
-from extender.framework.plugin import Plugin, Rows, Scores
+from extender.framework.plugin import GangDomains, Plugin, Rows, Scores
 
 if TYPE_CHECKING:
     from extender.framework.reserve import Reservation
@@ -49,8 +49,8 @@ class PodScorer(Protocol):
     candidate nodes (kube-scheduler normalises over the nodes that passed its filters) and never cached.
     Return None when the pod gives the plugin nothing to prefer, which must be the cheap common case.
 
-    Whether it returns None must depend only on the pod's ``affinity``, ``constraints`` and ``scoring``
-    and on whether inter-pod rules concern it (``ssn.pod_rules(pod)``), never on the candidates: the
+    Whether it returns None must depend only on the pod's ``affinity``, ``constraints``, ``scoring`` and
+    group and on whether inter-pod rules concern it (``ssn.pod_rules(pod)``), never on the candidates: the
     allocate action asks once for a run of a gang's pods alike in these and, on None, places the whole
     run as a batch."""
 
@@ -90,6 +90,8 @@ class CycleResult:
     pipelined: dict[PodUID, frozenset[PodUID]] = field(default_factory=dict)
     # When a cycle should run again though nothing changes (a rule waits for time to pass), or None.
     retry_at: float | None = None
+    # Annotations to write on placed pods before they bind (numa-aware's topology decision), by uid.
+    annotations: dict[PodUID, dict[str, str]] = field(default_factory=dict)
 
 
 def _overrides(plugin: Plugin, hook: str) -> bool:
@@ -121,6 +123,7 @@ class Session:
             hook: [p for p in self.plugins if p.takes_part(hook)]
             for hook in (
                 "job_order",
+                "task_order",
                 "queue_order",
                 "enqueue",
                 "enqueue_permit",
@@ -135,6 +138,7 @@ class Session:
                 "node_mask",
                 "node_fit",
                 "node_limit",
+                "pod_fit",
                 "placed",
                 "queue_node_score",
             )
@@ -143,6 +147,7 @@ class Session:
         self._maskers = [p for p in self._hooked["node_mask"] if _overrides(p, "node_mask")]
         self._fitters = [p for p in self._hooked["node_fit"] if _overrides(p, "node_fit")]
         self._limiters = [p for p in self._hooked["node_limit"] if _overrides(p, "node_limit")]
+        self._pod_fitters = [p for p in self._hooked["pod_fit"] if _overrides(p, "pod_fit")]
         self.listeners = [p for p in self._hooked["placed"] if _overrides(p, "placed")]
         self.fit_predicates = bool(self._fitters)  # whether fit_mask is more than resources
         self._queue_masks: dict[str, fit.Mask | None] = {}
@@ -200,6 +205,9 @@ class Session:
             p.static_job_order for p in self._hooked["job_order"] if _overrides(p, "job_order")
         )
         self._job_keys: dict[GroupKey, tuple[Any, ...]] = {}
+        # Plugins that order a group's pods (Plugin.task_order); none: pods go by priority and age.
+        self._task_orderers = [p for p in self._hooked["task_order"] if _overrides(p, "task_order")]
+        self.task_ordered = bool(self._task_orderers)
         # Namespace order (see Plugin.namespace_order), and what each namespace took this cycle less what it
         # gave back, kept (by every Statement) only when some plugin orders namespaces.
         self._namespacers = [p for p in self._hooked["namespace_order"] if _overrides(p, "namespace_order")]
@@ -223,6 +231,10 @@ class Session:
         self.extras_wait: set[GroupKey] = set()
         # The starvation guard's held nodes, when the conf turns it on and a group starves.
         self.reservation: Reservation | None = None
+        # The node rows a gang is being tried inside (Plugin.gang_domains), folded into pod_mask; None
+        # outside such a try. The plugins that answer gang_domains.
+        self.domain: fit.Mask | None = None
+        self._domain_planners = [p for p in self.plugins if _overrides(p, "gang_domains")]
         # True once the inter-pod state exists: from then on placements update it and a pod's labels
         # matter to the rules of others.
         self.rules_active = False
@@ -337,6 +349,9 @@ class Session:
         if held is not None and not held.admits(self, p):
             m = m & ~held.rows
             shared = False
+        if self.domain is not None:  # a gang tried inside one HyperNode (see Plugin.gang_domains)
+            m = m & self.domain
+            shared = False
         refused = self.snapshot.refused.get(p.uid)
         if refused:
             m = m.copy() if shared else m
@@ -416,6 +431,21 @@ class Session:
             return f"queue {qname} does not exist"
         reasons = [r for p in self._limiters if (r := p.node_limit_reason(self, q, request))]
         return "; ".join(reasons) or f"queue {qname} is at its limit on every node with room"
+
+    def pod_fit(self, p: Pod, candidates: fit.Mask) -> fit.Mask | None:
+        """The nodes the ``pod_fit`` plugins let ``p`` use now among ``candidates``, or None (no plugin
+        judges this pod: it may be batched). Never cached."""
+        out: fit.Mask | None = None
+        for plugin in self._pod_fitters:
+            m = plugin.pod_fit(self, p, candidates)
+            if m is not None:
+                out = m if out is None else out & m
+        return out
+
+    def pod_fit_reason(self, p: Pod, candidates: fit.Mask) -> str:
+        """Why the ``pod_fit`` plugins leave ``p`` none of ``candidates``."""
+        reasons = [r for plugin in self._pod_fitters if (r := plugin.pod_fit_reason(self, p, candidates))]
+        return "; ".join(reasons) or "no node with room passes its per-pod predicates"
 
     def fit_mask(self, request: Vector) -> fit.Mask:
         """Nodes whose free capacity now covers ``request``, and that the ``node_fit`` plugins let take it
@@ -572,6 +602,15 @@ class Session:
             self._job_keys[g.key] = out
         return out
 
+    def task_key(self, p: Pod) -> tuple[Any, ...]:
+        """The ``task_order`` plugins' keys for ``p``, concatenated (empty when none orders pods)."""
+        key: list[Any] = []
+        for plugin in self._task_orderers:
+            k = plugin.task_order(self, p)
+            if k is not None:
+                key.extend(k)
+        return tuple(key)
+
     def queue_key(self, q: Queue) -> tuple[Any, ...]:
         used = self.queue_used.get(q.name)
         if self.local_queue_order:
@@ -620,6 +659,26 @@ class Session:
             if permitted:
                 return None
         return None
+
+    def gang_domains(self, g: PodGroup) -> GangDomains | None:
+        """Where the gang minimum of ``g`` may be placed whole: the first plugin's answer, or None."""
+        for p in self._domain_planners:
+            out = p.gang_domains(self, g)
+            if out is not None:
+                return out
+        return None
+
+    def gang_fence(self, g: PodGroup) -> fit.Mask | None:
+        """For ``g`` whose gang minimum is placed: the node rows its extra pods must stay inside (the one
+        candidate ``gang_domains`` names when the gang may not spread), or None (anywhere)."""
+        if not self._domain_planners:
+            return None
+        domains = self.gang_domains(g)
+        if domains is None or domains.spread or not domains.candidates:
+            return None
+        mask = np.zeros(len(self.snapshot.nodes), dtype=np.bool_)
+        mask[domains.candidates[0][1]] = True
+        return mask
 
     def retry_at(self, when: float) -> None:
         """Ask for a cycle at ``when`` (epoch seconds) though nothing changes: a rule waits for time."""

@@ -153,6 +153,9 @@ class Job:
     tasks: tuple[TaskSpec, ...] = ()
     volumes: tuple[Obj, ...] = field(default=(), compare=False)
     status: JobStatus = field(default_factory=JobStatus)
+    # ``spec.networkTopology`` as written (mode, highestTierAllowed, highestTierName), copied onto the
+    # PodGroup where the network-topology-aware plugin reads it; empty without one.
+    network_topology: tuple[tuple[str, str | int], ...] = ()
 
     @property
     def key(self) -> str:
@@ -313,6 +316,11 @@ def parse_job(obj: Obj) -> Job:
         ),
         tasks=tasks,
         volumes=tuple(v for v in _list(spec, "volumes", "spec") if isinstance(v, Mapping)),
+        network_topology=tuple(
+            (str(k), v)
+            for k, v in sorted(_map(spec, "networkTopology", "spec").items())
+            if k in ("mode", "highestTierAllowed", "highestTierName") and isinstance(v, str | int)
+        ),
         status=_status(_map(obj, "status", "Job")),
     )
 

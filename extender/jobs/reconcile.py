@@ -447,6 +447,8 @@ def podgroup_spec(job: Job) -> Obj:
         spec["minTaskMember"] = {t.name: t.min_needed for t in independent}
     if job.priority_class_name:
         spec["priorityClassName"] = job.priority_class_name
+    if job.network_topology:
+        spec["networkTopology"] = dict(job.network_topology)
     # Each task's own minimum first, then the rest of minMember in task order (as Volcano's
     # CalcPGMinResources), so minResources covers what minTaskMember demands.
     total: dict[str, int] = {}
@@ -487,7 +489,7 @@ def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
     have = existing.get("spec")
     have = have if isinstance(have, Mapping) else {}
     diff = {k: v for k, v in spec.items() if have.get(k) != v}
-    for k in ("minTaskMember", "minResources", "priorityClassName"):
+    for k in ("minTaskMember", "minResources", "priorityClassName", "networkTopology"):
         if k not in spec and have.get(k):
             diff[k] = None
     if diff:

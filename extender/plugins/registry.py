@@ -16,8 +16,10 @@ from extender.plugins.cdp import CdpPlugin
 from extender.plugins.conformance import ConformancePlugin
 from extender.plugins.drf import DrfPlugin
 from extender.plugins.gang import GangPlugin
+from extender.plugins.network_topology_aware import NetworkTopologyAwarePlugin
 from extender.plugins.nodegroup import NodegroupPlugin
 from extender.plugins.nodeorder import NodeorderPlugin
+from extender.plugins.numaaware import NumaAwarePlugin
 from extender.plugins.overcommit import OvercommitPlugin
 from extender.plugins.pdb import PdbPlugin
 from extender.plugins.predicates import PredicatesPlugin
@@ -26,6 +28,7 @@ from extender.plugins.proportion import ProportionPlugin
 from extender.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from extender.plugins.resourcequota import ResourcequotaPlugin
 from extender.plugins.sla import SlaPlugin
+from extender.plugins.task_topology import TaskTopologyPlugin
 
 PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
     "priority": PriorityPlugin,
@@ -44,18 +47,18 @@ PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
     "resourcequota": ResourcequotaPlugin,
     "cdp": CdpPlugin,
     "pdb": PdbPlugin,
+    "task-topology": TaskTopologyPlugin,
+    "numa-aware": NumaAwarePlugin,
+    "network-topology-aware": NetworkTopologyAwarePlugin,
 }
 # Volcano plugins pumice does not implement yet: a config naming one fails with this message.
 NOT_YET: Final = frozenset(
     {
         "deviceshare",
         "extender",
-        "numaaware",
         "rescheduling",
-        "task-topology",
         "tdm",
         "usage",
-        "network-topology-aware",
         "capacity-card",
     }
 )

@@ -180,6 +180,16 @@ VOLCANO_NAMES = (
             ("Age", "date", AGE, 0),
         ),
     ),
+    Names(
+        group="nodeinfo.volcano.sh",
+        version="v1alpha1",
+        kind="Numatopology",
+        plural="numatopologies",
+        singular="numatopology",
+        short_names=("numatopo",),
+        scope="Cluster",
+        status_subresource=False,
+    ),
 )
 
 
@@ -445,6 +455,11 @@ PODGROUP_READS: dict[str, Fields] = {
     "running": (("status.running", "integer"),),
     "succeeded": (("status.succeeded", "integer"),),
     "failed": (("status.failed", "integer"),),
+    "network_topology": (
+        ("spec.networkTopology.mode", "string"),
+        ("spec.networkTopology.highestTierAllowed", "integer"),
+        ("spec.networkTopology.highestTierName", "string"),
+    ),
 }
 # Model fields that do not come from spec or status, and why.
 PODGROUP_COMPUTED = {
@@ -454,6 +469,7 @@ PODGROUP_COMPUTED = {
     "created": "metadata.creationTimestamp",
     "implicit": "set for the one-pod group of a plain pod, which has no API object",
     "sla_waiting_time": "metadata.annotations[volcano.sh/sla-waiting-time] (the sla plugin)",
+    "task_topology": "metadata.annotations[volcano.sh/task-topology-*] (the task-topology plugin)",
 }
 
 QUEUE_READS: dict[str, Fields] = {
@@ -801,6 +817,10 @@ spec:
     cpu: 9500m
     memory: 20Gi
     nvidia.com/gpu: "4"
+  networkTopology:
+    mode: hard
+    highestTierAllowed: 2
+    highestTierName: spine
 """
 
 PODGROUP_WITH_STATUS = (
@@ -993,6 +1013,28 @@ spec:
             topology.example.com/spine: a
 """
 
+# As Volcano's resource exporter writes it for a 2-socket node (cpus 0-3 on NUMA node 0, 4-7 on 1).
+NUMATOPOLOGY = """\
+apiVersion: nodeinfo.volcano.sh/v1alpha1
+kind: Numatopology
+metadata:
+  name: node-0
+spec:
+  policies: {CPUManagerPolicy: static, TopologyManagerPolicy: single-numa-node}
+  resReserved: {cpu: "1", memory: 1Gi}
+  numares:
+    cpu: {allocatable: "1-3,5-7", capacity: 8}
+  cpuDetail:
+    "0": {numa: 0, socket: 0, core: 0}
+    "1": {numa: 0, socket: 0, core: 1}
+    "2": {numa: 0, socket: 0, core: 2}
+    "3": {numa: 0, socket: 0, core: 3}
+    "4": {numa: 1, socket: 1, core: 0}
+    "5": {numa: 1, socket: 1, core: 1}
+    "6": {numa: 1, socket: 1, core: 2}
+    "7": {numa: 1, socket: 1, core: 3}
+"""
+
 USER_MANIFESTS = {
     "queue": QUEUE_FULL,
     "queue-with-status": QUEUE_WITH_STATUS,
@@ -1006,6 +1048,7 @@ USER_MANIFESTS = {
     "command": COMMAND,
     "hypernode-rack": HYPERNODE_RACK,
     "hypernode-spine": HYPERNODE_SPINE,
+    "numatopology": NUMATOPOLOGY,
 }
 
 
@@ -1127,6 +1170,7 @@ def test_podgroup_parses() -> None:
         succeeded=1,
         failed=0,
         created="2025-01-02T03:04:05Z",
+        network_topology=model.NetworkTopology(hard=True, highest_tier=2, highest_tier_name="spine"),
     )
 
 

@@ -80,8 +80,8 @@ BAD: list[tuple[str, str, str]] = [
     ("unknown-plugin", conf_with("gang", "binpak"), "unknown plugin 'binpak'"),
     (
         "plugin-not-yet",
-        conf_with("gang", "numaaware"),
-        "plugin 'numaaware' is a Volcano plugin pumice does not",
+        conf_with("gang", "tdm"),
+        "plugin 'tdm' is a Volcano plugin pumice does not",
     ),
     ("duplicate-plugin", conf_with("gang", "gang"), "plugin 'gang' is listed twice"),
     (

@@ -59,6 +59,16 @@ CASES: list[tuple[str, Callable[[], str], str]] = [
         "/apis/policy/v1/namespaces/ns1/poddisruptionbudgets",
     ),
     (
+        "hypernodes",
+        lambda: paths.HYPERNODES.collection(),
+        "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+    ),
+    (
+        "numatopologies",
+        lambda: paths.NUMATOPOLOGIES.collection(),
+        "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies",
+    ),
+    (
         "replicasets",
         lambda: paths.REPLICA_SETS.collection("ns1"),
         "/apis/apps/v1/namespaces/ns1/replicasets",

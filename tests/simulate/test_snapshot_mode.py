@@ -13,6 +13,7 @@ from controllers.simulate.snapshot import SnapshotResult, flatten, simulate_snap
 from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.registry import load_conf
 from tests.core.builders import NOW, T0, gang, node, pod
+from tests.core.test_hypernodes import exact, hn
 from tests.fixtures.scenarios import Scenario, load_scenarios
 
 SCENARIOS = load_scenarios()
@@ -199,3 +200,22 @@ def test_resource_quotas_are_read_by_the_resourcequota_plugin() -> None:
     assert group.phase == "Pending"
     assert "resourcequota q1" in group.message
     assert result.ignored == ()
+
+
+def test_hypernodes_are_read_by_network_topology_aware() -> None:
+    """A hard tier-1 gang of 3 × 2 cpu on 4 nodes of 4 cpu in two leaves: inside one leaf (nodeorder alone
+    spreads it over three nodes, so over both leaves)."""
+    conf = load_conf(
+        "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+        "  - name: predicates\n  - name: nodeorder\n  - name: network-topology-aware\n"
+    )
+    nodes = [node(f"n{i}", cpu="4") for i in range(4)]
+    leaves = [hn("s0", 1, exact("n0"), exact("n1")), hn("s1", 1, exact("n2"), exact("n3"))]
+    pg, pods = gang("g", 3, phase="Pending", cpu="2")
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    result = simulate_snapshot([*nodes, *leaves, pg, *pods], conf, now=NOW)
+    assert result.ignored == ()
+    used = set(placements(result).values())
+    assert len(placements(result)) == 3 and used in ({"n0", "n1"}, {"n2", "n3"})
+    spread = simulate_snapshot([*nodes, pg, *pods], load_conf(None), now=NOW)
+    assert len(set(placements(spread).values())) == 3
