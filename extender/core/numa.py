@@ -35,6 +35,7 @@ from math import ceil
 from typing import Any, Final
 
 from extender.core.errors import InvalidObject, InvalidQuantity
+from extender.core.fields import object_field as _map
 from extender.core.model import NumaRequest
 from extender.core.quantity import to_units
 
@@ -88,15 +89,6 @@ def parse_cpuset(text: str, where: str) -> set[int]:
             raise InvalidObject(f"{where}: {part!r} is not a cpu range")
         out.update(range(first, last + 1))
     return out
-
-
-def _map(obj: Obj, key: str, where: str) -> Obj:
-    v = obj.get(key)
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise InvalidObject(f"{where}.{key}: expected an object, got {type(v).__name__}")
-    return v
 
 
 def _int(obj: Obj, key: str, where: str) -> int:

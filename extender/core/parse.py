@@ -14,6 +14,7 @@ from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
+from extender.core.fields import object_field as _map
 from extender.core.hypernodes import parse_network_topology
 from extender.core.model import (
     Affinity,
@@ -52,15 +53,6 @@ Obj = Mapping[str, Any]
 SLA_WAITING_TIME_KEYS: Final = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
-
-
-def _map(obj: Obj, key: str, where: str) -> Obj:
-    v = obj.get(key)
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise InvalidObject(f"{where}.{key}: expected an object, got {type(v).__name__}")
-    return v
 
 
 def _list(obj: Obj, key: str, where: str) -> list[Any]:

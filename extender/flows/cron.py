@@ -40,7 +40,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
 
 from extender.core.errors import InvalidObject
-from extender.core.parse import _map
+from extender.core.fields import object_field as _map
 from extender.core.timestamps import epoch, rfc3339
 from extender.flows.model import JOB_API_VERSION
 from extender.flows.state import job_phase

@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
-from extender.core.parse import _item, _list, _map
+from extender.core.fields import object_field as _map
+from extender.core.parse import _item, _list
 
 Obj = Mapping[str, Any]
 
