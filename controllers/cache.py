@@ -24,6 +24,7 @@ from controllers.pending import PendingSet
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.errors import InvalidObject
+from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNode, HyperNodeSet, parse_hypernode
 from extender.core.model import (
     GroupKey,
@@ -101,6 +102,8 @@ class ClusterCache:
         self._hypernode_set: HyperNodeSet | None = None
         # Numatopologies by node name (numa-aware): each node's NUMA cells and free cpus.
         self._numatopologies: dict[str, NumaTopology] = {}
+        # Pods that ask GPU cards (deviceshare): the snapshot's card holdings come from these alone.
+        self._device_pods: dict[PodUID, Pod] = {}
         # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
         self._raw_podgroups: dict[GroupKey, Obj] = {}
         self._raw_queues: dict[str, Obj] = {}
@@ -178,8 +181,11 @@ class ClusterCache:
                     del self._members[key]
                     self._implicit_queue.pop(key, None)
         key = self._ours(pod) if pod is not None else None
+        self._device_pods.pop(uid, None)
         if pod is not None:
             self._pods[uid] = pod
+            if pod.gpu is not None:
+                self._device_pods[uid] = pod
             if key is not None:
                 self._members.setdefault(key, set()).add(uid)
                 if not pod.group_name:
@@ -243,6 +249,8 @@ class ClusterCache:
         self._ledger.assume(uid, node)
         bound = dataclasses.replace(pod, node_name=node)
         self._pods[uid] = bound
+        if uid in self._device_pods:
+            self._device_pods[uid] = bound
         self._pending.pod_changed(uid, self._ours(bound), False, False)
         self._changed("pod")
 
@@ -552,7 +560,24 @@ class ClusterCache:
             budgets=self._budgets.values(),
             hypernodes=self._hypernodes_now(),
             numatopologies=self._numatopologies.values(),
+            device_holds=self._device_holds(),
         )
+
+    def _device_holds(self) -> dict[PodUID, tuple[str, GpuHold]]:
+        """The GPU cards each pod holds, by where it is: bound (or bound by us) with the cards its
+        annotations name, else planned with the cards decided with its plan (written on it or not yet)."""
+        out: dict[PodUID, tuple[str, GpuHold]] = {}
+        for uid, pod in self._device_pods.items():
+            if pod.terminal:
+                continue
+            decided = pod_hold(self._ledger.decided(uid), pod.gpu)
+            if pod.node_name:
+                node, hold = pod.node_name, pod.gpu_hold or decided
+            else:  # an annotation left from an earlier plan holds nothing: only the live plan's does
+                node, hold = self._ledger.planned_node(uid) or "", decided
+            if node and hold is not None:
+                out[uid] = (node, hold)
+        return out
 
     def _hypernodes_now(self) -> HyperNodeSet:
         if self._hypernode_set is None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,9 @@ class Reservation:
     # WAITING: the pods still to leave its node, and when the reservation was made (the loop's clock).
     victims: frozenset[PodUID] = frozenset()
     since: float = 0.0
+    # The annotations a plugin decided with the plan (deviceshare's cards): they hold those cards until
+    # the watch shows the pod bound with them, written or not.
+    decided: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def planned(self) -> bool:
@@ -141,6 +144,7 @@ class Ledger:
         *,
         victims: frozenset[PodUID] = frozenset(),
         now: float = 0.0,
+        decided: Mapping[str, str] | None = None,
     ) -> None:
         """Reserve ``node`` for a waiting pod, once ``victims`` (those still holding a reservation) have
         left it. A pod that is assumed or bound keeps that reservation."""
@@ -152,7 +156,14 @@ class Ledger:
         self._put(
             uid,
             Reservation(
-                node=node, requests=requests, queue=queue, group=group, state=state, victims=still, since=now
+                node=node,
+                requests=requests,
+                queue=queue,
+                group=group,
+                state=state,
+                victims=still,
+                since=now,
+                decided=decided or {},
             ),
         )
 
@@ -164,7 +175,12 @@ class Ledger:
         self._put(
             uid,
             Reservation(
-                node=node, requests=old.requests, queue=old.queue, group=old.group, state=State.ASSUMED
+                node=node,
+                requests=old.requests,
+                queue=old.queue,
+                group=old.group,
+                state=State.ASSUMED,
+                decided=old.decided,
             ),
         )
 
@@ -238,6 +254,11 @@ class Ledger:
         """The victims a waiting reservation waits for (empty for any other)."""
         r = self._entries.get(uid)
         return r.victims if r is not None and r.state is State.WAITING else frozenset()
+
+    def decided(self, uid: PodUID) -> Mapping[str, str]:
+        """The annotations decided with ``uid``'s plan, while it is planned or assumed (else empty)."""
+        r = self._entries.get(uid)
+        return r.decided if r is not None and r.state is not State.BOUND else {}
 
     def is_planned(self, uid: PodUID) -> bool:
         return uid in self._plans

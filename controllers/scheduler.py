@@ -251,7 +251,14 @@ class Scheduler:
             victims = result.pipelined.get(uid, frozenset())
             nodes.setdefault(key, []).append(f"{node}+" if victims else node)
             self.ledger.plan(
-                uid, node, pod.requests, self.cache.pod_queue(pod), key, victims=victims, now=now
+                uid,
+                node,
+                pod.requests,
+                self.cache.pod_queue(pod),
+                key,
+                victims=victims,
+                now=now,
+                decided=result.annotations.get(uid),
             )
             if uid in result.annotations:
                 self.annotations[uid] = result.annotations[uid]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NewType
 
+from extender.core.gpus import GpuHold, GpuRequest, NodeGpus
+
 GroupKey = NewType("GroupKey", str)
 PodUID = NewType("PodUID", str)
 
@@ -208,6 +210,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     created: str = ""
+    # Its GPU cards (gpushare capacity, the vGPU register annotation), None for a node without (most).
+    gpus: NodeGpus | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,6 +248,9 @@ class Pod:
     scoring: PodScoring | None = None
     # Its NUMA policy and exclusive cpus (numa-aware), None unless Guaranteed with a policy other than none.
     numa: NumaRequest | None = None
+    # What it asks of GPU cards (deviceshare) and the cards its annotations give it; None without.
+    gpu: GpuRequest | None = None
+    gpu_hold: GpuHold | None = None
 
     @property
     def key(self) -> str:

@@ -15,6 +15,7 @@ from extender.core.budgets import DisruptionBudget
 from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
 from extender.core.fields import object_field as _map
+from extender.core.gpus import gpu_request, node_gpus, pod_hold
 from extender.core.hypernodes import parse_network_topology
 from extender.core.model import (
     Affinity,
@@ -319,6 +320,8 @@ def parse_pod(obj: Obj) -> Pod:
         affinity=pod_affinity(spec, namespace, labels),
         scoring=_pod_scoring(ann),
         numa=numa_request(ann, spec),
+        gpu=(gpu := gpu_request(ann, spec)),
+        gpu_hold=pod_hold(ann, gpu),
     )
 
 
@@ -381,6 +384,7 @@ def parse_node(obj: Obj) -> Node:
         taints=taints,
         unschedulable=bool(spec.get("unschedulable")),
         created=str(meta.get("creationTimestamp") or ""),
+        gpus=node_gpus(_map(meta, "annotations", "metadata"), _map(status, "capacity", "Node.status")),
     )
 
 

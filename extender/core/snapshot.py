@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.budgets import DisruptionBudget
+from extender.core.gpus import GpuHold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import (
     GroupKey,
@@ -174,6 +175,9 @@ class Snapshot:
     hypernodes: HyperNodeSet = field(default_factory=HyperNodeSet)
     # Numatopology objects by node name (the numa-aware plugin).
     numatopologies: Mapping[str, NumaTopology] = field(default_factory=dict)
+    # The GPU cards pods hold (deviceshare), with the node they hold them on: bound pods by their
+    # annotations, planned ones by their plan's decision (see controllers.cache).
+    device_holds: Mapping[PodUID, tuple[str, GpuHold]] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -293,6 +297,7 @@ def build_snapshot(
     budgets: Iterable[DisruptionBudget] = (),
     hypernodes: HyperNodeSet | None = None,
     numatopologies: Iterable[NumaTopology] = (),
+    device_holds: Mapping[PodUID, tuple[str, GpuHold]] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -430,6 +435,15 @@ def build_snapshot(
         budgets=_by_namespace(budgets),
         hypernodes=HyperNodeSet() if hypernodes is None else hypernodes,
         numatopologies={t.name: t for t in numatopologies},
+        device_holds=(
+            {
+                p.uid: (p.node_name, p.gpu_hold)
+                for p in (pod_map.values() if residents is None else residents)
+                if p.gpu_hold is not None and p.holds_resources
+            }
+            if device_holds is None
+            else device_holds
+        ),
     )
 
 

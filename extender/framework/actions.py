@@ -293,6 +293,7 @@ def _base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
         ssn.snapshot.refused.get(p.uid, frozenset()),
         p.scoring,
         p.numa,
+        p.gpu,
     )
 
 

@@ -14,6 +14,7 @@ from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.capacity import CapacityPlugin
 from extender.plugins.cdp import CdpPlugin
 from extender.plugins.conformance import ConformancePlugin
+from extender.plugins.deviceshare import DeviceSharePlugin
 from extender.plugins.drf import DrfPlugin
 from extender.plugins.gang import GangPlugin
 from extender.plugins.network_topology_aware import NetworkTopologyAwarePlugin
@@ -49,12 +50,12 @@ PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
     "pdb": PdbPlugin,
     "task-topology": TaskTopologyPlugin,
     "numa-aware": NumaAwarePlugin,
+    "deviceshare": DeviceSharePlugin,
     "network-topology-aware": NetworkTopologyAwarePlugin,
 }
 # Volcano plugins pumice does not implement yet: a config naming one fails with this message.
 NOT_YET: Final = frozenset(
     {
-        "deviceshare",
         "extender",
         "rescheduling",
         "tdm",

@@ -135,7 +135,13 @@ async def test_deletion_of_running_pod_is_confirmed(
         return False
 
     await kube.wait_for(gone, 30, message="pod victim to be deleted")
-    assert (namespace, "victim") in fake_kubelet.deleted
+
+    # The kubelet records its confirmation once its DELETE returns; this test's GET, on the same event
+    # loop, may see the 404 before that response is read, so the record is awaited, not asserted at once.
+    async def confirmed() -> bool:
+        return (namespace, "victim") in fake_kubelet.deleted
+
+    await kube.wait_for(confirmed, 5, message="the fake kubelet to record its confirmation")
 
 
 async def test_failed_pod_reports_exit_code(

@@ -1,0 +1,178 @@
+"""GPU-share planning cost per pod: fractional GPU pods (``volcano.sh/gpu-memory``) planned card by card
+by ``deviceshare`` on 5 000 GPU nodes of 8 cards, half used at random (prints figures, asserts nothing).
+
+Each node has 8 cards of 80 000 memory units (``volcano.sh/gpu-number: 8``, ``volcano.sh/gpu-memory:
+640000``); bound pods already hold 0..7 tenths of each card (``Snapshot.device_holds``, as the cache
+builds it from their ``volcano.sh/gpu-index`` annotations). Pending: ``--groups`` single-pod jobs and
+one ``--gang``-pod gang, each pod asking 20 000 (a quarter card). Figures: the cycle with deviceshare
+(binpack, weight 10) against the same pods with the plugin off (node-level accounting of the extended
+resource only: what kube-scheduler alone would do), the fastest of ``--repeat``, and per pod.
+
+    .venv/bin/python hack/bench/gpushare_bench.py [--nodes 5000 --groups 500 --gang 64 --repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from extender.core.gpus import GPU_MEMORY, GPU_NUMBER, GpuHold, node_gpus
+from extender.core.model import Node, PodUID
+from extender.core.parse import parse_pod, parse_podgroup, parse_queue
+from extender.core.snapshot import build_node_table, build_snapshot
+from extender.framework.cycle import run_cycle
+from extender.plugins.registry import load_conf
+
+BASE = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+DEVICESHARE = """\
+  - name: deviceshare
+    arguments:
+      deviceshare.GPUSharingEnable: true
+      deviceshare.SchedulePolicy: binpack
+      deviceshare.ScheduleWeight: 10
+"""
+GIB = 1024**3
+CARDS, CARD_MEMORY, ASK = 8, 80_000, 20_000
+T0 = "2024-01-01T00:00:00Z"
+
+
+def pending(groups: int, gang: int) -> tuple[list[Any], list[Any]]:
+    pgs: list[Any] = []
+    pods: list[Any] = []
+
+    def group(name: str, size: int) -> None:
+        pgs.append(
+            parse_podgroup(
+                {
+                    "metadata": {"name": name, "namespace": "default", "creationTimestamp": T0},
+                    "spec": {"minMember": size, "queue": "default"},
+                    "status": {"phase": "Inqueue"},
+                }
+            )
+        )
+        resources = {"cpu": "1", "memory": "4Gi", GPU_MEMORY: str(ASK)}
+        for i in range(size):
+            pods.append(
+                parse_pod(
+                    {
+                        "metadata": {
+                            "name": f"{name}-{i}",
+                            "namespace": "default",
+                            "uid": f"{name}-{i}",
+                            "annotations": {"scheduling.k8s.io/group-name": name},
+                            "creationTimestamp": T0,
+                        },
+                        "spec": {
+                            "schedulerName": "volcano",
+                            "containers": [
+                                {"name": "m", "resources": {"requests": resources, "limits": resources}}
+                            ],
+                        },
+                        "status": {"phase": "Pending"},
+                    }
+                )
+            )
+
+    for g in range(groups):
+        group(f"infer-{g:04d}", 1)
+    if gang:
+        group("train", gang)
+    return pgs, pods
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--groups", type=int, default=500)
+    ap.add_argument("--gang", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    capacity = {GPU_NUMBER: str(CARDS), GPU_MEMORY: str(CARDS * CARD_MEMORY)}
+    gpus = node_gpus({}, capacity)
+    names = [f"gpu-{i:05d}" for i in range(a.nodes)]
+    nodes = [
+        Node(
+            name=n,
+            allocatable={
+                "cpu": 96_000,
+                "memory": 768 * GIB,
+                "pods": 110,
+                GPU_NUMBER: CARDS,
+                GPU_MEMORY: CARDS * CARD_MEMORY,
+            },
+            gpus=gpus,
+        )
+        for n in names
+    ]
+    table = build_node_table(nodes)
+    used = np.zeros_like(table.alloc)
+    col = table.index.names.index(GPU_MEMORY)
+    holds: dict[PodUID, tuple[str, GpuHold]] = {}
+    for r, n in enumerate(names):
+        for card in range(CARDS):
+            tenths = rng.randrange(0, 8)
+            if tenths:
+                amount = tenths * CARD_MEMORY // 10
+                holds[PodUID(f"bound-{n}-{card}")] = (
+                    n,
+                    GpuHold(family="gpushare", cards=((str(card), amount, 0),)),
+                )
+                used[r, col] += amount
+    pgs, pods = pending(a.groups, a.gang)
+    queue = parse_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}})
+    n_pods = len(pods)
+    print(
+        f"{a.nodes} nodes x {CARDS} cards ({len(holds)} cards partly held), {a.groups} single-pod jobs + a "
+        f"{a.gang}-pod gang: {n_pods} pods asking {ASK} of {CARD_MEMORY} each"
+    )
+    for label, text in (
+        ("deviceshare off (node-level only)", BASE),
+        ("deviceshare binpack", BASE + DEVICESHARE),
+    ):
+        conf = load_conf(text)
+        best, placed = float("inf"), 0
+        for _ in range(a.repeat):
+            snap = build_snapshot(
+                nodes=table,
+                pods=pods,
+                podgroups=pgs,
+                queues=[queue],
+                used=used,
+                reserved=np.zeros_like(used),
+                queue_usage={},
+                device_holds=holds,
+            )
+            t0 = time.perf_counter()
+            result = run_cycle(snap, conf, 0.0)
+            best = min(best, time.perf_counter() - t0)
+            placed = len(result.placements)
+        print(
+            f"  {label:34s} cycle {best * 1000:8.1f} ms  {best * 1000 / n_pods:6.2f} ms/pod  placed {placed}"
+        )
+
+
+if __name__ == "__main__":
+    main()
