@@ -236,7 +236,8 @@ def node_gpus(annotations: Obj, capacity: Obj) -> NodeGpus | None:
             except ValueError as e:
                 problems.append(f"annotation {VGPU_REGISTER}: card {i} {entry!r}: {e}")
                 continue
-            mode = parts[5] or mode
+            # Volcano knows two sharing modes: mig, and hami-core for anything else (mps included).
+            mode = "mig" if parts[5].strip() == "mig" else "hami-core"
             if parts[4].strip().lower() == "true":
                 vgpu.append(card)
     if not share and not vgpu and not problems:
@@ -276,8 +277,8 @@ def gpu_request(annotations: Obj, spec: Obj) -> GpuRequest | None:
     for c in _containers(spec, "containers"):
         count = _limit(c, VGPU_NUMBER)
         memory = _limit(c, VGPU_MEMORY, requests_too=True)
-        if count is None and memory is None:
-            continue
+        if (count is None and memory is None) or count == 0:
+            continue  # 0 cards: the container takes none (its memory would be nobody's)
         percent = _limit(c, VGPU_MEMORY_PERCENTAGE, requests_too=True)
         percent = _UNSET_PERCENT if percent is None else percent
         if percent == _UNSET_PERCENT and not memory:
@@ -420,7 +421,7 @@ def decide(
             card, u = cards[i], use[i]
             memory = card.memory * ask.percent // 100 if ask.percent != _UNSET_PERCENT else ask.memory
             if (
-                (card.slots and u.sharers >= card.slots)
+                u.sharers >= card.slots  # a vGPU card registered with 0 sharers takes nobody, as in Volcano
                 or (request.group_spread and group and group in u.groups)
                 or card.memory - u.memory < memory
                 or u.cores + ask.cores > _FULL_CORES

@@ -194,6 +194,7 @@ def _make_room(
         p.constraints,
         p.affinity is None,
         p.numa,
+        p.gpu,
     )
     if p.affinity is None and shape in failed:
         return False
@@ -210,8 +211,11 @@ def _make_room(
     if limit is not None:
         mask = mask & limit
     own = ssn.pod_fit(p, mask)
+    search = mask
     if own is not None:
-        # (judged on the nodes as they are: what a victim would free per NUMA node is not known)
+        if not ssn.pod_fit_follows_evictions:
+            # (judged on the nodes as they are: what a victim would free per NUMA node is not known)
+            search = mask & own
         mask = mask & own
     # Room that needs no victim (pods already leaving count): as allocate would place it.
     room = mask & ssn.fit_mask(req)
@@ -219,7 +223,7 @@ def _make_room(
         best = int(np.argmax(np.where(room, _scores(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
         return True
-    choice = _cheapest_victims(ssn, mode, args, g, queue, p, req, mask)
+    choice = _cheapest_victims(ssn, mode, args, g, queue, p, req, search, search is not mask)
     if choice is None:
         failed.add(shape)
         return False
@@ -228,13 +232,39 @@ def _make_room(
     message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
     for r in victims:
         sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
-    if ssn.allocatable_reject(queue, req) is not None or not _fits(ssn, req, ssn.free[row], row):
+    if (
+        ssn.allocatable_reject(queue, req) is not None
+        or not _fits(ssn, req, ssn.free[row], row)
+        or (own is not None and not _pod_fits_at(ssn, p, row))
+    ):
         sub.discard()
         failed.add(shape)
         return False
     sub.place(p.uid, row, queue.name)
     stmt.absorb(sub)
     return True
+
+
+def _pod_fits_at(ssn: Session, p: Pod, row: int) -> bool:
+    """Whether the ``pod_fit`` plugins let ``p`` onto node ``row`` as the session stands (the victims
+    just evicted gone: the plugins that follow evictions count what they free, such as GPU cards)."""
+    only = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
+    only[row] = True
+    own = ssn.pod_fit(p, only)
+    return own is None or bool(own[row])
+
+
+def _pod_fits_without(ssn: Session, p: Pod, row: int, victims: list[Running]) -> bool:
+    """:func:`_pod_fits_at` with ``victims`` evicted, on trial (undone before returning)."""
+    if not victims:
+        return _pod_fits_at(ssn, p, row)
+    trial = ssn.statement()
+    for r in victims:
+        trial.evict(r.pod, r.row, r.queue, Eviction("Trial", "", GroupKey("")))
+    try:
+        return _pod_fits_at(ssn, p, row)
+    finally:
+        trial.discard()
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +316,10 @@ def _cheapest_victims(
     p: Pod,
     req: Vector,
     mask: fit.Mask,
+    own_fit: bool = False,
 ) -> tuple[int, list[Running]] | None:
+    """The node and victims that make room for ``p`` at the least cost; with ``own_fit``, room also
+    means the ``pod_fit`` plugins allow the node once the victims are gone (see _pod_fits_without)."""
     running = ssn.running
     rooms = _rooms(ssn, mode, args, queue.name)
     if not len(rooms.rows):
@@ -304,7 +337,7 @@ def _cheapest_victims(
         cands = [r for r in rooms.cands[row] if r.group != key and r.pod.uid not in ssn.evicting]
         if not cands:
             continue
-        picked = _victims_on(ssn, mode, p, req, row, cands)
+        picked = _victims_on(ssn, mode, p, req, row, cands, own_fit)
         if picked is None:
             continue
         victims, whole = picked
@@ -335,10 +368,14 @@ def _ranks(ssn: Session) -> dict[PodUID, int]:
 
 
 def _victims_on(
-    ssn: Session, mode: _Mode, p: Pod, req: Vector, row: int, cands: list[Running]
+    ssn: Session, mode: _Mode, p: Pod, req: Vector, row: int, cands: list[Running], own_fit: bool = False
 ) -> tuple[list[Running], int] | None:
     """The victims on node ``row`` that make room for ``p`` (with the gangs taken whole, on any node),
     and how many gangs go whole; None if the plugins' choice cannot make room."""
+
+    def room(free: Vector, chosen: list[Running]) -> bool:
+        return _fits(ssn, req, free, row) and (not own_fit or _pod_fits_without(ssn, p, row, chosen))
+
     running = ssn.running
     allowed_pods = mode.hook(ssn, p, [r.pod for r in cands])  # in victim order (see _rooms)
     if not allowed_pods:
@@ -350,7 +387,7 @@ def _victims_on(
     taken: dict[GroupKey, int] = {}
     whole = 0
     for r in allowed:
-        if _fits(ssn, req, free, row):
+        if room(free, chosen):
             break
         if r.pod.uid in chosen_uids:
             continue
@@ -373,8 +410,21 @@ def _victims_on(
         for m in rest:
             if m.row == row:
                 free += running.vector(m.pod)
-    if not chosen or not _fits(ssn, req, free, row):
+    if not chosen or not room(free, chosen):
         return None  # (no victim needed: the room is there, what refuses the pod is not room)
+    if own_fit:
+        # Victim order knows nothing of cards: drop each group of victims whose going the pod's card
+        # does not need (the first victims may have freed the wrong card).
+        for grp in list(dict.fromkeys(r.group for r in chosen)):
+            rest = [m for m in chosen if m.group != grp]
+            back = free.copy()
+            for m in chosen:
+                if m.group == grp and m.row == row:
+                    back -= running.vector(m.pod)
+            if rest and room(back, rest):
+                chosen, free = rest, back
+                if taken.pop(grp, 0) == 0:
+                    whole -= 1
     return chosen, whole
 
 

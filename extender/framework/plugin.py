@@ -65,7 +65,10 @@ once, here and in :mod:`extender.framework.session`):
   such a pod, over its candidates, and never cached; the plugin follows placements itself (from
   ``ssn.plans``). Whether it answers None must depend only on the pod, never on the candidates: a pod it
   answers for is placed one by one (never in a batch), and preempt and reclaim look only at the nodes it
-  allows. ``pod_fit_reason`` says why, for a pod it leaves no node;
+  allows — unless every such plugin sets ``fit_follows_evictions`` (its answer counts what the pods in
+  ``ssn.evicting`` free, deviceshare's cards): then they look for victims on any node and place the pod
+  only if ``pod_fit`` allows the node once the victims are gone. ``pod_fit_reason`` says why, for a pod it
+  leaves no node;
 - ``queue_node_score``: a score per node for pods of a queue, fixed for the cycle (node labels, queue
   specs: nodegroup's preferences). The session asks once per queue and adds it to the summed
   ``node_score`` of every pod of that queue, in every path alike (one by one, batched, preempt and
@@ -155,6 +158,8 @@ class Plugin:
     local_queue_order: ClassVar[bool] = False
     # True when ``job_order`` depends only on the group and state fixed in ``open`` (see above).
     static_job_order: ClassVar[bool] = False
+    # True when ``pod_fit`` counts what the pods in ``ssn.evicting`` free (see above).
+    fit_follows_evictions: ClassVar[bool] = False
 
     def takes_part(self, hook: str) -> bool:
         """Whether the conf leaves ``hook`` (a method name of this class) switched on for this plugin."""

@@ -148,6 +148,9 @@ class Session:
         self._fitters = [p for p in self._hooked["node_fit"] if _overrides(p, "node_fit")]
         self._limiters = [p for p in self._hooked["node_limit"] if _overrides(p, "node_limit")]
         self._pod_fitters = [p for p in self._hooked["pod_fit"] if _overrides(p, "pod_fit")]
+        # Whether every pod_fit plugin counts what evicted pods free (preempt then looks for victims on
+        # nodes it refuses as they are, and checks it again once they are gone).
+        self.pod_fit_follows_evictions = all(p.fit_follows_evictions for p in self._pod_fitters)
         self.listeners = [p for p in self._hooked["placed"] if _overrides(p, "placed")]
         self.fit_predicates = bool(self._fitters)  # whether fit_mask is more than resources
         self._queue_masks: dict[str, fit.Mask | None] = {}

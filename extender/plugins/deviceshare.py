@@ -86,6 +86,7 @@ _Taken = tuple[int, tuple[tuple[int, int, int], ...], bool, str, str]
 class DeviceSharePlugin(Plugin):
     name = NAME
     row_local_scores = True  # node_score has no opinion: its scores are per pod
+    fit_follows_evictions = True  # an evicted pod's cards are free (see _sync)
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         args = parse_arguments(
@@ -219,9 +220,9 @@ class DeviceSharePlugin(Plugin):
             for uid in [u for u in self._movable.get(row, ()) if plans.get(u) != names[row]]:
                 self._release(uid)
                 self._movable[row].discard(uid)
-            p = ssn.snapshot.pods.get(uid)
-            if p is not None and self._judges(p) is not None:
-                self._unplaced[uid] = p
+                p = ssn.snapshot.pods.get(uid)  # placed again later: it takes its cards again
+                if p is not None and self._judges(p) is not None:
+                    self._unplaced[uid] = p
         for uid, p in list(self._unplaced.items()):
             node = plans.get(uid)
             if node is None or uid in evicting:

@@ -51,7 +51,10 @@ class PredicatesPlugin(ProportionalFit):
         args = parse_arguments(self.name, arguments, _KNOWN, prefixes={"predicate.resources.": str})
         for feature in ("predicate.GPUSharingEnable", "predicate.VGPUEnable"):
             if args[feature]:
-                raise ValueError(f"plugin predicates: {feature} is not supported by pumice yet")
+                raise ValueError(
+                    f"plugin predicates: {feature} moved to the deviceshare plugin (as in Volcano since 1.8):"
+                    f" list deviceshare with deviceshare.{feature.removeprefix('predicate.')}: true"
+                )
         primary = [n.strip() for n in args["predicate.resources"].split(",") if n.strip()]
         ratios: list[Ratio] = []
         for key in args:

@@ -107,12 +107,12 @@ BAD: list[tuple[str, str, str]] = [
     (
         "gpu-sharing",
         conf_with("predicates", arguments={"predicates": {"predicate.GPUSharingEnable": True}}),
-        "predicate.GPUSharingEnable is not supported",
+        "predicate.GPUSharingEnable moved to the deviceshare plugin",
     ),
     (
         "vgpu",
         conf_with("predicates", arguments={"predicates": {"predicate.VGPUEnable": True}}),
-        "predicate.VGPUEnable is not supported",
+        "list deviceshare with deviceshare.VGPUEnable: true",
     ),
     (
         "predicate-typo",
