@@ -80,6 +80,13 @@ class SimExecutor(Executor):
     async def touch_planned(self, namespace: str, name: str, node: str) -> None:
         return None  # moves a pod in kube-scheduler's queues; the simulation binds every plan anyway
 
+    async def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """A plugin's decision written on the pod before it binds (deviceshare's cards, numa-aware's
+        cells): the pod object carries it, so the cache counts a bound pod's cards from it."""
+        uid = self.cluster.uid_of(namespace, name)
+        if uid is not None:
+            self.cluster.edit_pod(uid, lambda p: p["metadata"]["annotations"].update(annotations))
+
     async def lift_gate(self, namespace: str, name: str) -> None:
         uid = self.cluster.uid_of(namespace, name)
         if uid is not None:
@@ -199,7 +206,9 @@ class SimCluster:
     def edit_pod(self, uid: PodUID, change: Callable[[Obj], object]) -> None:
         old = self.pods[uid]
         # A new object, as the API server returns one; the parts ``change`` may edit are copied.
-        raw = {**old, "spec": dict(old["spec"]), "status": dict(old.get("status") or {})}
+        meta = dict(old.get("metadata") or {})
+        meta["annotations"] = dict(meta.get("annotations") or {})
+        raw = {**old, "metadata": meta, "spec": dict(old["spec"]), "status": dict(old.get("status") or {})}
         change(raw)
         self.pods[uid] = raw
         self._stored(uid)

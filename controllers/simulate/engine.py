@@ -20,7 +20,7 @@ Metrics are integrated over virtual time between events (see :mod:`controllers.s
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from controllers.simulate.jobs import job_pod, job_podgroup
 from controllers.simulate.metrics import Recorder, TraceResult
 from controllers.simulate.trace import Trace, TraceJob
 from extender.api import labels as L
+from extender.core.gpus import GPU_MEMORY, GPU_NUMBER, VGPU_CORES, VGPU_MEMORY, VGPU_NUMBER
 from extender.core.model import GroupKey, GroupPhase, PodUID, group_key
 from extender.core.timestamps import rfc3339
 from extender.jobs.model import Job, parse_job, podgroup_name
@@ -37,6 +38,7 @@ from extender.plugins.registry import SchedulerConf
 Obj = dict[str, Any]
 
 _SUBMIT, _FINISH, _FAIL = 0, 1, 2
+GPU_ASKS = frozenset({GPU_MEMORY, GPU_NUMBER, VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES})
 
 
 @dataclass(slots=True)
@@ -56,6 +58,13 @@ class JobState:
     pods: dict[str, PodUID] = field(default_factory=dict)  # pod name -> uid of its current incarnation
 
 
+def _resources(requests: Mapping[str, str]) -> Obj:
+    """A container's resources: the requests, and GPU asks as limits too (Kubernetes requires limits of
+    extended resources, and the deviceshare plugin reads a pod's GPU ask from its limits)."""
+    limits = {k: v for k, v in requests.items() if k in GPU_ASKS}
+    return {"requests": dict(requests), **({"limits": limits} if limits else {})}
+
+
 def vcjob(job: TraceJob) -> Obj:
     """The Volcano Job a trace job stands for (one container per pod, asking for the task's requests)."""
     spec: Obj = {
@@ -69,9 +78,7 @@ def vcjob(job: TraceJob) -> Obj:
                 **({} if t.min_available is None else {"minAvailable": t.min_available}),
                 "template": {
                     "spec": {
-                        "containers": [
-                            {"name": "main", "image": "sim", "resources": {"requests": dict(t.requests)}}
-                        ]
+                        "containers": [{"name": "main", "image": "sim", "resources": _resources(t.requests)}]
                     }
                 },
             }
@@ -80,6 +87,8 @@ def vcjob(job: TraceJob) -> Obj:
     }
     if job.priority_class:
         spec["priorityClassName"] = job.priority_class
+    if job.network_topology is not None:
+        spec["networkTopology"] = dict(job.network_topology)
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -112,7 +121,8 @@ class TraceRun:
         self._timestamps: dict[int, str] = {}
         for pool in trace.pools:
             for i in range(pool.count):
-                self.cluster.add(_node(f"{pool.name}-{i}", pool.allocatable, pool.labels, pool.taints))
+                labels = pool.node_labels(i)
+                self.cluster.add(_node(f"{pool.name}-{i}", pool.allocatable, labels, pool.taints))
         for obj in (*trace.queues, *trace.priority_classes):
             self.cluster.add(obj)
         self.priorities = {pc["metadata"]["name"]: int(pc["value"]) for pc in trace.priority_classes}

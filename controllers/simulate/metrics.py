@@ -7,7 +7,11 @@
 - the cluster: the **allocation rate** (requested over allocatable, per resource) and the
   **fragmentation rate**: of the free amount of the *key resource* (GPUs when any node has them, else
   CPU), the part on nodes that cannot fit the smallest pending pod. Both are time-weighted means between
-  the first submission and the last event.
+  the first submission and the last event;
+- with GPU cards (``gpus`` pools) and leaf labels (``topology``): card-level GPU allocation and
+  fragmentation, and where gangs ran (:mod:`controllers.simulate.gpumetrics`). The key resource stays
+  ``nvidia.com/gpu`` or CPU: shared cards have no single one (memory pods ask ``volcano.sh/gpu-memory``,
+  whole-card pods ``volcano.sh/gpu-number``), so their figures are the card-level ones.
 
 Shares are of the key resource. Series are kept per event and thinned to at most ``POINTS`` for output.
 """
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from controllers.simulate.cluster import SimCluster
+from controllers.simulate.gpumetrics import GangPlaces, GpuCards, GpuFigures, TopologyFigures
 from controllers.simulate.trace import Trace
 from extender.core.model import GroupKey
 from extender.core.resources import parse_resource_list
@@ -73,6 +78,8 @@ class TraceResult:
     cycles: int
     evictions: int
     series: dict[str, Any] = field(default_factory=dict)  # time, allocation, fragmentation, queues
+    gpu: GpuFigures | None = None  # with GPU cards
+    topology: TopologyFigures | None = None  # with leaf labels
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -91,6 +98,9 @@ class Recorder:
         self.trace = trace
         gpu = any("nvidia.com/gpu" in p.allocatable for p in trace.pools)
         self.key = "nvidia.com/gpu" if gpu else "cpu"
+        self.gpus = GpuCards(cluster.nodes.values()) if trace.has_gpus else None
+        self.gpu_peak = 0.0
+        self.places = GangPlaces(cluster.nodes.values()) if trace.has_topology else None
         self.resources = sorted(
             {r for p in trace.pools for r in parse_resource_list(p.allocatable)} - {"pods"}
         )
@@ -124,6 +134,9 @@ class Recorder:
 
     def started(self, js: JobState) -> None:
         self.waiting.discard(js.key)
+        if self.places is not None:
+            pods = (self.cluster.cache.pod(u) for u in js.pods.values())
+            self.places.started(p.node_name for p in pods if p is not None and p.node_name)
 
     def finished(self, js: JobState) -> None:
         self.waiting.discard(js.key)
@@ -180,6 +193,12 @@ class Recorder:
         for q in self.queues:
             now[f"share:{q}"] = usage.get(q, {}).get(self.key, 0) / key_total if key_total else 0.0
         now["fragmentation"] = self._fragmentation()
+        if self.gpus is not None:
+            gpu = self.gpus.state(self.cluster.pods.values())
+            now["gpu:allocation"] = gpu.allocation
+            now["gpu:fragmentation"] = gpu.fragmentation
+            now["gpu:stranded-asks"] = gpu.stranded_asks
+            self.gpu_peak = max(self.gpu_peak, gpu.allocation)
         self._deserved(t)
         for q, v in self.deserved.items():
             now[f"deserved:{q}"] = v
@@ -253,4 +272,18 @@ class Recorder:
             cycles=self.cluster.cycles,
             evictions=len(self.cluster.evictions),
             series=series,
+            gpu=None
+            if self.gpus is None
+            else GpuFigures(
+                cards=self.gpus.cards,
+                memory=self.gpus.memory,
+                allocation_mean=mean("gpu:allocation"),
+                allocation_peak=self.gpu_peak,
+                allocation_end=self._now.get("gpu:allocation", 0.0),
+                fragmentation_mean=mean("gpu:fragmentation"),
+                fragmentation_end=self._now.get("gpu:fragmentation", 0.0),
+                stranded_asks_mean=mean("gpu:stranded-asks"),
+                stranded_asks_end=self._now.get("gpu:stranded-asks", 0.0),
+            ),
+            topology=None if self.places is None else self.places.figures(),
         )

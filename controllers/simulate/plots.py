@@ -7,7 +7,9 @@
   deserved share (dashed, same color). Queues that never held nor deserved any of it are left out;
 - ``waits.png``: the empirical CDF of job wait times in minutes (symlog axis), one line per conf, and one per
   queue as well when there is a single conf. The fraction is of all jobs, so jobs that never started keep
-  a line below 100%.
+  a line below 100%;
+- ``gpu.png`` (only when the trace has GPU cards): card-level GPU allocation over time, one solid line
+  per conf, and GPU fragmentation (free memory on partly used cards) dashed in the same color.
 
 Series hold their value until the next event, so they are drawn as steps. matplotlib is optional
 (``pumice[plot]``): it is imported only when plotting.
@@ -152,4 +154,15 @@ def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> 
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
     save(fig, "waits.png")
+
+    # 4. Card-level GPU allocation and fragmentation, when the trace has GPU cards.
+    if any(r.gpu is not None for _, r in results):
+        fig, ax = plt.subplots(figsize=(10, 5))
+        for i, (label, r) in enumerate(results):
+            hours = _hours(r.series)
+            _step(ax, hours, _values(r.series, "gpu:allocation"), color=f"C{i}", label=f"{label}: allocation")
+            frag = _values(r.series, "gpu:fragmentation")
+            _step(ax, hours, frag, color=f"C{i}", linestyle="--", label=f"{label}: fragmentation")
+        _share_axes(ax, "GPU card allocation and fragmentation over time", "GPU memory", PercentFormatter)
+        save(fig, "gpu.png")
     return paths

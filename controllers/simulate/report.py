@@ -23,7 +23,13 @@ Trace mode, ``kind: TraceSimulation``, ``runs``: one per ``--scheduler-conf``, i
 - ``jobs``: ``name``, ``queue``, ``submit``, ``start``, ``end``, ``wait``, ``queued``, ``run`` (seconds,
   null when it did not happen), ``restarts``, ``evicted``;
 - ``series``: ``time`` and, per key, values at those times (at most 400 points):
-  ``allocation:<resource>``, ``fragmentation``, ``share:<queue>``, ``deserved:<queue>``.
+  ``allocation:<resource>``, ``fragmentation``, ``share:<queue>``, ``deserved:<queue>``, and with GPU
+  cards ``gpu:allocation``, ``gpu:fragmentation``, ``gpu:stranded-asks``;
+- ``gpu`` (null without GPU cards, see :mod:`controllers.simulate.gpumetrics`): ``cards``, ``memory``
+  (all cards'), ``allocationMean``/``allocationPeak``/``allocationEnd``,
+  ``fragmentationMean``/``fragmentationEnd``, ``strandedAsksMean``/``strandedAsksEnd`` (0..1);
+- ``topology`` (null without leaf labels): ``gangs`` (starts of gangs of two or more pods),
+  ``inOneLeaf``, ``inOneSpine``, ``leavesMean``.
 """
 
 from __future__ import annotations
@@ -145,6 +151,27 @@ def _run_document(label: str, r: TraceResult) -> Obj:
             for j in r.jobs
         ],
         "series": r.series,
+        "gpu": None
+        if r.gpu is None
+        else {
+            "cards": r.gpu.cards,
+            "memory": r.gpu.memory,
+            "allocationMean": r.gpu.allocation_mean,
+            "allocationPeak": r.gpu.allocation_peak,
+            "allocationEnd": r.gpu.allocation_end,
+            "fragmentationMean": r.gpu.fragmentation_mean,
+            "fragmentationEnd": r.gpu.fragmentation_end,
+            "strandedAsksMean": r.gpu.stranded_asks_mean,
+            "strandedAsksEnd": r.gpu.stranded_asks_end,
+        },
+        "topology": None
+        if r.topology is None
+        else {
+            "gangs": r.topology.gangs,
+            "inOneLeaf": r.topology.in_one_leaf,
+            "inOneSpine": r.topology.in_one_spine,
+            "leavesMean": r.topology.leaves_mean,
+        },
     }
 
 
@@ -160,6 +187,38 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _gpu_rows(results: Sequence[TraceResult]) -> list[list[str]]:
+    """Card-level GPU figures and gang places, when the trace has cards or leaf labels."""
+    rows: list[list[str]] = []
+    if all(r.gpu is not None for r in results):
+        gpus = [r.gpu for r in results if r.gpu is not None]
+        rows += [
+            [
+                "GPU allocation mean / peak / end",
+                *(
+                    f"{_pct(g.allocation_mean)} / {_pct(g.allocation_peak)} / {_pct(g.allocation_end)}"
+                    for g in gpus
+                ),
+            ],
+            [
+                "GPU fragmentation mean / end",
+                *(f"{_pct(g.fragmentation_mean)} / {_pct(g.fragmentation_end)}" for g in gpus),
+            ],
+            [
+                "GPU asks stranded mean / end",
+                *(f"{_pct(g.stranded_asks_mean)} / {_pct(g.stranded_asks_end)}" for g in gpus),
+            ],
+        ]
+    if all(r.topology is not None for r in results):
+        tops = [r.topology for r in results if r.topology is not None]
+        rows += [
+            ["gangs in one leaf", *(f"{t.in_one_leaf}/{t.gangs}" for t in tops)],
+            ["gangs in one spine", *(f"{t.in_one_spine}/{t.gangs}" for t in tops)],
+            ["leaves per gang (mean)", *(f"{t.leaves_mean:.2f}" for t in tops)],
+        ]
+    return rows
+
+
 def trace_table(runs: Runs) -> str:
     """The cluster figures and per-queue waits and shares, one column per conf (side by side)."""
     labels = [label for label, _ in runs]
@@ -173,6 +232,7 @@ def trace_table(runs: Runs) -> str:
             for res in results[0].allocation
         ),
         [f"fragmentation ({key})", *(_pct(r.fragmentation) for r in results)],
+        *_gpu_rows(results),
         ["evictions", *(str(r.evictions) for r in results)],
         ["restarts", *(str(sum(j.restarts for j in r.jobs)) for r in results)],
         ["scheduling cycles", *(str(r.cycles) for r in results)],

@@ -7,6 +7,11 @@ A trace is one YAML document (``kind: Trace`` optional)::
         count: 8
         allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}
         labels: {pool: gpu}      # optional, and taints: [{key, value, effect}]
+      - name: share              # GPU cards Volcano's device plugin would register (deviceshare):
+        count: 40
+        allocatable: {cpu: "96", memory: 1Ti}
+        gpus: {cards: 8, memory: 81920}   # per card; status volcano.sh/gpu-number 8, gpu-memory 8 x 81920
+        topology: {leaf: 8, spine: 2}     # 8 nodes per leaf switch, 2 leaves per spine (labels below)
     queues:                      # Volcano Queue fields (spec), or whole Queue objects
       - {name: team-a, weight: 2, capability: {nvidia.com/gpu: "48"}}
       - {name: team-b, weight: 1, parent: root, reclaimable: true}
@@ -21,26 +26,50 @@ A trace is one YAML document (``kind: Trace`` optional)::
         tasks:
           - {name: worker, replicas: 4, requests: {nvidia.com/gpu: "8", cpu: "32"}}
         failures: [10m]          # optional: attempt i fails this long after it starts
+        networkTopology: {mode: hard, highestTierAllowed: 1}   # optional: onto its PodGroup
     generate:                    # optional: many jobs drawn from shapes, reproducibly (a seed)
       - {count: 1000, seed: 1, every: 60s, queues: {team-a: 2, team-b: 1}, shapes: [...]}
 
 A ``generate`` shape is a job without name and submit: ``replicas`` and ``duration`` may be ``[low, high]``
 ranges (drawn uniformly), ``weight`` says how often it is drawn; arrivals are a Poisson process with mean
 gap ``every`` (starting at ``start``). Every problem is reported with where it is (``jobs[3].tasks[0]``).
+
+GPU sharing (the ``deviceshare`` plugin): a pool's ``gpus`` gives each node ``cards`` cards of ``memory``
+each (an integer in the device plugin's unit, MiB for Volcano's, or a quantity such as ``80Gi`` taken as
+that many units), as the node's status ``volcano.sh/gpu-number`` and ``volcano.sh/gpu-memory`` (the
+total, cards x memory). A task asks ``volcano.sh/gpu-memory`` (a share of one card, same unit) or
+``volcano.sh/gpu-number`` (whole cards) in ``requests``, never both; the pod's container gets them as
+limits too, as Kubernetes requires of extended resources.
+
+Network topology: a pool's ``topology: {leaf: L, spine: S}`` labels node ``i`` of pool ``P`` with
+``topology.pumice.dev/leaf: P-leaf-<i // L>`` and (with ``spine``) ``topology.pumice.dev/spine:
+P-spine-<i // (L*S)>``, S leaves per spine; name both labels, lowest first, in the
+``network-topology-aware`` plugin's ``hypernode.discovery.labels`` argument to make them HyperNode tiers 1
+and 2. Explicit ``labels`` work as well (one pool per leaf). A job's ``networkTopology`` (``mode``:
+``hard`` or ``soft``, ``highestTierAllowed``: a tier >= 1) is its vcjob's, which the job controller
+copies onto the PodGroup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from extender.core.durations import parse_duration
+from extender.core.errors import InvalidQuantity
+from extender.core.gpus import GPU_MEMORY, GPU_NUMBER
+from extender.core.quantity import to_units
 from extender.core.resources import parse_resource_list
 
 Obj = dict[str, Any]
+
+# The node labels a pool's ``topology`` writes (the network-topology-aware plugin's discovery labels).
+LEAF_LABEL: Final = "topology.pumice.dev/leaf"
+SPINE_LABEL: Final = "topology.pumice.dev/spine"
+_GPU_ASKS: Final = (GPU_MEMORY, GPU_NUMBER)
 
 
 class TraceError(ValueError):
@@ -54,6 +83,19 @@ class NodePool:
     allocatable: Mapping[str, str]
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, str], ...] = ()
+    gpu_cards: int = 0  # deviceshare cards per node (0: none); their memory each, in the plugin's unit
+    gpu_memory: int = 0
+    leaf: int = 0  # nodes per leaf label (0: no topology labels)
+    spine: int = 0  # leaves per spine label (0: no spine label)
+
+    def node_labels(self, i: int) -> dict[str, str]:
+        """The labels of the pool's node ``i``: the pool's own, and its leaf and spine."""
+        out = dict(self.labels)
+        if self.leaf:
+            out[LEAF_LABEL] = f"{self.name}-leaf-{i // self.leaf}"
+            if self.spine:
+                out[SPINE_LABEL] = f"{self.name}-spine-{i // (self.leaf * self.spine)}"
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +117,7 @@ class TraceJob:
     min_available: int
     tasks: tuple[Task, ...]
     failures: tuple[float, ...] = ()
+    network_topology: Mapping[str, str | int] | None = None  # the vcjob's spec.networkTopology
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +126,16 @@ class Trace:
     queues: tuple[Obj, ...]  # Queue objects
     priority_classes: tuple[Obj, ...]  # PriorityClass objects
     jobs: tuple[TraceJob, ...]  # by submit time, then name
+
+    @property
+    def has_gpus(self) -> bool:
+        """Whether any node has deviceshare cards (the GPU figures are reported then)."""
+        return any(p.gpu_cards and p.count for p in self.pools)
+
+    @property
+    def has_topology(self) -> bool:
+        """Whether any node has a leaf label (the topology figures are reported then)."""
+        return any(p.count and (p.leaf or LEAF_LABEL in p.labels) for p in self.pools)
 
     def priority(self, name: str) -> int:
         for pc in self.priority_classes:
@@ -141,14 +194,65 @@ def _resources(v: object, where: str) -> dict[str, str]:
     return out
 
 
+def _known(m: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    unknown = sorted(str(k) for k in set(m) - set(known))
+    if unknown:
+        raise TraceError(f"{where}: unknown fields {unknown} (known: {', '.join(known)})")
+
+
+def _gpus(raw: object, where: str) -> tuple[int, int]:
+    """A pool's ``gpus``: (cards per node, memory per card)."""
+    m = _map(raw, where)
+    _known(m, ("cards", "memory"), where)
+    cards = _count(m.get("cards"), f"{where}.cards", 1)
+    memory = m.get("memory")
+    units: int | None = None
+    if isinstance(memory, int | str) and not isinstance(memory, bool):
+        try:
+            units = to_units(GPU_MEMORY, memory)
+        except InvalidQuantity:
+            units = None
+    if units is None or units < 1:
+        raise TraceError(
+            f"{where}.memory: expected a positive integer or quantity (81920, 80Gi), got {memory!r}"
+        )
+    return cards, units
+
+
+def _topology(raw: object, where: str) -> tuple[int, int]:
+    """A pool's ``topology``: (nodes per leaf, leaves per spine; 0 for no spine)."""
+    m = _map(raw, where)
+    _known(m, ("leaf", "spine"), where)
+    return _count(m.get("leaf"), f"{where}.leaf", 1), _count(m.get("spine", 0), f"{where}.spine")
+
+
+_POOL: Final = ("name", "count", "allocatable", "labels", "taints", "gpus", "topology")
+
+
 def _pool(raw: object, where: str) -> NodePool:
     m = _map(raw, where)
+    _known(m, _POOL, where)
+    allocatable = _resources(m.get("allocatable"), f"{where}.allocatable")
+    cards = memory = leaf = spine = 0
+    if m.get("gpus") is not None:
+        cards, memory = _gpus(m["gpus"], f"{where}.gpus")
+        both = sorted(set(_GPU_ASKS) & set(allocatable))
+        if both:
+            raise TraceError(f"{where}.allocatable: {both[0]} comes from gpus; give one or the other")
+        allocatable[GPU_NUMBER] = str(cards)
+        allocatable[GPU_MEMORY] = str(cards * memory)
+    if m.get("topology") is not None:
+        leaf, spine = _topology(m["topology"], f"{where}.topology")
     return NodePool(
         name=_name(m.get("name"), f"{where}.name"),
         count=_count(m.get("count", 1), f"{where}.count"),
-        allocatable=_resources(m.get("allocatable"), f"{where}.allocatable"),
+        allocatable=allocatable,
         labels={str(k): str(v) for k, v in _map(m.get("labels") or {}, f"{where}.labels").items()},
         taints=tuple(_map(t, f"{where}.taints[{i}]") for i, t in enumerate(_list(m.get("taints"), where))),
+        gpu_cards=cards,
+        gpu_memory=memory,
+        leaf=leaf,
+        spine=spine,
     )
 
 
@@ -183,12 +287,31 @@ def _task(raw: object, where: str) -> Task:
     m = _map(raw, where)
     replicas = _count(m.get("replicas", 1), f"{where}.replicas", 1)
     ma = m.get("minAvailable")
+    requests = _resources(m.get("requests") or {}, f"{where}.requests")
+    if all(r in requests for r in _GPU_ASKS):
+        raise TraceError(
+            f"{where}.requests: ask {GPU_MEMORY} (a share of one card) or {GPU_NUMBER} (whole cards), "
+            "not both"
+        )
     return Task(
         name=_name(m.get("name", "task"), f"{where}.name"),
         replicas=replicas,
         min_available=None if ma is None else _count(ma, f"{where}.minAvailable"),
-        requests=_resources(m.get("requests") or {}, f"{where}.requests"),
+        requests=requests,
     )
+
+
+def _network_topology(raw: object, where: str) -> dict[str, str | int]:
+    """A job's ``networkTopology``: ``mode`` (hard, the default, or soft) and ``highestTierAllowed``."""
+    m = _map(raw, where)
+    _known(m, ("mode", "highestTierAllowed"), where)
+    mode = m.get("mode", "hard")
+    if mode not in ("hard", "soft"):
+        raise TraceError(f"{where}.mode: expected hard or soft, got {mode!r}")
+    out: dict[str, str | int] = {"mode": mode}
+    if m.get("highestTierAllowed") is not None:
+        out["highestTierAllowed"] = _count(m["highestTierAllowed"], f"{where}.highestTierAllowed", 1)
+    return out
 
 
 def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> TraceJob:
@@ -212,6 +335,9 @@ def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> Trace
         failures=tuple(
             _seconds(f, f"{where}.failures[{i}]") for i, f in enumerate(_list(m.get("failures"), where))
         ),
+        network_topology=None
+        if m.get("networkTopology") is None
+        else _network_topology(m["networkTopology"], f"{where}.networkTopology"),
     )
 
 

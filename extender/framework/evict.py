@@ -93,6 +93,10 @@ def reclaim(ssn: Session, args: EvictArgs = EvictArgs()) -> None:
     _evict_for_waiting(ssn, _RECLAIM, args)
 
 
+# HyperNodes a hard-topology gang tries for victims, at most (each is a full preempt attempt).
+_MAX_DOMAINS: Final = 32
+
+
 def _count_releasing(ssn: Session) -> None:
     """Once per cycle: the room of pods already leaving counts as free, for placements that then wait
     for them (Volcano's FutureIdle)."""
@@ -128,28 +132,22 @@ def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
                     continue  # waiting for pods to exist: evicting would not start it
                 domains = ssn.gang_domains(g)
                 if domains is not None and not domains.spread:
-                    continue  # a hard network topology: victims are not chosen by HyperNode (yet)
-                stmt = ssn.statement()
-                placed, left = 0, dict(task_need)
-                for p in waiting:
-                    if placed >= need and not any(left.values()):
-                        break
-                    if placed >= need and left.get(p.task, 0) == 0:
+                    # A hard network topology: the gang and its victims inside one HyperNode, tried in
+                    # the plugin's order (lowest tier, fullest first) as allocate does, each on its own
+                    # (a shape that fails in one HyperNode may fit in the next).
+                    if not any(
+                        _gang_in(ssn, rows, mode, args, g, queue, waiting, need, task_need, set())
+                        for _, rows in (domains.within or domains.candidates)[:_MAX_DOMAINS]
+                    ):
                         continue
-                    if _make_room(ssn, stmt, mode, args, g, queue, p, failed):
-                        placed += 1
-                        if left.get(p.task, 0):
-                            left[p.task] -= 1
-                if placed < need or any(left.values()):
-                    stmt.discard()
+                elif not _gang_in(ssn, None, mode, args, g, queue, waiting, need, task_need, failed):
                     continue
-                _done(ssn, stmt, g)
                 waiting = [p for p in waiting if p.uid not in ssn.plans]
-            # The pods past the gang's minimum, each on its own, up to the queue's share.
+            # The pods past the gang's minimum, each on its own, up to the queue's share (inside the
+            # gang's HyperNode when its network topology is hard).
             if g.key in ssn.extras_wait:
                 continue
-            if waiting and ssn.gang_fence(g) is not None:
-                continue  # a hard network topology: victims are not chosen by HyperNode (yet)
+            ssn.domain = ssn.gang_fence(g) if waiting else None
             ssn.placing_extras = True
             try:
                 for p in waiting:
@@ -160,6 +158,45 @@ def _evict_for_waiting(ssn: Session, mode: _Mode, args: EvictArgs) -> None:
                     _done(ssn, stmt, g)
             finally:
                 ssn.placing_extras = False
+                ssn.domain = None
+
+
+def _gang_in(
+    ssn: Session,
+    rows: npt.NDArray[np.intp] | None,
+    mode: _Mode,
+    args: EvictArgs,
+    g: PodGroup,
+    queue: Queue,
+    waiting: list[Pod],
+    need: int,
+    task_need: dict[str, int],
+    failed: set[tuple[object, ...]],
+) -> bool:
+    """Place ``g``'s gang minimum (``need`` pods, ``task_need`` per task) evicting what ``mode`` allows,
+    inside the node ``rows`` when given; committed if whole, else nothing changes."""
+    if rows is not None:
+        ssn.domain = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
+        ssn.domain[rows] = True
+    try:
+        stmt = ssn.statement()
+        placed, left = 0, dict(task_need)
+        for p in waiting:
+            if placed >= need and not any(left.values()):
+                break
+            if placed >= need and left.get(p.task, 0) == 0:
+                continue
+            if _make_room(ssn, stmt, mode, args, g, queue, p, failed):
+                placed += 1
+                if left.get(p.task, 0):
+                    left[p.task] -= 1
+        if placed < need or any(left.values()):
+            stmt.discard()
+            return False
+        _done(ssn, stmt, g)
+        return True
+    finally:
+        ssn.domain = None
 
 
 def _done(ssn: Session, stmt: Statement, g: PodGroup) -> None:

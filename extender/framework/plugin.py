@@ -121,6 +121,8 @@ class GangDomains:
     candidates: Sequence[tuple[str, Rows]]
     spread: bool
     refusal: str
+    # Every HyperNode the gang may span, room or not (preempt and reclaim make room), in the same order.
+    within: Sequence[tuple[str, Rows]] = ()
 
 
 # The Volcano conf switch that gates each hook (absent means enabled).

@@ -135,7 +135,10 @@ class NetworkTopologyAwarePlugin(Plugin):
         ok &= (free_sum >= total).all(axis=1)
         placed = self._placed_rows(ssn, members)
         if len(placed):
-            ok &= np.array([bool(np.isin(placed, d.rows).all()) for d in tree.domains], dtype=np.bool_)
+            holds = np.array([bool(np.isin(placed, d.rows).all()) for d in tree.domains], dtype=np.bool_)
+            ok &= holds
+        else:
+            holds = np.ones(len(tree.domains), dtype=np.bool_)
 
         # HyperNode binpack: fullest first, over the resources the gang asks for.
         cols = np.flatnonzero((total > 0) & (np.asarray(snap.index.names) != "pods"))
@@ -144,8 +147,14 @@ class NetworkTopologyAwarePlugin(Plugin):
         fill = (
             (used / np.where(alloc_sum > 0, alloc_sum, 1.0)).mean(axis=1) if len(cols) else np.zeros(len(ok))
         )
-        order = sorted((i for i in allowed if ok[i]), key=lambda i: (tree.domains[i].tier, -fill[i], i))
+        rank = {i: (tree.domains[i].tier, -fill[i], i) for i in allowed}
+        order = sorted((i for i in allowed if ok[i]), key=rank.__getitem__)
         candidates: list[tuple[str, Rows]] = [(tree.domains[i].name, tree.domains[i].rows) for i in order]
+        # Preempt and reclaim make room: every HyperNode within the limit may do, in the same order.
+        within = [
+            (tree.domains[i].name, tree.domains[i].rows)
+            for i in sorted((i for i in allowed if holds[i]), key=rank.__getitem__)
+        ]
         if candidates:
             refusal = f"{head}: no HyperNode of tier {limit} or lower can hold its {count} pods"
         else:
@@ -166,7 +175,7 @@ class NetworkTopologyAwarePlugin(Plugin):
                 f"{count} pods of {what}" if len(shapes) == 1 else f"{count} pods ({dominant_n} of {what})"
             )
             refusal = f"{head}: no {where} has room for {shape}{pinned}{best}"
-        return GangDomains(candidates, not nt.hard, refusal)
+        return GangDomains(candidates, not nt.hard, refusal, within)
 
     @staticmethod
     def _limit(nt: NetworkTopology, tree: Tree) -> tuple[int | None, str]:

@@ -167,6 +167,8 @@ def test_the_json_document_keeps_its_shape() -> None:
         "queues",
         "jobs",
         "series",
+        "gpu",
+        "topology",
     }
     assert set(run["queues"][0]) == {
         "name",
