@@ -36,6 +36,7 @@ from controllers.cronjobs import CRONJOBS_PATH, CronJobController
 from controllers.events import EventRecorder, Ref
 from controllers.executor import Executor
 from controllers.flows import JOBFLOWS_PATH, JOBTEMPLATES_PATH, FlowController
+from controllers.hypernode_problems import HyperNodeProblems
 from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
@@ -119,6 +120,8 @@ class Process:
         )
         self.flows = FlowController(client, events=self.events)
         self.cronjobs = CronJobController(client, events=self.events)
+        # HyperNode members the scheduler leaves out, as Warning Events on the HyperNode.
+        self.hypernode_problems = HyperNodeProblems(self.events)
         self.metrics = Metrics(version=_version())
         # Binds and wait times are observed in the watch (see controllers.watch_metrics).
         self.watch_metrics = WatchMetrics(
@@ -134,6 +137,7 @@ class Process:
             *self.watch_metrics.handlers().items(),
             *self.flows.handlers().items(),
             *self.cronjobs.handlers().items(),
+            *self.hypernode_problems.handlers().items(),
         ):
             handlers[name] = tee(handlers[name], h) if name in handlers else h
         handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
@@ -429,6 +433,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             tasks.append(tg.create_task(proc.workload_groups.run(), name="workload-groups"))
             tasks.append(tg.create_task(proc.flows.run(), name="jobflows"))
             tasks.append(tg.create_task(proc.cronjobs.run(), name="cronjobs"))
+            tasks.append(tg.create_task(proc.hypernode_problems.run(), name="hypernode-problems"))
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
@@ -647,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "version":
         print(metadata.version("pumice"))
         return 0
-    if args.command in ("manifests", "job", "queue", "simulate"):
+    if args.command != "serve":  # every other sub-command (manifests, job, queue, jobflow, ...) runs itself
         return int(args.func(args))
     settings = _settings(args, parser)
     configure(settings.log_level, settings.log_format)

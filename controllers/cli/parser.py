@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from controllers.cli import flows, jobs, output, queues, shares
+from controllers.cli import flows, hypernodes, jobs, output, queues, shares
 from extender.api import labels as L
 from extender.core.quantity import parse_quantity
 
@@ -342,6 +342,40 @@ def add_cli_parsers(sub: Subparsers) -> None:
     _job_parsers(sub)
     _queue_parsers(sub)
     _flow_parsers(sub)
+    _hypernode_parsers(sub)
+
+
+def _hypernode_parsers(sub: Subparsers) -> None:
+    """``hypernode list|get``: HyperNodes as the scheduler resolves them (see controllers.cli.hypernodes)."""
+    top = sub.add_parser(
+        "hypernode",
+        help="list and show HyperNodes (topology.volcano.sh) as the scheduler resolves them",
+        description="List and show HyperNodes (topology.volcano.sh/v1alpha1, cluster-scoped): their tier, "
+        "members, the nodes they resolve to and the problems the scheduler finds in them (members it "
+        "leaves out: a bad regexMatch, a missing or same-tier member HyperNode, a node in two HyperNodes "
+        "of one tier), the same problems pumice reports as Warning Events on them. Listing nodes needs "
+        "read access to them; without it NODES shows '?'. With -o json|yaml the document gets a "
+        "'resolved' key with the nodes and problems.",
+    )
+    verbs = top.add_subparsers(dest="hypernode_command", required=True, metavar="COMMAND")
+    common = _common(namespaced=False)
+    ls = verbs.add_parser(
+        "list",
+        parents=[common],
+        help="list HyperNodes with their node and problem counts",
+        description="List HyperNodes: NAME, TIER, MEMBERS, NODES (resolved), PROBLEMS, AGE.",
+    )
+    _output(ls, ("yaml", "json"), many=True)
+    ls.set_defaults(func=hypernodes.cmd_list)
+    get = verbs.add_parser(
+        "get",
+        parents=[common],
+        help="show one HyperNode: members, nodes, problems",
+        description="Show one HyperNode: its members, the nodes it resolves to and its problems.",
+    )
+    _name(get, "hypernode")
+    _output(get, ("yaml", "json"))
+    get.set_defaults(func=hypernodes.cmd_get)
 
 
 def _flow_parsers(sub: Subparsers) -> None:

@@ -18,8 +18,12 @@ does the same from node labels, writing the objects; we keep them in memory, so 
 Invariants: resolution never raises. An object that cannot be read is skipped by the cache with why
 (:func:`parse_hypernode` raises :class:`InvalidObject` naming the field); a member that cannot be resolved
 (a bad regex, an unknown HyperNode, a child at the same or a higher tier, a cycle) is left out and named in
-:attr:`Tree.problems`, the rest of the object stands. Domains are sorted by (tier, name); a domain's rows
-are sorted node rows, never empty (a domain without nodes can hold nothing and is dropped).
+:attr:`Tree.problems`, the rest of the object stands. Each problem is also kept as a :class:`Problem` (in
+:attr:`Tree.issues`): the object it concerns (the HyperNode, or a Node), a reason (``InvalidMember``,
+``OverlappingMember``) and a message saying what to fix, so it can be reported on that object
+(:mod:`controllers.hypernode_problems` writes Events; ``pumice hypernode get`` prints them). Domains are
+sorted by (tier, name); a domain's rows are sorted node rows, never empty (a domain without nodes can hold
+nothing and is dropped).
 
 The resolved tree depends only on the HyperNode objects, the discovery labels and the node table:
 :class:`HyperNodeSet` memoizes it per node table (the cache passes the same set to every snapshot until a
@@ -49,6 +53,9 @@ HYPERNODE: Final = "HyperNode"
 # inherits its owner's volcano.sh/* annotations): "hard" or "soft", and the highest tier allowed.
 MODE_ANNOTATION: Final = "volcano.sh/network-topology-mode"
 HIGHEST_TIER_ANNOTATION: Final = "volcano.sh/network-topology-highest-tier"
+# Reasons of problems (Event reasons): a member that cannot be resolved, a node in two domains of a tier.
+INVALID_MEMBER: Final = "InvalidMember"
+OVERLAPPING_MEMBER: Final = "OverlappingMember"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +199,20 @@ def parse_network_topology(spec: Obj, annotations: Mapping[str, str]) -> Network
 
 
 # --- resolution ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One thing resolution left out, on the object it concerns: ``kind`` HyperNode (or Node) ``name``.
+    ``message`` is the whole sentence (it names the object and says what to fix)."""
+
+    kind: str
+    name: str
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass(frozen=True, slots=True)
 class Domain:
     """A resolved HyperNode: its tier and the node rows under it (sorted, never empty)."""
@@ -210,9 +231,14 @@ class Tree:
     gives, for each domain in ``domains`` order, the sum of ``values`` over its rows."""
 
     domains: tuple[Domain, ...]
-    problems: tuple[str, ...]
+    issues: tuple[Problem, ...]
     concat: Rows
     starts: Rows
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The problems as lines (the messages of :attr:`issues`)."""
+        return tuple(p.message for p in self.issues)
 
     @property
     def tiers(self) -> tuple[int, ...]:
@@ -243,10 +269,22 @@ def _matches(m: Member, name: str, labels: Mapping[str, str], rx: re.Pattern[str
 
 def resolve(hypernodes: Sequence[HyperNode], nodes: Sequence[Node]) -> tuple[dict[str, Rows], list[str]]:
     """Each HyperNode's node rows (into ``nodes``), and a problem line per member that was left out."""
+    rows, problems = resolve_members(hypernodes, nodes)
+    return rows, [p.message for p in problems]
+
+
+def resolve_members(
+    hypernodes: Sequence[HyperNode], nodes: Sequence[Node]
+) -> tuple[dict[str, Rows], list[Problem]]:
+    """Each HyperNode's node rows (into ``nodes``), and a :class:`Problem` on the HyperNode per member
+    that was left out (each distinct problem once)."""
     by_name = {h.name: h for h in sorted(hypernodes, key=lambda h: h.name)}
     node_pos = {n.name: i for i, n in enumerate(nodes)}
-    problems: list[str] = []
-    regexes: dict[str, re.Pattern[str] | None] = {}
+    problems: list[Problem] = []
+    regexes: dict[str, re.Pattern[str] | str] = {}  # a pattern's compiled form, or why it does not compile
+
+    def invalid(h: HyperNode, message: str) -> None:
+        problems.append(Problem(kind=HYPERNODE, name=h.name, reason=INVALID_MEMBER, message=message))
 
     def compiled(h: HyperNode, m: Member) -> re.Pattern[str] | None:
         if m.regex is None:
@@ -255,9 +293,16 @@ def resolve(hypernodes: Sequence[HyperNode], nodes: Sequence[Node]) -> tuple[dic
             try:
                 regexes[m.regex] = re.compile(m.regex)
             except re.error as e:
-                regexes[m.regex] = None
-                problems.append(f"hypernode {h.name}: regexMatch {m.regex!r} is not a valid pattern ({e})")
-        return regexes[m.regex]
+                regexes[m.regex] = str(e)
+        rx = regexes[m.regex]
+        if isinstance(rx, str):  # said on every HyperNode that uses it, not only the first
+            invalid(
+                h,
+                f"hypernode {h.name}: regexMatch {m.regex!r} is not a valid pattern ({rx}); its "
+                f"{m.type} members are left out until the pattern is fixed",
+            )
+            return None
+        return rx
 
     out: dict[str, Rows] = {}
     visiting: set[str] = set()
@@ -286,15 +331,24 @@ def resolve(hypernodes: Sequence[HyperNode], nodes: Sequence[Node]) -> tuple[dic
                 else [c for c in by_name.values() if c.name != h.name and _matches(m, c.name, c.labels, rx)]
             )
             if m.exact is not None and not children:
-                problems.append(f"hypernode {h.name}: member HyperNode {m.exact} does not exist")
+                invalid(
+                    h,
+                    f"hypernode {h.name}: member HyperNode {m.exact} does not exist; create it or "
+                    "remove the member",
+                )
             for c in children:
                 if c.tier >= h.tier:
-                    problems.append(
+                    invalid(
+                        h,
                         f"hypernode {h.name} (tier {h.tier}): member {c.name} is at tier {c.tier}, "
-                        "not below it; left out"
+                        "not below it; left out (a member HyperNode needs a lower tier)",
                     )
                 elif c.name in visiting:
-                    problems.append(f"hypernode {h.name}: member {c.name} contains it (a cycle); left out")
+                    invalid(
+                        h,
+                        f"hypernode {h.name}: member {c.name} contains it (a cycle); left out (fix the "
+                        "tiers so members are below their parents)",
+                    )
                 else:
                     parts.append(rows_of(c))
         visiting.discard(h.name)
@@ -304,7 +358,7 @@ def resolve(hypernodes: Sequence[HyperNode], nodes: Sequence[Node]) -> tuple[dic
 
     for h in by_name.values():
         rows_of(h)
-    return out, problems
+    return out, list(dict.fromkeys(problems))
 
 
 def discover(labels: Sequence[str], nodes: Sequence[Node]) -> list[tuple[HyperNode, Rows]]:
@@ -327,7 +381,7 @@ def build_tree(
     hypernodes: Sequence[HyperNode], nodes: Sequence[Node], discovery_labels: Sequence[str] = ()
 ) -> Tree:
     """The domains of ``hypernodes`` plus those discovered from ``discovery_labels``, over ``nodes``."""
-    rows, problems = resolve(hypernodes, nodes)
+    rows, problems = resolve_members(hypernodes, nodes)
     found: dict[str, tuple[HyperNode, Rows]] = {}
     for h, r in discover(discovery_labels, nodes):
         found[h.name] = (h, r)
@@ -340,12 +394,25 @@ def build_tree(
     )
     # A node in two domains of one tier: placement still works (each domain is tried by itself), but the
     # topology is not a tree, which is worth a line.
+    # Said on the later HyperNode object by name (else the earlier: a discovered domain is no object; else
+    # on the node), naming both.
+    objects = {h.name for h in hypernodes}
     seen: dict[tuple[int, int], str] = {}
     for d in domains:
         for r in d.rows.tolist():
             other = seen.setdefault((d.tier, r), d.name)
             if other != d.name:
-                problems.append(f"node {nodes[r].name} is in both {other} and {d.name} at tier {d.tier}")
+                node = nodes[r].name
+                kind, name = next(((HYPERNODE, x) for x in (d.name, other) if x in objects), (NODE, node))
+                problems.append(
+                    Problem(
+                        kind=kind,
+                        name=name,
+                        reason=OVERLAPPING_MEMBER,
+                        message=f"node {node} is in both {other} and {d.name} at tier {d.tier}: a node "
+                        "belongs to one HyperNode per tier; remove it from one of them",
+                    )
+                )
                 break
     lengths = [len(d.rows) for d in domains]
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.intp) if domains else EMPTY_TREE.starts

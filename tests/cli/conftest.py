@@ -36,7 +36,8 @@ CREATED_AT = "2024-05-01T10:00:00Z"
 # Resources whose status is a subresource: the main endpoint ignores status, /status ignores the rest.
 WITH_STATUS = {"jobs", "queues"}
 KNOWN_PREFIXES = ("/api/v1", "/apis/batch.volcano.sh/v1alpha1", "/apis/bus.volcano.sh/v1alpha1",
-                  "/apis/scheduling.volcano.sh/v1beta1", "/apis/flow.volcano.sh/v1alpha1")  # fmt: skip
+                  "/apis/scheduling.volcano.sh/v1beta1", "/apis/flow.volcano.sh/v1alpha1",
+                  "/apis/topology.volcano.sh/v1alpha1", "/apis/events.k8s.io/v1")  # fmt: skip
 
 
 @dataclass(frozen=True)
