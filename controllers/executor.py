@@ -69,23 +69,30 @@ class Executor:
 
     async def lift_gate(self, namespace: str, name: str) -> None:
         """Remove our scheduling gate, keeping any other controller's gates. A merge patch replaces the
-        whole list, so read it first and send the resourceVersion: a concurrent change makes the patch
-        fail with 409 and the next cycle tries again."""
+        whole list, so read it first and send the resourceVersion; a concurrent change (our own write of
+        the plan's decision annotations, spawned with this touch) fails the patch with 409: read it again
+        and retry, since no later cycle touches a pod that is already planned."""
         path = paths.PODS.item(name, namespace=namespace)
-        try:
-            pod = await self.client.get(path)
-        except ApiError as e:
-            if e.status == 404:
+        for attempt in range(5):
+            try:
+                pod = await self.client.get(path)
+            except ApiError as e:
+                if e.status == 404:
+                    return
+                raise
+            gates = (pod.get("spec") or {}).get("schedulingGates") or []
+            rest = [g for g in gates if g.get("name") != L.GANG_SCHEDULING_GATE]
+            if len(rest) == len(gates):
                 return
-            raise
-        gates = (pod.get("spec") or {}).get("schedulingGates") or []
-        rest = [g for g in gates if g.get("name") != L.GANG_SCHEDULING_GATE]
-        if len(rest) == len(gates):
-            return
-        rv = (pod.get("metadata") or {}).get("resourceVersion")
-        await self._patch(
-            path, {"metadata": {"resourceVersion": rv}, "spec": {"schedulingGates": rest or None}}
-        )
+            rv = (pod.get("metadata") or {}).get("resourceVersion")
+            try:
+                await self._patch(
+                    path, {"metadata": {"resourceVersion": rv}, "spec": {"schedulingGates": rest or None}}
+                )
+                return
+            except ApiError as e:
+                if e.status != 409 or attempt == 4:
+                    raise
 
     async def evict(self, namespace: str, name: str, uid: str) -> str | None:
         """Evict a pod through the Eviction API (PodDisruptionBudgets are honoured there); None when it

@@ -490,9 +490,14 @@ class Scheduler:
                 await self.executor.lift_gate(pod.namespace, pod.name)
             await self.executor.touch_planned(pod.namespace, pod.name, node)
             self.stats.touches += 1
-        except Exception as e:  # retried by a later cycle; meanwhile kube-scheduler's own retry applies
+        except Exception as e:
             self.touched.pop(pod.uid, None)
             log.warning("touch failed", extra={"pod": pod.key, "error": str(e)})
+            if pod.gated and self.gates:
+                # No later cycle touches a pod that keeps its plan, and a gated pod never reaches
+                # kube-scheduler: drop the gang's plans, so the next cycle plans and lifts again.
+                self._release(pod.uid)
+            # (an ungated pod: kube-scheduler's own retry finds the plan)
 
     async def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
         """Write a plugin's decision on a planned pod; the update also moves it out of kube-scheduler's

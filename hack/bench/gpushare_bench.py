@@ -28,23 +28,11 @@ from extender.core.gpus import GPU_MEMORY, GPU_NUMBER, GpuHold, node_gpus
 from extender.core.model import Node, PodUID
 from extender.core.parse import parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import build_node_table, build_snapshot
+from extender.framework.conf import DEFAULT_CONF
 from extender.framework.cycle import run_cycle
 from extender.plugins.registry import load_conf
 
-BASE = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+BASE = DEFAULT_CONF  # Volcano's default conf
 DEVICESHARE = """\
   - name: deviceshare
     arguments:

@@ -95,6 +95,27 @@ async def test_gates_are_lifted_only_when_the_whole_gang_is_planned() -> None:
     assert sorted(n for n, _ in ex.touched) == ["g-0", "g-1", "g-2"]
 
 
+async def test_a_gate_that_could_not_be_lifted_is_lifted_by_the_next_cycle() -> None:
+    """A failed lift (the guarded patch kept losing, the API server was away) drops the gang's plans: a
+    pod that keeps its plan is never touched again, and a gated pod never reaches kube-scheduler."""
+    s, ex = scheduler(node("n1", "4"))
+    fails = [True]
+
+    async def lift_gate(namespace: str, name: str) -> None:
+        if fails.pop() if fails else False:
+            raise RuntimeError("HTTP 409: conflict")
+        ex.lifted.append(name)
+
+    ex.lift_gate = lift_gate  # type: ignore[method-assign]
+    s.cache.upsert_pod(pod("solo", gated=True))
+    s.cycle()
+    await settle(s)
+    assert ex.lifted == [] and len(s.ledger.plans()) == 0  # the plan went with the failure
+    s.cycle()
+    await settle(s)
+    assert ex.lifted == ["solo"]
+
+
 def filtered(s: Scheduler, raw: dict[str, Any], nodes: list[str]) -> Any:
     """What a filter answers once the scheduling loop has run (filter itself never runs a cycle)."""
     s.ensure_fresh()
