@@ -192,6 +192,19 @@ class JobController:
         self.unreadable.pop(key, None)
         self.enqueue(key)
 
+    def _store_written(self, key: str, obj: Obj) -> None:
+        """Cache what our write returned, unless the job was deleted (or replaced) while the write was on
+        its way: the watch's DELETE may arrive before the response, which must not bring the job back."""
+        cached = self.jobs.get(key)
+        if cached is not None and _meta(cached).get("uid") == _meta(obj).get("uid"):
+            self._upsert_job(obj)
+
+    def _forget_job(self, key: str) -> None:
+        """The API server says job ``key`` is gone: clean up as a watched deletion would."""
+        self.deleted.add(key)
+        self.jobs.pop(key, None)
+        self.enqueue(key)
+
     def _remove_job(self, obj: Obj) -> None:
         key = object_key(obj)
         self.deleted.add(key)
@@ -473,7 +486,16 @@ class JobController:
                 "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
                 "status": merge_patch(obj.get("status") or {}, plan.status),
             }
-            self._upsert_job(await self.client.merge_patch(paths.JOBS.status(job.name, namespace=ns), body))
+            try:
+                written = await self.client.merge_patch(paths.JOBS.status(job.name, namespace=ns), body)
+            except ApiError as e:
+                if e.status == 404 and await self._confirmed_gone(key):
+                    # Deleted while we looked at it (the watch has not said so yet): clean up as for a
+                    # deletion, rather than retry a write to an object that is gone.
+                    self._forget_job(key)
+                    return
+                raise
+            self._store_written(key, written)
             state = plan.status.get("state") or {}
             notice = transition_event((obj.get("status") or {}).get("state") or {}, state)
             if notice is not None:  # after the write: a refused write is retried, and tells then

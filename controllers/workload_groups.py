@@ -275,7 +275,10 @@ class WorkloadGroupController:
             patch = spec_patch(existing, desired)
             if patch is not None:
                 path = paths.PODGROUPS.item(desired.name, namespace=namespace)
-                self._upsert_podgroup(await self.client.merge_patch(path, patch))
+                written = await self.client.merge_patch(path, patch)
+                # Unless the watch removed it meanwhile (deleted by hand: it is made again, not revived).
+                if _meta(self.podgroups.get(group_key) or {}).get("uid") == _meta(written).get("uid"):
+                    self._upsert_podgroup(written)
                 self.stats["updated"] += 1
                 log.info(
                     "workload group updated",
