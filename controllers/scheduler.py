@@ -339,6 +339,14 @@ class Scheduler:
         changes = self.pending.drain()
         if changes.nodes and self.ledger.prune_plans(self.cache.plan_is_live):
             self.pending.room_freed()
+        if changes.nodes and self.refused:
+            # kube-scheduler's verdict on a node may change with the node (a new node's status arrives
+            # after the Node itself: "Too many pods" at first): its refusals are asked again.
+            for uid in list(self.refused):
+                pod = self.cache.pod(uid)
+                if pod is not None:
+                    self.pending.again(pod_group_key(pod))
+            self.refused.clear()
         for uid in self.ledger.overdue(self._clock() - self.settings.victims_timeout):
             log.warning("victims did not leave in time; planning again", extra={"pod": str(uid)})
             self._release(uid)

@@ -175,6 +175,21 @@ async def test_a_plan_kube_scheduler_refuses_is_moved_to_another_node() -> None:
     assert filtered(s, pod("p"), [first[0], other])["NodeNames"] == [other]
 
 
+async def test_a_node_kube_scheduler_refused_is_asked_again_once_it_changes() -> None:
+    """A new Node's status arrives after the Node: kube-scheduler refuses it at first ("Too many pods").
+    Remembered for good, the refusal kept a gang that needed that node waiting forever (CI, a pumice
+    restart test); a change of the node lets pumice plan on it again."""
+    s, _ = scheduler(node("n1", "4"))
+    s.cache.upsert_pod(pod("p"))
+    assert filtered(s, pod("p"), ["n1"])["NodeNames"] == ["n1"]
+    refused = filtered(s, pod("p"), [])  # kube-scheduler's own filters left n1 out
+    assert refused["NodeNames"] == []
+    s.cycle()
+    assert s.ledger.plans() == {}  # n1 refused for p, and no other node
+    s.cache.upsert_node(node("n1", "8"))  # its status is updated
+    assert filtered(s, pod("p"), ["n1"])["NodeNames"] == ["n1"]
+
+
 async def test_a_pod_of_a_missing_podgroup_is_told_so() -> None:
     s, _ = scheduler(node("n1", "4"))
     s.cache.upsert_pod(pod("lost", "ghost"))
