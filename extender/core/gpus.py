@@ -273,6 +273,7 @@ def gpu_request(annotations: Obj, spec: Obj) -> GpuRequest | None:
     problem = (
         "" if policy in POLICIES else f"annotation {POLICY_ANNOTATION}: {policy!r} is not binpack or spread"
     )
+    own = policy if not problem else ""
     asks: list[ContainerAsk] = []
     for c in _containers(spec, "containers"):
         count = _limit(c, VGPU_NUMBER)
@@ -295,7 +296,7 @@ def gpu_request(annotations: Obj, spec: Obj) -> GpuRequest | None:
         return GpuRequest(
             kind=VGPU,
             containers=tuple(asks),
-            policy=policy if not problem else "",
+            policy=own,
             mode=str(annotations.get(VGPU_MODE) or ""),
             use_types=_names(annotations.get(USE_TYPES)),
             nouse_types=_names(annotations.get(NOUSE_TYPES)),
@@ -306,9 +307,9 @@ def gpu_request(annotations: Obj, spec: Obj) -> GpuRequest | None:
         )
     memory, number = _pod_total(spec, GPU_MEMORY), _pod_total(spec, GPU_NUMBER)
     if memory > 0:
-        return GpuRequest(kind=MEMORY, amount=memory, policy=policy if not problem else "", problem=problem)
+        return GpuRequest(kind=MEMORY, amount=memory, policy=own, problem=problem)
     if number > 0:
-        return GpuRequest(kind=NUMBER, amount=number, policy=policy if not problem else "", problem=problem)
+        return GpuRequest(kind=NUMBER, amount=number, policy=own, problem=problem)
     return None
 
 
@@ -497,10 +498,9 @@ class ShareMatrix:
     def __init__(self, rows: int, gpus: Mapping[int, NodeGpus]) -> None:
         width = max((len(g.share) for g in gpus.values()), default=0)
         self.memory = np.zeros((rows, width), dtype=np.int64)
-        for row, g in gpus.items():
-            self.memory[row, : len(g.share)] = [c.memory for c in g.share]
         self.valid = np.zeros((rows, width), dtype=np.bool_)
         for row, g in gpus.items():
+            self.memory[row, : len(g.share)] = [c.memory for c in g.share]
             self.valid[row, : len(g.share)] = True
         self.cards = self.valid.sum(axis=1)
         self.used = np.zeros_like(self.memory)

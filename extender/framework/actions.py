@@ -356,9 +356,7 @@ def _allocate_in_domains(ssn: Session, g: PodGroup, queue: Queue, domains: GangD
     plugin's refusal and what the first try lacked."""
     tried: tuple[str, str] | None = None
     for name, rows in domains.candidates:
-        mask = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
-        mask[rows] = True
-        ssn.domain = mask
+        ssn.domain = ssn.rows_mask(rows)
         try:
             _allocate_whole(ssn, g, queue)
         finally:

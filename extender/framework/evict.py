@@ -176,8 +176,7 @@ def _gang_in(
     """Place ``g``'s gang minimum (``need`` pods, ``task_need`` per task) evicting what ``mode`` allows,
     inside the node ``rows`` when given; committed if whole, else nothing changes."""
     if rows is not None:
-        ssn.domain = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
-        ssn.domain[rows] = True
+        ssn.domain = ssn.rows_mask(rows)
     try:
         stmt = ssn.statement()
         placed, left = 0, dict(task_need)
@@ -248,19 +247,21 @@ def _make_room(
     if limit is not None:
         mask = mask & limit
     own = ssn.pod_fit(p, mask)
+    # Whether the pod's own fit is asked again once victims are gone (GPU cards); else it is judged on
+    # the nodes as they are (what a victim would free per NUMA node is not known).
+    own_fit = own is not None and ssn.pod_fit_follows_evictions
     search = mask
     if own is not None:
-        if not ssn.pod_fit_follows_evictions:
-            # (judged on the nodes as they are: what a victim would free per NUMA node is not known)
-            search = mask & own
         mask = mask & own
+        if not own_fit:
+            search = mask
     # Room that needs no victim (pods already leaving count): as allocate would place it.
     room = mask & ssn.fit_mask(req)
     if room.any() and ssn.allocatable_reject(queue, req) is None:
         best = int(np.argmax(np.where(room, _scores(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
         return True
-    choice = _cheapest_victims(ssn, mode, args, g, queue, p, req, search, search is not mask)
+    choice = _cheapest_victims(ssn, mode, args, g, queue, p, req, search, own_fit)
     if choice is None:
         failed.add(shape)
         return False
@@ -285,9 +286,7 @@ def _make_room(
 def _pod_fits_at(ssn: Session, p: Pod, row: int) -> bool:
     """Whether the ``pod_fit`` plugins let ``p`` onto node ``row`` as the session stands (the victims
     just evicted gone: the plugins that follow evictions count what they free, such as GPU cards)."""
-    only = np.zeros(len(ssn.snapshot.nodes), dtype=np.bool_)
-    only[row] = True
-    own = ssn.pod_fit(p, only)
+    own = ssn.pod_fit(p, ssn.rows_mask(row))
     return own is None or bool(own[row])
 
 

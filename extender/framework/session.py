@@ -679,8 +679,12 @@ class Session:
         domains = self.gang_domains(g)
         if domains is None or domains.spread or not domains.candidates:
             return None
+        return self.rows_mask(domains.candidates[0][1])
+
+    def rows_mask(self, rows: Rows | int) -> fit.Mask:
+        """A node mask allowing just ``rows`` (a HyperNode's nodes, a gang's fence, one node)."""
         mask = np.zeros(len(self.snapshot.nodes), dtype=np.bool_)
-        mask[domains.candidates[0][1]] = True
+        mask[rows] = True
         return mask
 
     def retry_at(self, when: float) -> None:

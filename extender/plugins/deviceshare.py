@@ -118,10 +118,21 @@ class DeviceSharePlugin(Plugin):
                 f"plugin {NAME}: deviceshare.SchedulePolicy must be binpack or spread, got {self.policy!r}"
             )
         self.weight: int = args["deviceshare.ScheduleWeight"]
-        self._gpus: dict[int, NodeGpus] = {}
-        self._use: dict[tuple[int, str], list[CardUse]] = {}
-        self._share = ShareMatrix(0, {})
-        self._vgpu_rows: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._loaded = False
+        self._clear({}, 0)
+
+    def _clear(self, gpus: dict[int, NodeGpus], rows: int) -> None:
+        """The working state of a cycle over nodes with ``gpus`` (by row), no card used yet."""
+        self._gpus = gpus
+        self._use: dict[tuple[int, str], list[CardUse]] = {
+            (row, family): [CardUse() for _ in g.cards(family)]
+            for row, g in gpus.items()
+            for family in (SHARE, VGPU)
+        }
+        self._share = ShareMatrix(rows, {r: g for r, g in gpus.items() if g.share})
+        self._vgpu_rows: npt.NDArray[np.intp] = np.asarray(
+            sorted(r for r, g in gpus.items() if g.vgpu), dtype=np.intp
+        )
         self._held: dict[PodUID, _Taken] = {}
         # Held pods a plan or an eviction may move (those bound stay unless evicted), those evicted with
         # what they held (an undone eviction gives it back), and pods asked about but holding nothing.
@@ -134,37 +145,20 @@ class DeviceSharePlugin(Plugin):
         self._memo: dict[tuple[object, ...], tuple[Mask, Scores, dict[int, Choice]]] = {}
         self._memo_version = -1
         self._decided: dict[PodUID, dict[str, str]] = {}
-        self._loaded = False
 
     def _judges(self, pod: Pod) -> GpuRequest | None:
         g = pod.gpu
         return g if g is not None and g.kind in self.kinds else None
 
     def open(self, ssn: Session) -> None:
-        self._loaded = False
-        self._decided = {}
+        self._loaded = False  # the cards load when the cycle first asks about a GPU pod (_load)
 
     def _load(self, ssn: Session) -> None:
         """The cards and their use, built when the cycle first asks about a GPU pod (most cycles have
         none, and counting every held card of a large cluster is the plugin's main cost)."""
         self._loaded = True
         snap = ssn.snapshot
-        self._gpus = {row: n.gpus for row, n in enumerate(snap.nodes) if n.gpus is not None}
-        self._use = {}
-        for row, gpus in self._gpus.items():
-            for family in (SHARE, VGPU):
-                self._use[(row, family)] = [CardUse() for _ in gpus.cards(family)]
-        self._share = ShareMatrix(len(snap.nodes), {r: g for r, g in self._gpus.items() if g.share})
-        self._vgpu_rows = np.asarray(sorted(r for r, g in self._gpus.items() if g.vgpu), dtype=np.intp)
-        self._held = {}
-        self._movable = {}
-        self._undone = set()
-        self._evicted = {}
-        self._unplaced = {}
-        self._version = 0
-        self._memo = {}
-        self._memo_version = -1
-        self._decided = {}
+        self._clear({row: n.gpus for row, n in enumerate(snap.nodes) if n.gpus is not None}, len(snap.nodes))
         if not self.kinds:
             return
         keys: dict[tuple[int, str], dict[str, int]] = {}
@@ -242,7 +236,7 @@ class DeviceSharePlugin(Plugin):
             self._decided[uid] = device_annotations(gpus, request, choice.taken, node, ssn.now)
 
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
-        if count < 0:
+        if count < 0 and self._loaded:  # (before the load, no placement of a pod holding cards exists)
             self._undone.add(row)
 
     def _policy(self, request: GpuRequest) -> str:
@@ -331,7 +325,7 @@ class DeviceSharePlugin(Plugin):
                 ssn.result.annotations.setdefault(uid, {}).update(values)
 
     def card_use(self, ssn: Session) -> dict[tuple[int, str], list[CardUse]]:
-        """Every card's use as the session stands (tests and the simulator's GPU figures read it)."""
+        """Every card's use as the session stands (for tests; the simulator reads the pods' annotations)."""
         self._sync(ssn)
         return self._use
 
