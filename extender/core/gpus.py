@@ -328,9 +328,12 @@ def pod_hold(annotations: Obj, request: GpuRequest | None) -> GpuHold | None:
                 if len(parts) < 4:
                     continue
                 try:
-                    cards.append((parts[0], int(parts[2]), int(parts[3])))
+                    memory, cores = int(parts[2]), int(parts[3])
                 except ValueError:
                     return None
+                if memory < 0 or cores < 0:  # an annotation is anyone's to write: never a credit
+                    return None
+                cards.append((parts[0], memory, cores))
         return GpuHold(family=VGPU, cards=tuple(cards)) if cards else None
     keys = _names(annotations.get(GPU_INDEX))
     if not keys or not all(k.isdigit() for k in keys):

@@ -360,6 +360,9 @@ def test_a_bad_pod_policy_is_a_problem() -> None:
         ),
         ({G.VGPU_IDS: "GPU-a,NVIDIA,lots,0:"}, gpu_pod("p", [vgpu(memory=500)]), None),
         ({G.VGPU_IDS: ";"}, gpu_pod("p", [vgpu(memory=500)]), None),
+        # A negative use would give a card more room than it has.
+        ({G.VGPU_IDS: "GPU-a,NVIDIA,-9000,0:"}, gpu_pod("p", [vgpu(memory=500)]), None),
+        ({G.VGPU_IDS: "GPU-a,NVIDIA,500,-50:"}, gpu_pod("p", [vgpu(memory=500)]), None),
     ],
     ids=[
         "share",
@@ -371,6 +374,8 @@ def test_a_bad_pod_policy_is_a_problem() -> None:
         "vgpu",
         "vgpu-bad-memory",
         "vgpu-empty",
+        "vgpu-negative-memory",
+        "vgpu-negative-cores",
     ],
 )
 def test_pod_hold(annotations: dict[str, str], raw: Raw, want: GpuHold | None) -> None:
