@@ -34,6 +34,7 @@ trap 'rm -rf "$LOGS"' EXIT
 KINDS=(failed passed skipped xfailed xpassed warnings errors)
 declare -A TOTAL=() E2E=()
 SUMMARY=()
+FAILURES=()
 FAILED=0
 STARTED=$SECONDS
 
@@ -97,6 +98,10 @@ run_pytest() {
     fi
   done
   SUMMARY+=("$(printf '%-56s %s' "$label:" "${last:-?}")")
+  # The failed tests by name, repeated in the summary: a reader of the output's tail sees which ones.
+  while IFS= read -r line; do
+    FAILURES+=("$label: $line")
+  done < <(grep -E '^(FAILED|ERROR) ' "$log" || true)
 }
 
 # Join the non-zero counts of table $1 as pytest does ("2 failed, 40 passed, 3 skipped"), or only those of
@@ -135,6 +140,7 @@ done
 
 echo "==> summary"
 printf '  %s\n' "${SUMMARY[@]}"
+[ ${#FAILURES[@]} -eq 0 ] || printf '  %s\n' "${FAILURES[@]}"
 e2e="${E2E[passed]:-0} passed, ${E2E[failed]:-0} failed"
 [ "${E2E[errors]:-0}" -eq 0 ] || e2e+=", $(counts E2E errors)"
 [ "${E2E[skipped]:-0}" -eq 0 ] || e2e+=", ${E2E[skipped]} skipped"

@@ -12,8 +12,10 @@ import argparse
 import asyncio
 import contextlib
 import io
+import signal
 import subprocess
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -82,14 +84,21 @@ async def test_a_waiting_gang_says_why_on_its_vcjob(
     # A gang of 3 pods of 1 cpu on the 2 cpu that this test's node has: it can never start.
     await create_job(kube_api, namespace, "big", job_spec(queue=q, replicas=3, min_available=3, selector=sel))
 
-    async def blocked() -> Mapping[str, Any] | None:
-        state = await job_state(kube_api, namespace, "big")
-        return state if state.get("reason") == "PodGroupPending" else None
+    seen: list[Mapping[str, Any]] = []
 
-    state = await kube.wait_for(blocked, 30, interval=0.3, message="the vcjob's state to say why it waits")
+    async def blocked() -> Mapping[str, Any] | None:
+        seen.append(await job_state(kube_api, namespace, "big"))
+        # While the controller still creates the pods the gang waits for them (NotEnoughTasks); then for
+        # the cpu that no node has.
+        why = str(seen[-1].get("message") or "").split(":", 1)[0]
+        pending = seen[-1].get("reason") == "PodGroupPending"
+        return seen[-1] if pending and why in ("NotEnoughResources", "NotEnqueued") else None
+
+    state = await kube.wait_for(
+        blocked, 30, interval=0.3, message=lambda: f"the vcjob's state to say why it waits: {seen[-1:]}"
+    )
     assert state["phase"] == "Pending"
     message = str(state.get("message") or "")
-    assert message.split(":", 1)[0] in ("NotEnoughResources", "NotEnqueued"), state
 
     job = await kube.request(kube_api, "GET", f"{kube.collection_path(BATCH, 'jobs', namespace)}/big")
 
@@ -153,12 +162,14 @@ async def test_a_preempted_pod_has_an_event_naming_its_preemptor(
         await wait_split(kube_api, namespace, ("low", "high"), (0, 2), 45, history)
 
     for uid in victims:
-        notes = [
-            str(e.get("note"))
-            for e in await events_about(kube_api, namespace, uid)
-            if e.get("reason") == "Preempted"
-        ]
-        assert notes, f"no Preempted Event on victim {history.names[uid]}"
+
+        async def preempted(uid: str = uid) -> list[str] | None:
+            found = await events_about(kube_api, namespace, uid)
+            return [str(e.get("note")) for e in found if e.get("reason") == "Preempted"] or None
+
+        # Events are written in the background, so one may come a moment after the preemptor runs.
+        message = f"a Preempted Event on victim {history.names[uid]}"
+        notes = await kube.wait_for(preempted, 15, interval=0.3, message=message)
         # The preemptor is the high job's PodGroup (<job>-<uid>), with its priority and what it needs.
         assert any(f"preempted by {namespace}/high-" in n and "priority 1000" in n for n in notes), notes
 
@@ -169,11 +180,12 @@ async def test_job_list_watch_prints_changes_from_the_api_server(
     kube_api: client.ApiClient,
     namespace: str,
 ) -> None:
-    """``pumice job list -w`` on a real watch: a job created after the list shows up, then its status."""
-    template = 'jsonpath={.metadata.name}={.status.state.phase}{"\\n"}'
-    argv = ("job", "list", "-n", namespace, "-w", "--timeout", "4", "-o", template)
-    watching = asyncio.create_task(asyncio.to_thread(pumice_cli, control_plane, *argv))
-    await asyncio.sleep(1.0)  # the list is done and the watch open
+    """``pumice job list -w`` from the real entry point, on a real watch: a job created after the list shows
+    up (ADDED, before any status), then its status, and Ctrl-C ends it without a traceback.
+
+    The test follows the output as it comes instead of sleeping: a job created before the command marks the
+    end of the list (its row), and the watch runs until the status shows. (A fixed 4 s window was once too
+    short on a loaded CI machine.)"""
     spec = {
         "schedulerName": "volcano",
         "minAvailable": 1,
@@ -185,9 +197,46 @@ async def test_job_list_watch_prints_changes_from_the_api_server(
             }
         ],
     }
-    await create_job(kube_api, namespace, "watched", spec)
-    code, out, err = await watching
-    assert code == 0, err
-    lines = out.splitlines()
-    assert lines and lines[0].startswith("watched="), out  # ADDED, before any status
-    assert "watched=Pending" in lines, out  # then the controller's first status write
+    await create_job(kube_api, namespace, "listed", spec)
+    template = 'jsonpath={.metadata.name}={.status.state.phase}{"\\n"}'
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        # SIGINT as in a terminal: a background job of a shell (CI's runner may be one) inherits it ignored.
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from extender.main import main; sys.exit(main())",
+        *("job", "list", "-n", namespace, "-w", "-o", template),
+        *("--kubeconfig", str(control_plane.kubeconfig_path)),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None
+    lines: list[str] = []
+
+    async def read_until(done: Callable[[str], bool]) -> None:
+        while True:
+            raw = await stdout.readline()
+            assert raw, f"the command ended: {lines} {(await stderr.read()).decode()}"
+            lines.append(raw.decode().rstrip("\n"))
+            if done(lines[-1]):
+                return
+
+    try:
+        async with asyncio.timeout(60):
+            await read_until(lambda line: line.startswith("listed="))  # the list, flushed before the watch
+            await create_job(kube_api, namespace, "watched", spec)
+            await read_until(lambda line: line == "watched=Pending")  # the controller's first status write
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            code = await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            raise
+    err = (await stderr.read()).decode()
+    assert code == 130 and "Traceback" not in err, err  # Ctrl-C: the usual end of a watch
+    watched = [line for line in lines if line.startswith("watched=")]
+    assert watched[0] == "watched=", lines  # ADDED, before any status

@@ -239,8 +239,18 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
             body={"status": {"state": "Closed"}},
             content_type="application/merge-patch+json",
         )
-        await asyncio.sleep(0.5)  # let pumice's queue watch see the state
         late = {**body, "metadata": {"name": "late"}}
+
+        async def closed_seen() -> bool:  # pumice's queue watch has the new state (a dry run is admitted too)
+            try:
+                await kube.request(kube_api, "POST", pgs, body=late, params={"dryRun": "All"})
+            except client.ApiException as e:
+                if e.status == 400:
+                    return True
+                raise
+            return False
+
+        await kube.wait_for(closed_seen, 10, interval=0.2, message="pumice to see the queue Closed")
         with pytest.raises(client.ApiException) as denied:
             await kube.request(kube_api, "POST", pgs, body=late)
         assert denied.value.status == 400 and f"queue '{qname}' is Closed" in str(denied.value.body)
