@@ -91,7 +91,7 @@ async def test_queue_create_close_get_delete(pumice: None, cli: Cli, test_id: st
             got = await cli("queue", "get", "--name", name)
             return got.code == 0 and got.out.splitlines()[1].split()[2] == "Open"
 
-        await kube.wait_for(opened, within=10, message=f"queue {name} to be Open")
+        await kube.wait_for(opened, within=30, message=f"queue {name} to be Open")
         closed = await cli("queue", "operate", "--name", name, "--action", "close")
         assert (closed.code, closed.err) == (0, "")
         got = await cli("queue", "get", "--name", name)

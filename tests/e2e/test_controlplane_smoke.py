@@ -141,7 +141,7 @@ async def test_deletion_of_running_pod_is_confirmed(
     async def confirmed() -> bool:
         return (namespace, "victim") in fake_kubelet.deleted
 
-    await kube.wait_for(confirmed, 5, message="the fake kubelet to record its confirmation")
+    await kube.wait_for(confirmed, 15, message="the fake kubelet to record its confirmation")
 
 
 async def test_failed_pod_reports_exit_code(

@@ -93,7 +93,7 @@ async def create_flow(
             raise
         return True
 
-    await kube.wait_for(attempt, 10, message="the JobFlow admitted")
+    await kube.wait_for(attempt, 30, message="the JobFlow admitted")
 
 
 async def jobs(api: client.ApiClient, ns: str) -> dict[str, dict[str, Any]]:

@@ -97,7 +97,8 @@ class FirstBound:
         self._task = asyncio.create_task(self._watch(path, rv))
 
     async def _watch(self, path: str, rv: str) -> None:
-        async for event in kube.watch_events(self.api, path, resource_version=rv, timeout_seconds=120):
+        # One watch for the whole test (it is not resumed): its window must outlast a slow run's restarts.
+        async for event in kube.watch_events(self.api, path, resource_version=rv, timeout_seconds=900):
             pod = event.get("object") or {}
             name = (pod.get("metadata") or {}).get("name")
             if event.get("type") in ("ADDED", "MODIFIED") and (pod.get("spec") or {}).get("nodeName"):

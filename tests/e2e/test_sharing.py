@@ -192,6 +192,22 @@ async def eviction_events(api: client.ApiClient, ns: str) -> dict[str, str]:
     }
 
 
+async def eviction_events_about(
+    api: client.ApiClient, ns: str, uids: set[str], within: float = 30.0
+) -> dict[str, str]:
+    """:func:`eviction_events` once each of ``uids`` has one, or after ``within`` seconds (the caller
+    asserts): pumice writes its Events in the background, a moment after the eviction."""
+    seen: list[dict[str, str]] = []
+
+    async def all_there() -> bool:
+        seen.append(await eviction_events(api, ns))
+        return uids <= set(seen[-1])
+
+    with contextlib.suppress(TimeoutError):
+        await kube.wait_for(all_there, within, interval=0.3)
+    return seen[-1]
+
+
 # --- what happened to every pod ---------------------------------------------------------------------------
 
 
@@ -492,7 +508,7 @@ async def test_a_queue_below_its_share_reclaims_it_and_the_split_then_holds_with
     assert victim_uids <= b_first, f"only pods that ran for b before a came are victims{detail}"
     assert victim_uids <= set(history.deleted), f"every victim is gone{detail}"
     assert set(history.deleted) == victim_uids, f"no pod but the victims was deleted{detail}"
-    events = await eviction_events(kube_api, namespace)
+    events = await eviction_events_about(kube_api, namespace, victim_uids)
     assert {u: events.get(u) for u in victim_uids} == dict.fromkeys(victim_uids, "Reclaimed"), events
 
 
@@ -538,6 +554,14 @@ async def test_a_high_priority_job_preempts_a_low_priority_gang_whole(
         # The low gang (4 of 4) cannot run on the 2 cpu left: none of it may run alone.
         await hold("the low gang stays out whole while the high job runs", 3, low_stays_out, history)
 
+        # The high job needed only half the gang's room: the other victims may still be on their way out
+        # (evicted, then deleted by the kubelet). Wait while the watch records; the checks below judge.
+        async def victims_gone() -> bool:
+            return low_first <= set(history.deleted)
+
+        with contextlib.suppress(TimeoutError):
+            await kube.wait_for(victims_gone, 30, interval=0.2)
+
     print(f"\nhigh job running {preempted_in:.1f}s after it was submitted")
     detail = f"\ntimeline:\n{history.tail()}"
     victims = {u for u in history.disrupted if u in low_first}
@@ -545,7 +569,7 @@ async def test_a_high_priority_job_preempts_a_low_priority_gang_whole(
     assert set(history.disrupted.values()) == {"Preempted"}, f"{history.disrupted}{detail}"
     assert not set(history.disrupted) - low_first, f"only the low gang's pods were victims{detail}"
     assert low_first <= set(history.deleted), f"every victim is gone{detail}"
-    events = await eviction_events(kube_api, namespace)
+    events = await eviction_events_about(kube_api, namespace, low_first)
     assert {u: events.get(u) for u in low_first} == dict.fromkeys(low_first, "Preempted"), events
 
 
@@ -581,7 +605,18 @@ async def test_a_starving_large_job_gets_its_reservation_while_small_jobs_backfi
     await create_job(
         kube_api, namespace, "large", job_spec(queue=q, replicas=4, min_available=4, selector=sel)
     )
-    await asyncio.sleep(5)  # past reserveAfter (3 s; creation times have whole seconds)
+    seen: list[Any] = []
+
+    async def reserved() -> bool:
+        # Past reserveAfter (3 s) from the PodGroup's creation, which the job controller does when it can:
+        # the reservation shows on the large group's reason. (A fixed 5 s sleep raced a slow controller.)
+        groups = await kube.list_objects(kube_api, kube.collection_path(SCHEDULING, "podgroups", namespace))
+        large = [g for g in groups.get("items") or [] if g["metadata"]["name"].startswith("large-")]
+        seen[:] = [g.get("status", {}).get("conditions") for g in large]
+        messages = [str(c.get("message")) for g in large for c in g.get("status", {}).get("conditions") or []]
+        return any("reserved for starving job" in m for m in messages)
+
+    await kube.wait_for(reserved, 30, interval=0.3, message=lambda: f"the large job's reservation; {seen}")
     await create_job(
         kube_api, namespace, "slow", job_spec(queue=q, replicas=1, min_available=1, selector=sel)
     )
