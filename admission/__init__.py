@@ -7,5 +7,5 @@ Pure rules per kind (:mod:`admission.queues`, :mod:`admission.podgroups`, :mod:`
 core (:mod:`extender.jobs.rules`), so the job controller reports a job written around the webhook in the
 same words. One table (:mod:`admission.webhooks`) routes requests to them and generates the webhook
 configurations; :mod:`admission.server` is the aiohttp edge, served with TLS material the composition root
-makes (:mod:`extender.tls`). Importing this package imports nothing else.
+makes (:mod:`extender.process.tls`). Importing this package imports nothing else.
 """

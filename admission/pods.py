@@ -20,7 +20,8 @@ never twice, appended (``/-``) when the list exists so other webhooks' gates sur
 the API server refuses gates on them. Volcano's config-driven "resource group" mutations are not mirrored.
 A pod of a ReplicaSet, StatefulSet or batch Job that names no group gets its workload's group name
 (``podgroup-<owner uid>``) as well, the annotation Volcano's PodGroup controller patches in after creation;
-pumice's workload controller (:mod:`controllers.workload_groups`) does that patch where this webhook is
+pumice's workload controller (:mod:`controllers.reconcilers.workload_groups`) does that patch where this
+webhook is
 not registered (before 1.28), and the scheduler keys the pod by that group either way.
 """
 

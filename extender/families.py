@@ -9,15 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from admission.server import AdmissionMetrics
-from controllers.cache import ClusterCache
-from controllers.cronjobs import CronJobController
 from controllers.events import EventRecorder
-from controllers.flows import FlowController
-from controllers.jobs import JobController
 from controllers.kube.informer import Informer
-from controllers.queue_figures import Memo, queue_figures
-from controllers.scheduler import Scheduler
-from controllers.status import StatusWriter
+from controllers.reconcilers.cronjobs import CronJobController
+from controllers.reconcilers.flows import FlowController
+from controllers.reconcilers.jobs import JobController
+from controllers.reconcilers.status import StatusWriter
+from controllers.scheduling.scheduler import Scheduler
+from controllers.state.cache import ClusterCache
+from controllers.state.queue_figures import Memo, queue_figures
 from extender.server.metrics import Metrics, Sample, one
 
 
@@ -166,7 +166,7 @@ def register_families(
 
 
 def _queue_families(m: Metrics, cache: ClusterCache, scheduler: Scheduler) -> None:
-    """Per-queue gauges, computed from the cache once per scrape (see controllers.queue_figures)."""
+    """Per-queue gauges, computed from the cache once per scrape (see controllers.state.queue_figures)."""
     figures = Memo(lambda: queue_figures(cache, scheduler.conf))
 
     def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:

@@ -29,27 +29,27 @@ from aiohttp import web
 from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY, make_admission_app
 from admission.webhooks import webhook_configurations
-from controllers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.cli.parser import add_cli_parsers
-from controllers.conf_reload import ConfWatcher
-from controllers.cronjobs import CRONJOBS_PATH, CronJobController
 from controllers.events import EventRecorder, Ref
-from controllers.executor import Executor
-from controllers.flows import JOBFLOWS_PATH, JOBTEMPLATES_PATH, FlowController
-from controllers.hypernode_problems import HyperNodeProblems
-from controllers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 from controllers.kube.informer import Informer, tee
 from controllers.kube.version import cluster_version
 from controllers.liveness import Liveness
-from controllers.queue_commands import QueueCommandController
-from controllers.scheduler import Scheduler
+from controllers.reconcilers.bootstrap import ensure_queues, register_webhooks, server_features
+from controllers.reconcilers.conf_reload import ConfWatcher
+from controllers.reconcilers.cronjobs import CRONJOBS_PATH, CronJobController
+from controllers.reconcilers.flows import JOBFLOWS_PATH, JOBTEMPLATES_PATH, FlowController
+from controllers.reconcilers.hypernode_problems import HyperNodeProblems
+from controllers.reconcilers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
+from controllers.reconcilers.queue_commands import QueueCommandController
+from controllers.reconcilers.status import StatusWriter
+from controllers.reconcilers.workload_groups import WorkloadGroupController
+from controllers.scheduling.executor import Executor
+from controllers.scheduling.scheduler import Scheduler
 from controllers.simulate.cli import add_simulate_parser
-from controllers.state import cluster_state
-from controllers.status import StatusWriter
+from controllers.state.cluster import cluster_state
 from controllers.watch_metrics import WatchMetrics
-from controllers.workload_groups import WorkloadGroupController
 from extender.api import labels as L
 from extender.api.limits import Limits
 from extender.core.errors import ConfigError
@@ -57,12 +57,10 @@ from extender.core.model import PodGroup, Queue
 from extender.deploy.cli import add_manifests_parser
 from extender.families import register_families
 from extender.jobs.rules import job_problems
-from extender.logs import FORMATS, LEVELS, configure
 from extender.plugins.registry import SchedulerConf, load_conf
-from extender.preflight import kubeconfig_problem, listen_problem, one_line
-from extender.server.app import make_extender_app
-from extender.server.metrics import CONTENT_TYPE, Metrics
-from extender.settings import (
+from extender.process.logs import FORMATS, LEVELS, configure
+from extender.process.preflight import kubeconfig_problem, listen_problem, one_line
+from extender.process.settings import (
     ExtenderListener,
     MetricsListener,
     SchedulingSettings,
@@ -70,7 +68,9 @@ from extender.settings import (
     WebhookListener,
     split_host_port,
 )
-from extender.tls import generate_serving_certs, mtls_server_context, server_ssl_context
+from extender.process.tls import generate_serving_certs, mtls_server_context, server_ssl_context
+from extender.server.app import make_extender_app
+from extender.server.metrics import CONTENT_TYPE, Metrics
 
 log = logging.getLogger("pumice")
 
@@ -292,7 +292,8 @@ def _fail(problem: str) -> int:
 
 
 def _conf_watcher(settings: ServeSettings, proc: Process, conf_text: str | None) -> ConfWatcher | None:
-    """The live reload of ``--scheduler-conf`` (see controllers.conf_reload), with its metrics; None
+    """The live reload of ``--scheduler-conf`` (see controllers.reconcilers.conf_reload), with its metrics;
+    None
     without a conf file or with ``--scheduler-conf-poll 0``."""
     path = settings.scheduling.conf_path
     if not path or conf_text is None or settings.scheduling.conf_poll <= 0:

@@ -100,7 +100,7 @@ RESOURCE_QUOTAS: Final = Resource(group="", version="v1", plural="resourcequotas
 POD_DISRUPTION_BUDGETS: Final = Resource(
     group="policy", version="v1", plural="poddisruptionbudgets", namespaced=True
 )
-# The workloads whose pods get a PodGroup per owner (read only: controllers.workload_groups).
+# The workloads whose pods get a PodGroup per owner (read only: controllers.reconcilers.workload_groups).
 REPLICA_SETS: Final = Resource(group="apps", version="v1", plural="replicasets", namespaced=True)
 STATEFUL_SETS: Final = Resource(group="apps", version="v1", plural="statefulsets", namespaced=True)
 BATCH_JOBS: Final = Resource(group="batch", version="v1", plural="jobs", namespaced=True)

@@ -1,8 +1,9 @@
 """A simulated cluster around pumice's real scheduler: what ``pumice simulate`` runs on.
 
-The scheduler is the one ``pumice serve`` runs — the same :class:`~controllers.state.ClusterState` (cache,
-reservation ledger, pending set), the same :class:`~controllers.scheduler.Scheduler` (work set, settled
-groups left aside, the pure cycle, applying its decisions, the ``/bind`` checks) — on a virtual clock.
+The scheduler is the one ``pumice serve`` runs — the same
+:class:`~controllers.state.cluster.ClusterState` (cache, reservation ledger, pending set), the same
+:class:`~controllers.scheduling.scheduler.Scheduler` (work set, settled groups left aside, the pure cycle,
+applying its decisions, the ``/bind`` checks) — on a virtual clock.
 What this module plays instead of the real parts around it:
 
 - **the API server**: the raw objects, fed to the cache as a watch would (``upsert``/``remove``);
@@ -25,9 +26,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from controllers.executor import Executor
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import ClusterState, cluster_state
+from controllers.scheduling.executor import Executor
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import ClusterState, cluster_state
 from extender.api import wire
 from extender.core.gang import MemberCounts, is_admitted, next_phase
 from extender.core.model import GroupKey, GroupPhase, PodUID, group_key

@@ -4,7 +4,7 @@
 leave out as :class:`~extender.core.hypernodes.Problem` values, each naming the object it concerns (the
 HyperNode whose member is wrong, or a Node). This module maps them to those objects
 (:func:`by_object`), so each problem can be reported where a user looks: a Warning Event on the HyperNode
-(:mod:`controllers.hypernode_problems`) and ``pumice hypernode list|get``.
+(:mod:`controllers.reconcilers.hypernode_problems`) and ``pumice hypernode list|get``.
 
 Pure and total: any set of parsed HyperNodes over any node table gives a report; nothing here raises.
 """

@@ -21,7 +21,8 @@ Invariants: resolution never raises. An object that cannot be read is skipped by
 :attr:`Tree.problems`, the rest of the object stands. Each problem is also kept as a :class:`Problem` (in
 :attr:`Tree.issues`): the object it concerns (the HyperNode, or a Node), a reason (``InvalidMember``,
 ``OverlappingMember``) and a message saying what to fix, so it can be reported on that object
-(:mod:`controllers.hypernode_problems` writes Events; ``pumice hypernode get`` prints them). Domains are
+(:mod:`controllers.reconcilers.hypernode_problems` writes Events; ``pumice hypernode get`` prints them).
+Domains are
 sorted by (tier, name); a domain's rows are sorted node rows, never empty (a domain without nodes can hold
 nothing and is dropped).
 

@@ -176,7 +176,7 @@ class Snapshot:
     # Numatopology objects by node name (the numa-aware plugin).
     numatopologies: Mapping[str, NumaTopology] = field(default_factory=dict)
     # The GPU cards pods hold (deviceshare), with the node they hold them on: bound pods by their
-    # annotations, planned ones by their plan's decision (see controllers.cache).
+    # annotations, planned ones by their plan's decision (see controllers.state.cache).
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:

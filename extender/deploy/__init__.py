@@ -7,5 +7,5 @@ pumice plus that second kube-scheduler; ``cli`` wires them into argparse. All of
 Kubernetes release (:mod:`extender.api.versions`). Only ``cli`` reads a file (``--ca-file``) or has a
 cluster asked for its release (``--kubeconfig``), and it does the asking through a function the composition
 root passes in, as it does the webhook builder: nothing here imports controllers, admission or an HTTP client.
-Only ``manifests.generate_extender_tls`` draws fresh keys (with :mod:`extender.tls`).
+Only ``manifests.generate_extender_tls`` draws fresh keys (with :mod:`extender.process.tls`).
 """

@@ -53,7 +53,7 @@ from extender.deploy.scheduler_config import (
     scheduler_config_yaml,
 )
 from extender.deploy.yamltext import Json, Manifest
-from extender.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
+from extender.process.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 
 DEFAULT_NAMESPACE: Final = "volcano-system"
 DEFAULT_SCHEDULER_IMAGE: Final = versions.scheduler_image(DEFAULT_VERSION)
@@ -238,7 +238,8 @@ def _pumice_deployment(
         "name": APP,
         "image": image,
         "command": command,
-        # Its own Pod, for the Events a rejected --scheduler-conf reload writes (controllers.conf_reload).
+        # Its own Pod, for the Events a rejected --scheduler-conf reload writes
+        # (controllers.reconcilers.conf_reload).
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},

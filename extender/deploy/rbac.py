@@ -14,7 +14,8 @@ Callers build their paths with :mod:`controllers.kube.paths`, so "mentions" igno
 
 Scope: what ``pumice serve`` does when started the way ``pumice manifests deploy`` starts it. In particular
 ``--webhook-service`` is always given, so pumice creates or replaces (``update``) its own webhook
-configurations and never takes the CA-only ``patch`` path of :func:`controllers.bootstrap.register_webhooks`.
+configurations and never takes the CA-only ``patch`` path of
+:func:`controllers.reconcilers.bootstrap.register_webhooks`.
 The pumice CLI (``pumice job``, ``pumice queue``) runs with the user's credentials and needs nothing here.
 
 Deliberately not granted, because no code uses them: core-group events (pumice writes ``events.k8s.io``
@@ -44,10 +45,13 @@ _INFORMERS: Final = (
     "controllers.kube.informer:Informer._list_one_by_one",
 )
 _WATCHED: Final = ("get", "list", "watch")
-_PLUGIN_OBJECTS: Final = ("controllers.jobs:JobController._apply", "controllers.jobs:_PLUGIN_RESOURCES")
+_PLUGIN_OBJECTS: Final = (
+    "controllers.reconcilers.jobs:JobController._apply",
+    "controllers.reconcilers.jobs:_PLUGIN_RESOURCES",
+)
 _STATUS_WRITES: Final = (
-    "controllers.status:StatusWriter._pending_writes",
-    "controllers.executor:Executor.patch_status",
+    "controllers.reconcilers.status:StatusWriter._pending_writes",
+    "controllers.scheduling.executor:Executor.patch_status",
 )
 
 
@@ -145,14 +149,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs",
         verbs=_WATCHED,
-        code=(*_INFORMERS, "controllers.jobs:JOBS_PATH"),
+        code=(*_INFORMERS, "controllers.reconcilers.jobs:JOBS_PATH"),
         why="the vcjob controller's input",
     ),
     Grant(
         group=BUS_GROUP,
         resource="commands",
         verbs=_WATCHED,
-        code=(*_INFORMERS, "controllers.jobs:COMMANDS_PATH"),
+        code=(*_INFORMERS, "controllers.reconcilers.jobs:COMMANDS_PATH"),
         why="vcjob actions and OpenQueue/CloseQueue requests (vcctl, pumice job/queue)",
     ),
     # --- scheduling -----------------------------------------------------------------------------------------
@@ -160,7 +164,10 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods",
         verbs=("get",),
-        code=("controllers.executor:Executor.bind", "controllers.executor:Executor.lift_gate"),
+        code=(
+            "controllers.scheduling.executor:Executor.bind",
+            "controllers.scheduling.executor:Executor.lift_gate",
+        ),
         why="bind: after a 409, whether the pod is already on the planned node; lift_gate: the pod's "
         "current scheduling gates, so only pumice's own gate is removed",
     ),
@@ -168,7 +175,10 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods",
         verbs=("patch",),
-        code=("controllers.executor:Executor.touch_planned", "controllers.executor:Executor.lift_gate"),
+        code=(
+            "controllers.scheduling.executor:Executor.touch_planned",
+            "controllers.scheduling.executor:Executor.lift_gate",
+        ),
         why="annotate a waiting pod with its planned node (moves it out of kube-scheduler's unschedulable "
         "queue); remove pumice's scheduling gate once the gang is admitted",
     ),
@@ -176,7 +186,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/binding",
         verbs=("create",),
-        code=("controllers.executor:Executor.bind",),
+        code=("controllers.scheduling.executor:Executor.bind",),
         why="the extender's /bind verb, used when the scheduler config delegates binding "
         "(scheduler-config --bind-verb, e.g. a kube-scheduler the user runs against this pumice)",
     ),
@@ -184,7 +194,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/eviction",
         verbs=("create",),
-        code=("controllers.executor:Executor.evict", "controllers.kube.paths:pod_eviction"),
+        code=("controllers.scheduling.executor:Executor.evict", "controllers.kube.paths:pod_eviction"),
         why="preempt and reclaim: a victim leaves through the Eviction API, which honours "
         "PodDisruptionBudgets",
     ),
@@ -192,7 +202,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/status",
         verbs=("patch",),
-        code=("controllers.executor:Executor.mark_disrupted",),
+        code=("controllers.scheduling.executor:Executor.mark_disrupted",),
         why="the DisruptionTarget condition on a victim, saying who takes its place and why (as "
         "kube-scheduler's preemption writes it)",
     ),
@@ -216,14 +226,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=SCHEDULING_GROUP,
         resource="queues",
         verbs=("create",),
-        code=("controllers.bootstrap:ensure_queues",),
+        code=("controllers.reconcilers.bootstrap:ensure_queues",),
         why="the root and default queues, when missing (as Volcano does at start-up)",
     ),
     Grant(
         group="admissionregistration.k8s.io",
         resource="mutatingwebhookconfigurations",
         verbs=("get", "update"),
-        code=("controllers.bootstrap:register_webhooks",),
+        code=("controllers.reconcilers.bootstrap:register_webhooks",),
         why="replace pumice's own configuration with this API server's features and a fresh caBundle",
         own_webhooks=True,
     ),
@@ -231,7 +241,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="admissionregistration.k8s.io",
         resource="validatingwebhookconfigurations",
         verbs=("get", "update"),
-        code=("controllers.bootstrap:register_webhooks",),
+        code=("controllers.reconcilers.bootstrap:register_webhooks",),
         why="replace pumice's own configuration with this API server's features and a fresh caBundle",
         own_webhooks=True,
     ),
@@ -240,14 +250,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="admissionregistration.k8s.io",
         resource="mutatingwebhookconfigurations",
         verbs=("create",),
-        code=("controllers.bootstrap:register_webhooks",),
+        code=("controllers.reconcilers.bootstrap:register_webhooks",),
         why="create pumice's configuration when a re-apply or a user removed it",
     ),
     Grant(
         group="admissionregistration.k8s.io",
         resource="validatingwebhookconfigurations",
         verbs=("create",),
-        code=("controllers.bootstrap:register_webhooks",),
+        code=("controllers.reconcilers.bootstrap:register_webhooks",),
         why="create pumice's configuration when a re-apply or a user removed it",
     ),
     # --- the vcjob controller -------------------------------------------------------------------------------
@@ -255,7 +265,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs/status",
         verbs=("patch",),
-        code=("controllers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.jobs:JobController.perform",),
         why="a job's phase, conditions and task counts (resourceVersion-guarded); InvalidSpec for a job "
         "pumice cannot run as written",
     ),
@@ -263,14 +273,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs",
         verbs=("get",),
-        code=("controllers.jobs:JobController._confirmed_gone",),
+        code=("controllers.reconcilers.jobs:JobController._confirmed_gone",),
         why="a job missing from a LIST is cleaned up only once a GET says 404",
     ),
     Grant(
         group=BATCH_GROUP,
         resource="jobs",
         verbs=("delete",),
-        code=("controllers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.jobs:JobController.perform",),
         why="ttlSecondsAfterFinished: a finished job is deleted when its TTL expires",
     ),
     Grant(
@@ -287,21 +297,21 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=FLOW_GROUP,
         resource="jobflows",
         verbs=_WATCHED,
-        code=(*_INFORMERS, "controllers.flows:JOBFLOWS_PATH"),
+        code=(*_INFORMERS, "controllers.reconcilers.flows:JOBFLOWS_PATH"),
         why="the JobFlow controller's input",
     ),
     Grant(
         group=FLOW_GROUP,
         resource="jobtemplates",
         verbs=_WATCHED,
-        code=(*_INFORMERS, "controllers.flows:JOBTEMPLATES_PATH"),
+        code=(*_INFORMERS, "controllers.reconcilers.flows:JOBTEMPLATES_PATH"),
         why="the specs the JobFlow controller makes its jobs from",
     ),
     Grant(
         group=FLOW_GROUP,
         resource="jobflows/status",
         verbs=("patch",),
-        code=("controllers.flows:FlowController.perform",),
+        code=("controllers.reconcilers.flows:FlowController.perform",),
         why="a flow's phase, its jobs by phase, their histories and probe results (resourceVersion-guarded)",
     ),
     Grant(
@@ -317,10 +327,10 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="jobs",
         verbs=("create", "delete"),
         code=(
-            "controllers.flows:FlowController.perform",
-            "controllers.flows:FlowController._delete_job",
-            "controllers.cronjobs:CronJobController.perform",
-            "controllers.cronjobs:CronJobController._delete_job",
+            "controllers.reconcilers.flows:FlowController.perform",
+            "controllers.reconcilers.flows:FlowController._delete_job",
+            "controllers.reconcilers.cronjobs:CronJobController.perform",
+            "controllers.reconcilers.cronjobs:CronJobController._delete_job",
         ),
         why="a flow's jobs (deleted after success with jobRetainPolicy delete, or with the flow); a "
         "CronJob's runs (deleted beyond the history limits, or replaced under concurrencyPolicy Replace)",
@@ -329,14 +339,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="cronjobs",
         verbs=_WATCHED,
-        code=(*_INFORMERS, "controllers.cronjobs:CRONJOBS_PATH"),
+        code=(*_INFORMERS, "controllers.reconcilers.cronjobs:CRONJOBS_PATH"),
         why="the CronJob controller's input",
     ),
     Grant(
         group=BATCH_GROUP,
         resource="cronjobs/status",
         verbs=("patch",),
-        code=("controllers.cronjobs:CronJobController.perform",),
+        code=("controllers.reconcilers.cronjobs:CronJobController.perform",),
         why="a CronJob's active runs, last schedule and last success times (resourceVersion-guarded)",
     ),
     Grant(
@@ -351,28 +361,34 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods",
         verbs=("create",),
-        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._create"),
+        code=(
+            "controllers.reconcilers.jobs:JobController.perform",
+            "controllers.reconcilers.jobs:JobController._create",
+        ),
         why="a job's task pods",
     ),
     Grant(
         group="",
         resource="pods",
         verbs=("delete",),
-        code=("controllers.jobs:JobController.perform", "controllers.jobs:JobController._cleanup"),
+        code=(
+            "controllers.reconcilers.jobs:JobController.perform",
+            "controllers.reconcilers.jobs:JobController._cleanup",
+        ),
         why="pods of a restarted, scaled-down or finished job, and of a job that was deleted",
     ),
     Grant(
         group=SCHEDULING_GROUP,
         resource="podgroups",
         verbs=("create", "patch"),
-        code=("controllers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.jobs:JobController.perform",),
         why="a job's PodGroup, and its minMember/minResources when the job changes",
     ),
     Grant(
         group=SCHEDULING_GROUP,
         resource="podgroups",
         verbs=("delete",),
-        code=("controllers.jobs:JobController._cleanup",),
+        code=("controllers.reconcilers.jobs:JobController._cleanup",),
         why="the PodGroup of a deleted job",
     ),
     Grant(
@@ -380,8 +396,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="commands",
         verbs=("delete",),
         code=(
-            "controllers.jobs:JobController.perform",
-            "controllers.queue_commands:QueueCommandController.sync",
+            "controllers.reconcilers.jobs:JobController.perform",
+            "controllers.reconcilers.queue_commands:QueueCommandController.sync",
         ),
         why="a Command is deleted once carried out",
     ),
@@ -389,7 +405,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=SCHEDULING_GROUP,
         resource="queues/status",
         verbs=("patch",),
-        code=("controllers.queue_commands:QueueCommandController.sync",),
+        code=("controllers.reconcilers.queue_commands:QueueCommandController.sync",),
         why="OpenQueue/CloseQueue set a queue's status.state",
     ),
     Grant(
@@ -426,7 +442,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="secrets",
         verbs=("get",),
-        code=("controllers.jobs:JobController._ssh_key",),
+        code=("controllers.reconcilers.jobs:JobController._ssh_key",),
         why="ssh plugin: reuse the key pair in <job>-ssh after a restart",
     ),
     Grant(
@@ -443,8 +459,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
             resource=resource,
             verbs=("get",),
             code=(
-                "controllers.workload_groups:WorkloadGroupController._get_owner",
-                "controllers.workload_groups:_OWNER_RESOURCES",
+                "controllers.reconcilers.workload_groups:WorkloadGroupController._get_owner",
+                "controllers.reconcilers.workload_groups:_OWNER_RESOURCES",
             ),
             why="a workload's group-min-member / group-min-resources annotations size its PodGroup",
         )
@@ -455,8 +471,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="podgroups",
         verbs=("create", "patch"),
         code=(
-            "controllers.workload_groups:WorkloadGroupController.sync",
-            "controllers.workload_groups:WorkloadGroupController._create",
+            "controllers.reconcilers.workload_groups:WorkloadGroupController.sync",
+            "controllers.reconcilers.workload_groups:WorkloadGroupController._create",
         ),
         why="workloads: the podgroup-<owner uid> group of a ReplicaSet, StatefulSet or Job, kept sized",
     ),
@@ -464,14 +480,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=SCHEDULING_GROUP,
         resource="podgroups",
         verbs=("delete",),
-        code=("controllers.workload_groups:WorkloadGroupController._scaled_to_zero",),
+        code=("controllers.reconcilers.workload_groups:WorkloadGroupController._scaled_to_zero",),
         why="workloads: the group of a ReplicaSet or StatefulSet scaled to zero, as Volcano deletes it",
     ),
     Grant(
         group="",
         resource="pods",
         verbs=("patch",),
-        code=("controllers.workload_groups:WorkloadGroupController.sync",),
+        code=("controllers.reconcilers.workload_groups:WorkloadGroupController.sync",),
         why="workloads: annotate a workload's pod with its group (scheduling.k8s.io/group-name)",
     ),
 )

@@ -24,8 +24,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.scheduler import Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.scheduler import Scheduler
+from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram

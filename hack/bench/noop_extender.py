@@ -18,8 +18,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.executor import BindError, Executor
 from controllers.kube.client import KubeClient, load_config
+from controllers.scheduling.executor import BindError, Executor
 
 
 async def serve(kubeconfig: str, host: str, port: int) -> None:

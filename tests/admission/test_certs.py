@@ -16,7 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from admission.lookup import StaticLookup
 from admission.server import make_admission_app
-from extender.tls import generate_serving_certs, server_ssl_context, service_dns_names
+from extender.process.tls import generate_serving_certs, server_ssl_context, service_dns_names
 
 
 def test_files_and_names(tmp_path: Path) -> None:

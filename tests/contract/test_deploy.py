@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from admission.webhooks import webhook_configurations
-from controllers import bootstrap
 from controllers.kube import version as kube_version
 from controllers.kube.client import ApiError, KubeClient
+from controllers.reconcilers import bootstrap
 from extender.api import crds
 from extender.api.versions import (
     ClusterUnreachable,
@@ -59,7 +59,7 @@ from extender.deploy.scheduler_config import (
     scheduler_config_yaml,
 )
 from extender.main import main as pumice_main
-from extender.tls import MutualTLSBundle, service_dns_names
+from extender.process.tls import MutualTLSBundle, service_dns_names
 
 K8S_SRC_DIRS = (
     Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config"),

@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from controllers.executor import BindError
-from controllers.ledger import State
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.executor import BindError
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import cluster_state
+from controllers.state.ledger import State
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram

@@ -1,6 +1,6 @@
 """The extender's mutual TLS, end to end: real handshakes against an aiohttp server on 127.0.0.1.
 
-The server side is ``extender.tls.mtls_server_context`` (what ``pumice serve`` builds from
+The server side is ``extender.process.tls.mtls_server_context`` (what ``pumice serve`` builds from
 ``--extender-tls-cert-file``/``--extender-tls-key-file``/``--extender-client-ca-file``), the material is what
 ``pumice manifests deploy`` puts in its two Secrets, and the client dials the Service name kube-scheduler
 dials (``server_hostname``), so the serving certificate's names are checked as they will be in the cluster.
@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from extender.deploy.manifests import extender_host, generate_extender_tls
-from extender.tls import (
+from extender.process.tls import (
     MutualTLSBundle,
     generate_mtls_bundle,
     mtls_client_context,

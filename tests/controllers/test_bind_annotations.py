@@ -7,9 +7,9 @@ import asyncio
 import json
 from typing import Any
 
-from controllers.executor import BindError
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.executor import BindError
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import cluster_state
 from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
 from tests.plugins.test_numaaware import numatopo

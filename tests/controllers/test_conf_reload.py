@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, cast
 
-from controllers.conf_reload import ConfWatcher
 from controllers.events import EventRecorder, Ref
+from controllers.reconcilers.conf_reload import ConfWatcher
 from extender.core.model import PodUID
 from extender.plugins.registry import SchedulerConf, load_conf
 from tests.controllers.test_scheduler import node, pod, scheduler

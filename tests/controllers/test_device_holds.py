@@ -8,8 +8,8 @@ never gives a planned pod's card to another pod.
 
 from __future__ import annotations
 
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import ClusterState, cluster_state
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import ClusterState, cluster_state
 from extender.core import gpus as G
 from extender.core.gpus import GpuHold
 from extender.core.model import PodUID

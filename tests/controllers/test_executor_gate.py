@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controllers.executor import Executor
 from controllers.kube.client import ApiError
+from controllers.scheduling.executor import Executor
 from extender.api import labels as L
 
 

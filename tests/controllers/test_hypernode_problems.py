@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestServer
 from kubernetes_asyncio import client as k8s
 
 from controllers.events import EventRecorder
-from controllers.hypernode_problems import HyperNodeProblems
 from controllers.kube.client import KubeClient
+from controllers.reconcilers.hypernode_problems import HyperNodeProblems
 from tests.cli.conftest import FakeApiServer
 from tests.core.test_hypernodes import exact, hn, regex
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from controllers.ledger import Ledger, State
-from controllers.state import ClusterState, cluster_state
+from controllers.state.cluster import ClusterState, cluster_state
+from controllers.state.ledger import Ledger, State
 from extender.core.model import GroupKey, PodUID
 from extender.core.snapshot import pod_group_key
 

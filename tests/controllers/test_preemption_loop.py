@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controllers.ledger import State
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import cluster_state
+from controllers.state.ledger import State
 from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
 from tests.controllers.test_scheduler import node, pod, podgroup

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from controllers.executor import BindError
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.executor import BindError
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import cluster_state
 from extender.core.model import group_key
 from extender.framework.actions import NOT_ADMITTED
 from extender.framework.cycle import run_cycle

@@ -11,7 +11,7 @@ import pytest
 
 from controllers.events import EventRecorder, Ref
 from controllers.kube.client import ApiError, KubeClient
-from controllers.workload_groups import WorkloadGroupController
+from controllers.reconcilers.workload_groups import WorkloadGroupController
 
 Obj = dict[str, Any]
 PG = "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups"

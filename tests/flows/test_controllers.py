@@ -9,11 +9,11 @@ from typing import Any, cast
 
 import pytest
 
-from controllers.cronjobs import CronJobController
-from controllers.flows import FlowController
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
-from controllers.probes import ProbeRunner, probe_once
+from controllers.reconcilers.cronjobs import CronJobController
+from controllers.reconcilers.flows import FlowController
+from controllers.reconcilers.probes import ProbeRunner, probe_once
 from extender.core.timestamps import epoch
 from extender.flows.probes import ProbeRequest
 from tests.flows.builders import entry, flow, template

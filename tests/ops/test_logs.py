@@ -13,9 +13,9 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
-from extender.logs import configure, logfmt_value
 from extender.main import Process
 from extender.plugins.registry import load_conf
+from extender.process.logs import configure, logfmt_value
 from tests.ops.test_metrics_exposition import SETTINGS, node, pod, podgroup, queue
 
 # logfmt as parsers read it (go-logfmt, Loki's logfmt stage): key=bare or key="quoted with \" escapes".
@@ -98,7 +98,7 @@ async def test_a_cycle_that_changes_nothing_logs_at_debug(caplog: pytest.LogCapt
         h["queues"].replace([queue("default")])
         h["podgroups"].replace([podgroup("big", "default", "Pending")])
         h["pods"].replace([pod("p1", "big", "", "4")])  # never fits: unschedulable every cycle
-        caplog.set_level(logging.DEBUG, logger="controllers.scheduler")
+        caplog.set_level(logging.DEBUG, logger="controllers.scheduling.scheduler")
         for _ in range(3):
             proc.scheduler.cycle()
     finally:

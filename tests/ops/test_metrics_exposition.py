@@ -17,8 +17,8 @@ from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
 from extender.main import Process, _health_routes
 from extender.plugins.registry import load_conf
+from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 from extender.server.metrics import Metrics
-from extender.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 
 SETTINGS = ServeSettings(
     kubeconfig=None,

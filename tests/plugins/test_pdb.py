@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controllers.state import cluster_state
+from controllers.state.cluster import cluster_state
 from extender.core.model import PodUID
 from extender.framework.session import Eviction, Session
 from extender.plugins.pdb import PdbPlugin

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controllers.state import cluster_state
+from controllers.state.cluster import cluster_state
 from extender.core.errors import InvalidObject
 from extender.core.model import GroupKey, PodGroup
 from extender.core.parse import parse_resource_quota

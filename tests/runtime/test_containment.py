@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from controllers.events import EventRecorder
-from controllers.jobs import JOBS_PATH, JobController
 from controllers.kube.client import KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler, Informer
 from controllers.liveness import Liveness
-from controllers.scheduler import LoopSettings, Scheduler
-from controllers.state import cluster_state
+from controllers.reconcilers.jobs import JOBS_PATH, JobController
+from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from tests.runtime.fakekube import FakeKube, deep_bytes, serve
 
@@ -216,7 +216,7 @@ async def test_an_unreadable_job_is_left_alone_and_reported() -> None:
 async def test_a_job_whose_sync_raises_is_retried_and_the_others_carry_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import controllers.jobs as jobs_module
+    import controllers.reconcilers.jobs as jobs_module
 
     real = jobs_module.reconcile
 

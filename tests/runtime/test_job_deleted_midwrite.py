@@ -9,8 +9,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from controllers.jobs import JobController
 from controllers.kube.client import ApiError
+from controllers.reconcilers.jobs import JobController
 from extender.jobs.model import parse_job
 from extender.jobs.reconcile import reconcile
 from tests.runtime.test_job_events import BLOCKED, JOB, Recorder

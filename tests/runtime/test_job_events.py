@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controllers.jobs import JobController
 from controllers.kube.client import ApiError
+from controllers.reconcilers.jobs import JobController
 from extender.jobs.model import parse_job
 from extender.jobs.reconcile import reconcile
 

@@ -8,7 +8,7 @@ from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
 from extender.main import Process
 from extender.plugins.registry import load_conf
-from extender.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
+from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 
 SETTINGS = ServeSettings(
     kubeconfig=None,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from controllers.scheduler import Scheduler
-from controllers.state import cluster_state
+from controllers.scheduling.scheduler import Scheduler
+from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from tests.fuzz.strategies import paths
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.status import StatusWriter
+from controllers.reconcilers.status import StatusWriter
 
 
 class Recorder:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from controllers.usage import NodeUsage
+from controllers.state.usage import NodeUsage
 from extender.core.model import GroupKey, Pod, PodUID
 from extender.core.snapshot import NodeTable
 

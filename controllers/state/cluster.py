@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controllers.cache import ClusterCache
-from controllers.ledger import Ledger
-from controllers.pending import PendingSet
+from controllers.state.cache import ClusterCache
+from controllers.state.ledger import Ledger
+from controllers.state.pending import PendingSet
 from extender.api import labels as L
 
 

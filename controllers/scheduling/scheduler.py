@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controllers.events import EventRecorder, Ref
-from controllers.executor import BindError, Executor
 from controllers.kube import paths
-from controllers.state import ClusterState
+from controllers.scheduling.executor import BindError, Executor
+from controllers.state.cluster import ClusterState
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.snapshot import Aside, Snapshot, pod_group_key

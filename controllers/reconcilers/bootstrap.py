@@ -7,13 +7,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from controllers.cache import ClusterCache
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from controllers.kube.version import server_version
+from controllers.state.cache import ClusterCache
 from extender.api import labels as L
 from extender.api.versions import OLDEST_SUPPORTED, Features, features
-from extender.settings import ServeSettings
+from extender.process.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from controllers.cache import ClusterCache
+from controllers.state.cache import ClusterCache
 from extender.core.model import GroupPhase
 from extender.framework.session import Session
 from extender.plugins.capacity import CapacityPlugin

@@ -25,15 +25,15 @@ from typing import Any
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
-from controllers.jobs import merge_patch
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, ignore_404, object_key
 from controllers.kube.informer import Handler
-from controllers.probes import ProbeRunner
-from controllers.watched import meta as _meta
-from controllers.watched import namespace as _ns
-from controllers.watched import newer as _newer
-from controllers.watched import sync_contained
+from controllers.reconcilers.jobs import merge_patch
+from controllers.reconcilers.probes import ProbeRunner
+from controllers.reconcilers.watched import meta as _meta
+from controllers.reconcilers.watched import namespace as _ns
+from controllers.reconcilers.watched import newer as _newer
+from controllers.reconcilers.watched import sync_contained
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject

@@ -14,13 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from controllers.cache import ClusterCache
 from controllers.events import EventRecorder, Ref
-from controllers.executor import Executor
 from controllers.fanout import bounded
 from controllers.kube import paths
 from controllers.kube.client import ApiError
-from controllers.scheduler import Scheduler
+from controllers.scheduling.executor import Executor
+from controllers.scheduling.scheduler import Scheduler
+from controllers.state.cache import ClusterCache
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
 from extender.jobs.notices import same_reason

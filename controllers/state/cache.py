@@ -2,8 +2,8 @@
 
 Informers feed raw objects in; they are parsed once, here, into the frozen model. A parse failure is
 logged and the object skipped (never a crash). Every stored change of a pod is told to the reservation
-ledger (:mod:`controllers.ledger`, which derives node and queue usage) and to the pending set
-(:mod:`controllers.pending`, which tracks what a cycle must look at); the cache itself keeps objects and
+ledger (:mod:`controllers.state.ledger`, which derives node and queue usage) and to the pending set
+(:mod:`controllers.state.pending`, which tracks what a cycle must look at); the cache itself keeps objects and
 the indexes that read them (group members, implicit queues, the node table).
 
 Binding is optimistic: after a successful bind the ledger holds the pod as *assumed* on its node, and the
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controllers.kube.informer import Handler
-from controllers.ledger import Ledger
-from controllers.pending import PendingSet
+from controllers.state.ledger import Ledger
+from controllers.state.pending import PendingSet
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.errors import InvalidObject

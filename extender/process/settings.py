@@ -59,7 +59,7 @@ class ServeSettings:
     extender: ExtenderListener
     webhooks: WebhookListener
     scheduling: SchedulingSettings
-    log_format: str = "text"  # text (logfmt) or json; see extender.logs
+    log_format: str = "text"  # text (logfmt) or json; see extender.process.logs
     metrics: MetricsListener | None = None  # None: /metrics only on the extender and webhook listeners
 
 
