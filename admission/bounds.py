@@ -1,8 +1,9 @@
 """The limits every admitted object obeys, whatever its kind: nesting depth and encoded size.
 
-Each kind's ``validate`` checks these first and stops there when one is exceeded: the kind's own rules then
-never walk an object that is too deep for a recursive comparison or too big to be worth reading. Depth
-comes first because measuring the size encodes the object, which only works below orjson's own depth limit.
+The dispatch (:func:`admission.dispatch.judge`) checks these before any kind's rules and stops there when
+one is exceeded: the rules then never walk an object that is too deep for a recursive comparison or too big
+to be worth reading. Depth comes first because measuring the size encodes the object, which only works
+below orjson's own depth limit.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Final
 
 import orjson
 
-from admission.base import FieldError, Limits, Obj
-from extender.jobs.rules import depth_errors
+from extender.api.limits import Limits
+from extender.core.validation import FieldError, Obj, depth_errors
 
 _MIB: Final = 1024 * 1024
 

@@ -8,8 +8,8 @@ apiVersion the owning controller looks for (Job: ``batch.volcano.sh/v1alpha1``, 
 ``scheduling.volcano.sh/v1beta1``); ``action`` is one a job understands
 (:data:`extender.jobs.model.COMMAND_ACTIONS`) for a Job, ``OpenQueue`` or ``CloseQueue`` for a Queue; a
 Queue target exists. (A Job target is not looked up: jobs are not in the admission lookup, and the job
-controller drops a Command whose job is gone.) Ours too: the object's nesting depth and size
-(:mod:`admission.bounds`). An UPDATE is checked as a create: a Command is read once, whenever that is.
+controller drops a Command whose job is gone.) An UPDATE is checked as a create: a Command is read once,
+whenever that is. The object's nesting depth and size are the dispatch's (:mod:`admission.dispatch`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj
-from admission.bounds import object_errors
 from admission.lookup import Lookup
 from extender.api import labels as L
+from extender.api.limits import DEFAULT_LIMITS, Limits
+from extender.core.validation import FieldError, Obj, shown
 from extender.jobs.model import COMMAND_ACTIONS
-from extender.jobs.rules import shown
 
 QUEUE_ACTIONS: Final = ("CloseQueue", "OpenQueue")
 JOB_ACTIONS: Final = tuple(sorted(a.value for a in COMMAND_ACTIONS))
@@ -32,15 +31,9 @@ _TARGETS: Final = {
 }
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
     """Why this Command must not be written; empty when it may."""
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
+    errors: list[FieldError] = []
     target = new.get("target")
     if not isinstance(target, Mapping):
         kinds = " or ".join(sorted(_TARGETS))

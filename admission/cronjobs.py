@@ -11,26 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj
-from admission.bounds import object_errors
-from admission.flows import field_error
+from admission.base import field_error
 from admission.lookup import Lookup
+from extender.api.limits import DEFAULT_LIMITS, Limits
 from extender.core.errors import InvalidObject
+from extender.core.validation import FieldError, Obj
 from extender.flows.cron import parse_cronjob
-from extender.jobs import rules as R
+from extender.jobs.rules import spec_errors
 
 # The length of the minute stamp in a run's name for the next century or so.
 _RUN_SUFFIX = "-99999999"
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
+    """Why this CronJob must not be written; empty when it may."""
     try:
         cj = parse_cronjob(new)
     except InvalidObject as e:
@@ -39,7 +33,8 @@ def validate(
     meta = new.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     job = {"metadata": {"name": f"{name}{_RUN_SUFFIX}"}, "spec": spec}
-    for err in R.spec_errors(job, limits, creating=old is None):
+    errors: list[FieldError] = []
+    for err in spec_errors(job, limits, creating=old is None):
         where = err.field
         if where.startswith("spec"):
             where = "spec.jobTemplate." + where

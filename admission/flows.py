@@ -17,32 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj
-from admission.bounds import object_errors
+from admission.base import field_error
 from admission.lookup import Lookup
+from extender.api.limits import DEFAULT_LIMITS, Limits
 from extender.core.errors import InvalidObject
+from extender.core.validation import FieldError, Obj
 from extender.flows.dag import graph_problems
 from extender.flows.model import parse_jobflow
-from extender.jobs import rules as R
-
-
-def field_error(e: InvalidObject, prefix: str = "") -> FieldError:
-    """An :class:`InvalidObject` (``field: message``) as a field error."""
-    text = str(e)
-    where, sep, message = text.partition(": ")
-    if not sep:
-        return FieldError(field=prefix.rstrip(".") or "object", message=text)
-    return FieldError(field=prefix + where, message=message)
+from extender.jobs.rules import spec_errors
 
 
 def validate_jobflow(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+    new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
 ) -> list[FieldError]:
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
+    """Why this JobFlow must not be written; empty when it may."""
     try:
         flow = parse_jobflow(new)
     except InvalidObject as e:
@@ -68,13 +56,9 @@ def validate_jobflow(
 
 
 def validate_jobtemplate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
+    new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
 ) -> list[FieldError]:
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
+    """Why this JobTemplate must not be written; empty when it may."""
     if not isinstance(new.get("spec"), Mapping):
         return [FieldError(field="spec", message="required: a vcjob spec (tasks, minAvailable, ...)")]
-    return R.spec_errors(new, limits, creating=True)
+    return spec_errors(new, limits, creating=True)

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import Obj, PatchOp, is_int, mapping, pointer
+from admission.base import PatchOp, pointer
 from admission.lookup import Lookup
 from extender.api import labels as L
+from extender.core.validation import INT32_MAX, Obj, as_int, is_int, mapping
 from extender.jobs.model import DEFAULT_MAX_RETRY, DEFAULT_TASK_NAME
-from extender.jobs.rules import INT32_MAX, as_int
 
 HOST_NETWORK_DNS_POLICY: Final = "ClusterFirstWithHostNet"
 # Job plugins that need the svc plugin's headless Service and hosts files (Volcano's list).

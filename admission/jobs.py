@@ -3,48 +3,42 @@ CREATE and UPDATE.
 
 mutate: :func:`admission.job_defaults.mutate` (Volcano's ``mutate_job.go``).
 
-validate, CREATE and UPDATE: the object's nesting depth and size (:mod:`admission.bounds`), then every rule
-of the pure job core (:func:`extender.jobs.rules.spec_errors`: tasks, counts and the replica limit, pod
-templates, policies, dependsOn, plugins, volumes), so an update cannot store a job that a create would
-have refused, and the words are those the job controller uses for a job that got past us.
+validate, CREATE and UPDATE (after the dispatch's checks of the object's nesting depth and size,
+:mod:`admission.dispatch`): every rule of the pure job core (:func:`extender.jobs.rules.spec_errors`: tasks,
+counts and the replica limit, pod templates, policies, dependsOn, plugins, volumes), so an update cannot
+store a job that a create would have refused, and the words are those the job controller uses for a job
+that got past us.
 
 CREATE only (Volcano's ``validateJobCreate``): the queue exists, is Open, is not ``root`` and is a leaf
 (jobs run in leaf queues only). An absent queue means the default queue, as the mutating webhook would have
 set. On UPDATE the queue is not re-checked: a queue closed after the job was admitted must not block
 scaling it.
 
-UPDATE only (Volcano's ``validateJobUpdate``, :func:`extender.jobs.rules.update_errors`): the same number
-of tasks, and nothing else in ``spec`` changed except :data:`MUTABLE_FIELDS`. When the stored job itself is
-beyond the nesting limit (it was written around this webhook) that comparison is skipped, so the update
-that repairs it can pass. DELETE is not registered.
+UPDATE only (Volcano's ``validateJobUpdate``, :func:`extender.jobs.update_rules.update_errors`): the same
+number of tasks, and nothing else in ``spec`` changed except :data:`MUTABLE_FIELDS`. When the stored job
+itself is beyond the nesting limit (it was written around this webhook) that comparison is skipped, so the
+update that repairs it can pass. DELETE is not registered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj, mapping
-from admission.bounds import object_errors
 from admission.job_defaults import mutate
 from admission.lookup import Lookup
 from admission.podgroups import queue_errors
 from extender.api import labels as L
-from extender.jobs import rules as R
-from extender.jobs.rules import MUTABLE_FIELDS
+from extender.api.limits import DEFAULT_LIMITS, Limits
+from extender.core.validation import FieldError, Obj, depth_errors, mapping
+from extender.jobs.rules import spec_errors
+from extender.jobs.update_rules import MUTABLE_FIELDS, update_errors
 
 __all__ = ["MUTABLE_FIELDS", "mutate", "validate"]
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
     """Why this Job write must be refused; empty when it may proceed."""
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
-    errors = R.spec_errors(new, limits, creating=old is None)
+    errors = spec_errors(new, limits, creating=old is None)
     raw_spec = new.get("spec")
     if not isinstance(raw_spec, Mapping):
         return errors
@@ -53,8 +47,9 @@ def validate(
         if queue is None or isinstance(queue, str):  # any other type is already reported
             errors = _queue_errors(raw_spec, lookup) + errors
         return errors
-    if not R.depth_errors(old, limits):
-        errors += R.update_errors(raw_spec, mapping(old, "spec"))
+    # The stored job was not checked by the dispatch; the comparison walks it.
+    if not depth_errors(old, limits):
+        errors += update_errors(raw_spec, mapping(old, "spec"))
     return errors
 
 

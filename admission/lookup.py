@@ -3,16 +3,58 @@
 The process's cluster cache implements it; rules only read through it, so they stay pure and testable.
 Answers may lag the API server by one watch event, as Volcano's listers do; rules must not assume more.
 :class:`StaticLookup` is a plain in-memory implementation for tests and for callers without a cache.
+
+The port is written on admission's side: a queue or PodGroup is what a rule reads of it
+(:class:`QueueView`, :class:`PodGroupView`), which the cache's :class:`extender.core.model.Queue` and
+``PodGroup`` satisfy as they are. Admission thereby needs nothing of the scheduler's model (nor numpy, which
+that model's GPU types bring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from extender.api import labels as L
-from extender.core.model import PodGroup, Queue
+
+# Volcano's Queue state that accepts new work (QueueState ``Open``; the cache's
+# :class:`extender.core.model.QueueState` is a string enum, so its members compare equal to these strings).
+QUEUE_OPEN: Final = "Open"
+
+
+class QueueView(Protocol):
+    """What admission reads of a queue. Amounts are accounted integers (:mod:`extender.core.quantity`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def parent(self) -> str:
+        """``spec.parent``; empty for a child of ``root`` (and for ``root``)."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """Volcano's queue state: ``Open``, ``Closed``, ``Closing`` or ``Unknown``."""
+        ...
+
+    @property
+    def capability(self) -> Mapping[str, int]: ...
+    @property
+    def deserved(self) -> Mapping[str, int]: ...
+    @property
+    def guarantee(self) -> Mapping[str, int]: ...
+
+
+class PodGroupView(Protocol):
+    """What admission reads of a PodGroup."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
 
 
 class LookupUnavailable(Exception):
@@ -38,13 +80,13 @@ class Lookup(Protocol):
         """The API server supports ``spec.schedulingGates`` (Kubernetes >= 1.27)."""
         ...
 
-    def queue(self, name: str) -> Queue | None: ...
+    def queue(self, name: str) -> QueueView | None: ...
 
-    def queue_children(self, name: str) -> Sequence[Queue]:
+    def queue_children(self, name: str) -> Sequence[QueueView]:
         """Queues whose ``spec.parent`` is ``name`` (for ``root`` also those with no parent)."""
         ...
 
-    def podgroup(self, namespace: str, name: str) -> PodGroup | None: ...
+    def podgroup(self, namespace: str, name: str) -> PodGroupView | None: ...
 
     def queue_has_podgroups(self, name: str) -> bool: ...
 
@@ -57,24 +99,24 @@ class Lookup(Protocol):
 class StaticLookup:
     """A fixed cluster view: the queues and podgroups given, nothing else."""
 
-    queues: Sequence[Queue] = ()
-    podgroups: Sequence[PodGroup] = ()
+    queues: Sequence[QueueView] = ()
+    podgroups: Sequence[PodGroupView] = ()
     scheduler_names: frozenset[str] = frozenset({L.DEFAULT_SCHEDULER_NAME})
     default_queue: str = L.DEFAULT_QUEUE
     scheduling_gates: bool = False
     job_templates: frozenset[tuple[str, str]] = frozenset()  # (namespace, name)
-    _queues: dict[str, Queue] = field(init=False, repr=False, compare=False)
+    _queues: dict[str, QueueView] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_queues", {q.name: q for q in self.queues})
 
-    def queue(self, name: str) -> Queue | None:
+    def queue(self, name: str) -> QueueView | None:
         return self._queues.get(name)
 
-    def queue_children(self, name: str) -> Sequence[Queue]:
+    def queue_children(self, name: str) -> Sequence[QueueView]:
         return [q for q in self.queues if _parent(q) == name and q.name != name]
 
-    def podgroup(self, namespace: str, name: str) -> PodGroup | None:
+    def podgroup(self, namespace: str, name: str) -> PodGroupView | None:
         return next((p for p in self.podgroups if p.namespace == namespace and p.name == name), None)
 
     def queue_has_podgroups(self, name: str) -> bool:
@@ -84,7 +126,7 @@ class StaticLookup:
         return (namespace, name) in self.job_templates
 
 
-def _parent(q: Queue) -> str:
+def _parent(q: QueueView) -> str:
     if q.parent:
         return q.parent
     return "" if q.name == L.ROOT_QUEUE else L.ROOT_QUEUE

@@ -5,10 +5,11 @@ queue (Volcano's CRD defaults it to ``default``; our default is configurable, he
 also reads a queue from the namespace's ``scheduling.volcano.sh/queue-name`` annotation; we do not (the
 lookup has no namespaces).
 
-validate, CREATE and UPDATE: the object's nesting depth and size (:mod:`admission.bounds`); ``minMember``
-and each ``minTaskMember`` value are int32 integers >= 0 and ``minResources`` holds valid quantities within
-the limits (Volcano leaves these to its CRD schema; checking here gives the same answer whatever schema the
-cluster has, and a PodGroup patched to ``minResources: {cpu: 1e400}`` never reaches the scheduler);
+validate, CREATE and UPDATE (after the dispatch's checks of the object's nesting depth and size,
+:mod:`admission.dispatch`): ``spec`` is an object; ``minMember`` and each ``minTaskMember`` value are int32
+integers >= 0 and ``minResources`` holds valid quantities within the limits (Volcano leaves these to its
+CRD schema; checking here gives the same answer whatever schema the cluster has, and a PodGroup patched to
+``minResources: {cpu: 1e400}`` never reaches the scheduler);
 ``networkTopology`` sets at most one of ``highestTierAllowed`` and ``highestTierName`` (also inside each
 ``subGroupPolicy``).
 
@@ -21,12 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj, PatchOp, mapping
-from admission.bounds import object_errors
-from admission.lookup import Lookup
-from admission.quantities import check_resource_list
-from extender.core.model import QueueState
-from extender.jobs.rules import INT32_MAX, as_int, shown
+from admission.base import PatchOp
+from admission.lookup import QUEUE_OPEN, Lookup
+from extender.api.limits import DEFAULT_LIMITS, Limits
+from extender.core.quantity_checks import check_resource_list
+from extender.core.validation import (
+    INT32_MAX,
+    FieldError,
+    Obj,
+    as_int,
+    mapping,
+    network_topology_errors,
+    shown,
+)
 
 
 def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
@@ -39,15 +47,8 @@ def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
     return [{"op": "add", "path": "/spec/queue", "value": lookup.default_queue}]
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
-    """Why this PodGroup write must be refused; empty when it may proceed. DELETE is always allowed."""
-    if new is None:
-        return []
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
+    """Why this PodGroup write must be refused; empty when it may proceed. DELETE is not registered."""
     raw_spec = new.get("spec")
     if raw_spec is not None and not isinstance(raw_spec, Mapping):
         return [FieldError(field="spec", message="must be an object")]
@@ -97,28 +98,22 @@ def queue_errors(spec: Obj, lookup: Lookup, *, what: str = "PodGroups") -> list[
                 message=f"queue {name!r} does not exist; create it or choose another queue",
             )
         ]
-    if queue.state != QueueState.OPEN:
+    if queue.state != QUEUE_OPEN:
         return [
             FieldError(
                 field="spec.queue",
-                message=f"queue {name!r} is {queue.state.value}; "
-                f"{what} can only be submitted to an Open queue",
+                message=f"queue {name!r} is {queue.state}; {what} can only be submitted to an Open queue",
             )
         ]
     return []
 
 
 def _topology_errors(spec: Obj) -> list[FieldError]:
-    def both(where: str, nt: Obj) -> list[FieldError]:
-        if nt.get("highestTierAllowed") is not None and nt.get("highestTierName"):
-            return [
-                FieldError(field=where, message="set either highestTierAllowed or highestTierName, not both")
-            ]
-        return []
-
-    errors = both("spec.networkTopology", mapping(spec, "networkTopology"))
+    errors = network_topology_errors(spec.get("networkTopology"), "spec.networkTopology")
     policies = spec.get("subGroupPolicy")
     if isinstance(policies, list):
         for i, policy in enumerate(policies):
-            errors += both(f"spec.subGroupPolicy[{i}].networkTopology", mapping(policy, "networkTopology"))
+            errors += network_topology_errors(
+                mapping(policy, "networkTopology"), f"spec.subGroupPolicy[{i}].networkTopology"
+            )
     return errors

@@ -1,17 +1,19 @@
 """Pod admission (core ``v1`` ``pods``) for pods whose ``spec.schedulerName`` is ours.
 
-Pods of any other scheduler are admitted untouched before anything else is read: this webhook sees every
-pod creation in the cluster and must stay cheap (and it is registered with ``failurePolicy: Ignore``).
+Pods of any other scheduler are admitted untouched before anything else is read (:func:`is_ours`, the
+validating row's scope and the first test of :func:`mutate`): this webhook sees every pod creation in the
+cluster and must stay cheap (and it is registered with ``failurePolicy: Ignore``).
 
 validate (CREATE and UPDATE) mirrors Volcano's current pod webhook: the disruption-budget annotations
 ``volcano.sh/jdb-min-available`` and ``volcano.sh/jdb-max-unavailable`` are each a positive integer or a
 percentage from 1% to 99%, and at most one of them is set. (Older Volcano releases also refused a pod whose
 PodGroup was missing or Pending; Volcano dropped that because controllers may create pods before their group.)
-Ours: the object's nesting depth and size (:mod:`admission.bounds`), and the resource quantities the
-scheduler reads (containers', init containers' and overhead) are valid and within the limits. On UPDATE a
-problem the stored pod already had is not held against the update: the scheduler's own writes (removing the
-gang gate, its annotations) must never be blocked by a pod created while this webhook was unreachable
-(pod webhooks ``Ignore`` failures), and the pod is no worse for them.
+Ours: the resource quantities the scheduler reads (containers', init containers' and overhead) are valid
+and within the limits (the object's nesting depth and size are the dispatch's, :mod:`admission.dispatch`).
+On UPDATE a problem the stored pod already had is not held against the update (the row's
+``forgive_stored``, applied by the dispatch): the scheduler's own writes (removing the gang gate, its
+annotations) must never be blocked by a pod created while this webhook was unreachable (pod webhooks
+``Ignore`` failures), and the pod is no worse for them.
 
 mutate: with scheduling gates available (Kubernetes >= 1.27) a pod that names a PodGroup through
 ``scheduling.k8s.io/group-name`` or ``scheduling.volcano.sh/group-name`` gets the ``pumice.dev/gang`` gate,
@@ -31,13 +33,13 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Obj, PatchOp, annotations_of, mapping, string
-from admission.bounds import object_errors
+from admission.base import PatchOp, annotations_of
 from admission.lookup import Lookup
-from admission.quantities import check_resource_list
 from extender.api import labels as L
+from extender.api.limits import DEFAULT_LIMITS, Limits
+from extender.core.quantity_checks import check_resource_list
+from extender.core.validation import FieldError, Obj, mapping, shown, string
 from extender.core.workloads import pod_group_name
-from extender.jobs.rules import shown
 
 JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE: Final = "volcano.sh/jdb-max-unavailable"
@@ -47,6 +49,7 @@ _PERCENT = re.compile(r"^(\d+)%$")
 
 
 def is_ours(obj: Obj, lookup: Lookup) -> bool:
+    """The pod names one of our schedulers: the only pods these webhooks look at."""
     return string(mapping(obj, "spec"), "schedulerName") in lookup.scheduler_names
 
 
@@ -60,24 +63,10 @@ def group_name(obj: Obj) -> str:
     return ""
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
-    """Why this pod write must be refused; empty when it may proceed."""
-    if new is None or not is_ours(new, lookup):
-        return []
-    errors = _errors(new, limits)
-    if errors and old is not None:
-        before = set(_errors(old, limits))
-        errors = [e for e in errors if e not in before]
-    return errors
-
-
-def _errors(pod: Obj, limits: Limits) -> list[FieldError]:
-    errors = object_errors(pod, limits)
-    if errors:
-        return errors
-    return _budget_annotation_errors(pod) + _resource_errors(mapping(pod, "spec"), limits)
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
+    """Why this pod of ours must be refused; empty when it may proceed. The pod alone decides: the
+    dispatch judges the stored pod of an UPDATE with this same function and forgives its problems."""
+    return _budget_annotation_errors(new) + _resource_errors(mapping(new, "spec"), limits)
 
 
 def _resource_errors(spec: Obj, limits: Limits) -> list[FieldError]:

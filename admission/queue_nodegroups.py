@@ -14,22 +14,21 @@ annotation, so it is refused here, where the user can see why.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import FieldError, Limits, Obj, annotations_of, mapping
-from admission.quantities import check_resource_list
+from admission.base import annotations_of
 from extender.api import labels as L
-from extender.jobs.rules import shown
+from extender.api.limits import Limits
+from extender.core.names import is_label_value
+from extender.core.quantity_checks import check_resource_list
+from extender.core.validation import FieldError, Obj, mapping, shown
 
 _PARTS: Final = ("nodeGroupAffinity", "nodeGroupAntiAffinity")
 _WHEN: Final = (
     "requiredDuringSchedulingIgnoredDuringExecution",
     "preferredDuringSchedulingIgnoredDuringExecution",
 )
-# A label value: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
-_LABEL_VALUE: Final = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 
 
 def node_group_errors(obj: Obj, limits: Limits) -> list[FieldError]:
@@ -69,7 +68,7 @@ def _affinity_errors(spec: Obj) -> list[FieldError]:
                 continue
             good: list[str] = []
             for i, name in enumerate(names):
-                if not isinstance(name, str) or not _LABEL_VALUE.match(name):
+                if not isinstance(name, str) or not is_label_value(name):
                     errors.append(
                         FieldError(
                             field=f"{at}.{when}[{i}]",
@@ -109,7 +108,7 @@ def _limit_errors(obj: Obj, limits: Limits) -> list[FieldError]:
         return [FieldError(field=at, message=f"must map node group names to resource lists, like {example}")]
     errors: list[FieldError] = []
     for group, resources in doc.items():
-        if not _LABEL_VALUE.match(group):
+        if not is_label_value(group):
             errors.append(
                 FieldError(field=f"{at}[{group}]", message=f"{shown(group)} is not a node group name")
             )

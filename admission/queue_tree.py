@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from admission.base import FieldError
-from admission.lookup import Lookup
+from admission.lookup import Lookup, QueueView
 from extender.api import labels as L
-from extender.core.model import Queue
 from extender.core.quantity import format_units
-from extender.core.resources import add
+from extender.core.resource_maps import add
+from extender.core.validation import FieldError
 
 # Volcano's default --max-queue-depth: levels below root, the queue itself included.
 MAX_DEPTH = 5
@@ -78,7 +77,7 @@ def _ancestor_capability(parent: str, resource: str, lookup: Lookup) -> tuple[st
     return None
 
 
-def _subtree_capability(q: Queue, resource: str, lookup: Lookup, depth: int = 0) -> tuple[str, int]:
+def _subtree_capability(q: QueueView, resource: str, lookup: Lookup, depth: int = 0) -> tuple[str, int]:
     """The largest cap on ``resource`` in ``q``'s subtree: ``q``'s own when set, else its children's."""
     own = q.capability.get(resource, 0)
     if own > 0 or depth > MAX_DEPTH:

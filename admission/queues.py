@@ -7,17 +7,17 @@ mutate (CREATE): ``spec.weight`` 1 when absent or 0, ``spec.reclaimable`` true w
 at ``root``, both are prefixed with the root level (``root/…``, ``1/…``). Like Volcano, ``spec.parent`` is
 not defaulted: an empty parent already means "child of root".
 
-validate, CREATE and UPDATE: the object's nesting depth and size (:mod:`admission.bounds`); ``spec.weight``
-within Volcano's CRD bounds 1..65535; every quantity of ``capability``, ``deserved`` and
-``guarantee.resource`` valid and within the limits; per resource guarantee <= deserved <=
-capability (a guaranteed resource must also be deserved; an uncapped resource is unlimited); ``status.state``
-Open or Closed (on UPDATE the state the controller already wrote is accepted as it is); hierarchy annotations
-well-formed; ``spec.affinity`` and ``volcano.sh/nodegroup-resource-limits`` well-formed
-(:mod:`admission.queue_nodegroups`). Then the hierarchy (:mod:`admission.queue_tree`): on CREATE or a
-parent change the parent chain, on CREATE or a change of parent or resources the resource bounds against
+validate, CREATE and UPDATE (after the dispatch's checks of the object's nesting depth and size,
+:mod:`admission.dispatch`): ``spec`` is an object; ``spec.weight`` within Volcano's CRD bounds 1..65535; every
+quantity of ``capability``, ``deserved`` and ``guarantee.resource`` valid and within the limits; per resource
+guarantee <= deserved <= capability (a guaranteed resource must also be deserved; an uncapped resource is
+unlimited); ``status.state`` Open or Closed (on UPDATE the state the controller already wrote is accepted as
+it is); hierarchy annotations well-formed; ``spec.affinity`` and ``volcano.sh/nodegroup-resource-limits``
+well-formed (:mod:`admission.queue_nodegroups`). Then the hierarchy (:mod:`admission.queue_tree`): on CREATE
+or a parent change the parent chain, on CREATE or a change of parent or resources the resource bounds against
 parent and children. ``root``'s resources cannot change.
 
-validate, DELETE: ``root`` and the default queue stay; a queue with child queues or with PodGroups cannot go
+validate_delete: ``root`` and the default queue stay; a queue with child queues or with PodGroups cannot go
 (Volcano checks children; PodGroups are our addition so no group is left pointing at a missing queue).
 """
 
@@ -26,26 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from admission.base import (
-    DEFAULT_LIMITS,
-    FieldError,
-    Limits,
-    Obj,
-    PatchOp,
-    annotations_of,
-    is_int,
-    mapping,
-    name_of,
-    pointer,
-    string,
-)
-from admission.bounds import object_errors
+from admission.base import PatchOp, annotations_of, name_of, pointer
 from admission.lookup import Lookup
-from admission.quantities import Quantities, check_resource_list
 from admission.queue_nodegroups import node_group_errors
 from admission.queue_tree import check_parent, check_resources
 from extender.api import labels as L
-from extender.jobs.rules import shown
+from extender.api.limits import DEFAULT_LIMITS, Limits
+from extender.core.quantity_checks import Quantities, check_resource_list
+from extender.core.validation import FieldError, Obj, is_int, mapping, shown, string
 
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
@@ -88,15 +76,8 @@ def mutate(obj: Obj, lookup: Lookup) -> list[PatchOp]:
     return ops
 
 
-def validate(
-    new: Obj | None, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> list[FieldError]:
+def validate(new: Obj, old: Obj | None, lookup: Lookup, limits: Limits = DEFAULT_LIMITS) -> list[FieldError]:
     """Why this Queue write must be refused; empty when it may proceed."""
-    if new is None:
-        return _validate_delete(name_of(old), lookup)
-    errors = object_errors(new, limits)
-    if errors:
-        return errors
     name = name_of(new)
     spec = mapping(new, "spec")
     errors, lists = _spec_errors(new, old, limits)
@@ -135,7 +116,9 @@ def validate(
     return errors
 
 
-def _validate_delete(name: str, lookup: Lookup) -> list[FieldError]:
+def validate_delete(old: Obj, lookup: Lookup) -> list[FieldError]:
+    """Why this Queue must not be deleted; empty when it may."""
+    name = name_of(old)
     if name == L.ROOT_QUEUE:
         return [FieldError(field="metadata.name", message="the root queue cannot be deleted")]
     if name in (L.DEFAULT_QUEUE, lookup.default_queue):

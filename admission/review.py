@@ -18,8 +18,8 @@ from typing import Final, Literal, NotRequired, TypedDict
 
 import orjson
 
-from admission.base import FieldError, Obj, PatchOp
-from extender.jobs.rules import shown
+from admission.base import PatchOp
+from extender.core.validation import FieldError, Obj, shown
 
 API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"

@@ -1,6 +1,6 @@
 """The aiohttp face of admission: one POST route per served row of :data:`admission.webhooks.WEBHOOKS`.
 
-Handlers are thin: read the body, decode it, ask the pure :func:`admission.webhooks.admit` (with the
+Handlers are thin: read the body, decode it, ask the pure :func:`admission.dispatch.admit` (with the
 server's :class:`Limits`), encode. A body above :data:`THREAD_DECODE` is decoded in a worker thread, so a
 large object does not stall the event loop that also serves kube-scheduler. Status codes, by design: 200
 for every answer (allowed, denied, patched, and a wrongly typed object is a denial naming its field); 400
@@ -23,9 +23,10 @@ from typing import Final
 
 from aiohttp import web
 
+from admission.dispatch import admit
 from admission.lookup import Lookup, LookupUnavailable
 from admission.review import AdmissionRequest, MalformedReview, decode_review, encode
-from admission.webhooks import Webhook, admit, served_webhooks
+from admission.webhooks import Webhook, served_webhooks
 from extender.api.limits import DEFAULT_LIMITS, Limits
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,11 @@
 
 Each row says where kube-apiserver calls (Volcano's paths, so a Volcano user recognises them), for which
 resource and operations, whether it mutates or validates, how a failure of pumice is treated, and which pure
-function answers. The server mounts exactly the served rows; :func:`webhook_configurations` registers exactly
-the same rows, so what is served and what is registered cannot drift apart.
+functions answer: a kind's ``validate`` (and ``validate_delete``) hold only that kind's rules, as the
+dispatch (:func:`admission.dispatch.admit`) does what every kind shares before calling them (the row's
+``scope``, the object's depth and size bounds, the stored object of an UPDATE with ``forgive_stored``, the
+denial). The server mounts exactly the served rows; :func:`webhook_configurations` registers exactly the
+same rows, so what is served and what is registered cannot drift apart.
 
 Every validating row takes CREATE and UPDATE (queues also DELETE): an update can break an object as surely
 as a create (``kubectl patch podgroup x -p '{"spec":{"minResources":{"cpu":"1e400"}}}'``), and the
@@ -28,9 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from admission import commands, cronjobs, flows, jobs, podgroups, pods, queues
-from admission.base import DEFAULT_LIMITS, FieldError, Limits, Mutator, Validator
-from admission.lookup import Lookup
-from admission.review import AdmissionRequest, AdmissionReview, allow, deny, patch
+from admission.base import DeleteValidator, Mutator, Scope, Validator
 from extender.api import labels as L
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
@@ -43,6 +44,8 @@ _ADMISSION_REGISTRATION: Final = "admissionregistration.k8s.io/v1"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Webhook:
+    """One webhook: where and for what kube-apiserver calls it, and the pure functions that answer."""
+
     name: str
     path: str
     group: str
@@ -54,7 +57,14 @@ class Webhook:
     failure_policy: FailurePolicy
     timeout_seconds: int
     validate: Validator | None = None
+    # The rules of a DELETE (the row lists DELETE); without, every delete is allowed.
+    validate_delete: DeleteValidator | None = None
     mutate: Mutator | None = None
+    # A validating row judges only the objects in its scope and allows any other before reading it (a
+    # mutator checks its own: nothing is read before it is called).
+    scope: Scope | None = None
+    # An UPDATE is refused only for problems the stored object did not already have.
+    forgive_stored: bool = False
 
     @property
     def served(self) -> bool:
@@ -165,6 +175,10 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         failure_policy="Ignore",
         timeout_seconds=5,
         validate=pods.validate,
+        scope=pods.is_ours,
+        # The scheduler's own writes (the gang gate, its annotations) pass on a pod stored while the
+        # webhook was unreachable (Ignore): the pod is no worse for them.
+        forgive_stored=True,
     ),
     Webhook(
         name="mutate-queue.pumice.dev",
@@ -191,6 +205,7 @@ WEBHOOKS: Final[tuple[Webhook, ...]] = (
         failure_policy="Fail",
         timeout_seconds=10,
         validate=queues.validate,
+        validate_delete=queues.validate_delete,
     ),
     Webhook(
         name="mutate-podgroup.pumice.dev",
@@ -352,38 +367,3 @@ def webhook_configurations(
 
 def webhook_for(path: str) -> Webhook | None:
     return next((w for w in WEBHOOKS if w.path == path), None)
-
-
-def admit(
-    w: Webhook, req: AdmissionRequest, lookup: Lookup, limits: Limits = DEFAULT_LIMITS
-) -> AdmissionReview:
-    """The answer of webhook ``w`` to ``req``: pure, so a handler only decodes, calls this and encodes.
-
-    Requests outside the row's rule are answered leniently (allowed, untouched) except for a different
-    resource, which means the webhook configuration is wrong and is denied so someone notices.
-    """
-    if (req.group, req.resource) != (w.group, w.resource):
-        wanted = f"{w.group}/{w.resource}" if w.group else w.resource
-        got = f"{req.group}/{req.resource}" if req.group else req.resource
-        return deny(
-            req.uid,
-            [FieldError(field="request.resource", message=f"{w.path} admits {wanted}, not {got}")],
-            code=400,
-        )
-    if req.sub_resource or req.operation not in w.operations:
-        return allow(req.uid)
-    if w.mutating:
-        if w.mutate is None or req.object is None:
-            return allow(req.uid)
-        return patch(req.uid, w.mutate(req.object, lookup))
-    if w.validate is None:
-        return allow(req.uid)
-    if req.operation == "DELETE":
-        # kube-apiserver sends the deleted object as oldObject; fall back to the name for old servers.
-        old = req.old_object or {"metadata": {"name": req.name, "namespace": req.namespace}}
-        errors = w.validate(None, old, lookup, limits)
-    else:
-        errors = w.validate(req.object, req.old_object, lookup, limits)
-    if not errors:
-        return allow(req.uid)
-    return deny(req.uid, errors, code=403 if req.operation == "DELETE" else 400)

@@ -1,50 +1,37 @@
-"""Resource lists as integer maps, and their projection onto numpy vectors.
+"""Resource lists projected onto numpy vectors.
 
-A ``Resources`` maps a resource name to its accounted integer amount (see :mod:`extender.core.quantity`).
+A ``Resources`` maps a resource name to its accounted integer amount (:mod:`extender.core.resource_maps`,
+where the maps are parsed, added and formatted; re-exported here for the modules that read them from here).
 The snapshot fixes an ordered set of resource names (``ResourceIndex``) and every node and pod request
 becomes an ``int64`` vector over it, so fit checks over all nodes are a single array comparison.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.quantity import format_units, human, to_units
+from extender.core.resource_maps import Resources, add, describe, format_resource_list, parse_resource_list
 
-Resources = Mapping[str, int]
+__all__ = [
+    "BASE_RESOURCES",
+    "ResourceIndex",
+    "Resources",
+    "Vector",
+    "add",
+    "describe",
+    "format_resource_list",
+    "parse_resource_list",
+]
+
 Vector = npt.NDArray[np.int64]
 
 # Always present, in this order, so the common columns have fixed positions.
 BASE_RESOURCES: Final = ("cpu", "memory", "pods")
-
-
-def parse_resource_list(raw: Mapping[str, object] | None) -> dict[str, int]:
-    """Integer amounts of a Kubernetes ResourceList (raises InvalidQuantity on a bad value)."""
-    if not raw:
-        return {}
-    return {str(name): to_units(str(name), value) for name, value in raw.items()}
-
-
-def add(a: Resources, b: Resources) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + v
-    return out
-
-
-def format_resource_list(res: Resources) -> dict[str, str]:
-    """A Kubernetes ResourceList (quantity strings) for a status field."""
-    return {k: format_units(k, v) for k, v in sorted(res.items())}
-
-
-def describe(res: Resources) -> str:
-    """``cpu 3, memory 4Gi`` for a reason message."""
-    return ", ".join(f"{k} {human(k, v)}" for k, v in sorted(res.items()) if v)
 
 
 @dataclass(frozen=True, slots=True)

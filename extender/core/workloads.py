@@ -46,7 +46,7 @@ import orjson
 
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
-from extender.core.resources import format_resource_list, parse_resource_list
+from extender.core.resource_maps import format_resource_list, parse_resource_list
 
 PODGROUP_PREFIX: Final = "podgroup-"
 MIN_MEMBER_ANNOTATION: Final = "scheduling.volcano.sh/group-min-member"

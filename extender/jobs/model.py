@@ -21,8 +21,8 @@ from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject
 
 # The core parser's readers: same errors, naming the field, as for PodGroups and Queues.
+from extender.core.fields import list_field as _list
 from extender.core.fields import object_field as _map
-from extender.core.parse import _list
 
 Obj = Mapping[str, Any]
 

@@ -12,6 +12,10 @@ problems as the message, and lists them as events. Its pods, PodGroup, plugin ob
 they are, so a running job whose spec is broken by an update keeps running until the spec is fixed, and the
 next reconcile after the fix carries on from the same state. Every job without problems reconciles without
 raising (the problems cover every shape this module and the pod builders rely on).
+
+Here: the decision (Commands, policies, the state machine of :mod:`extender.jobs.state`), which pods to
+kill, delete and create, the PodGroup (:func:`podgroup_spec`, Volcano's) and the TTL. The status the plan
+writes is built by :mod:`extender.jobs.status`.
 """
 
 from __future__ import annotations
@@ -24,15 +28,16 @@ from extender.api import labels as L
 from extender.core.errors import ConfigError
 from extender.core.model import PodPhase
 from extender.core.parse import pod_requests
-from extender.core.resources import add, format_resource_list
-from extender.core.timestamps import epoch, rfc3339
+from extender.core.resource_maps import add, format_resource_list
+from extender.core.timestamps import epoch
 from extender.jobs import policies
 from extender.jobs.model import COMMAND_ACTIONS, Action, Iteration, Job, JobPhase, TaskSpec, podgroup_name
 from extender.jobs.notices import waiting_state
 from extender.jobs.plugins.base import JobPlugin, PluginContext, owner_reference
 from extender.jobs.plugins.registry import build_plugins, plugin_objects
 from extender.jobs.pods import PodView, build_pod
-from extender.jobs.state import Counts, Kill, Move, decide, is_finished, settle
+from extender.jobs.state import Kill, Move, decide, is_finished, settle
+from extender.jobs.status import count_pods, job_status, problem_message, settled_reason
 
 Obj = dict[str, Any]
 
@@ -40,10 +45,7 @@ Obj = dict[str, Any]
 # CRD): what a Restarting job must kill, and the last Command executed.
 RESTART_TARGET: Final = "pumice.dev/restart-target"
 LAST_COMMAND: Final = "pumice.dev/last-command"
-MAX_CONDITIONS: Final = 10
 INVALID_SPEC: Final = "InvalidSpec"
-# status.state.message is shown in one line by kubectl and vcctl; the full list goes to the events.
-MAX_MESSAGE: Final = 1024
 # One Event each; beyond this, one more event says how many were left out.
 MAX_PROBLEM_EVENTS: Final = 20
 
@@ -89,19 +91,6 @@ class Plan:
     def wake(self, delay: float) -> None:
         delay = max(delay, 0.0)
         self.requeue_after = delay if self.requeue_after is None else min(self.requeue_after, delay)
-
-
-def go_duration(seconds: float) -> str:
-    """A Go ``time.Duration`` string, as metav1.Duration serialises (``1h2m3.5s``)."""
-    seconds = max(seconds, 0.0)
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    s_text = f"{s:.3f}".rstrip("0").rstrip(".") + "s"
-    if h:
-        return f"{int(h)}h{int(m)}m{s_text}"
-    if m:
-        return f"{int(m)}m{s_text}"
-    return s_text
 
 
 # --- the reconcile ---------------------------------------------------------------------------------------
@@ -174,17 +163,19 @@ def reconcile(w: World) -> Plan:
                 plan.create_pods.append(build_pod(job_now, task, index, plugins))
                 created.append(PodView(name="", task=task.name, index=index, version=version))
 
-    counts = _count(w.pods, killed, created)
+    counts = count_pods(w.pods, killed, created)
     new_phase = move.to or settle(job_now, phase, counts)
     if new_phase is JobPhase.PENDING and phase is JobPhase.RESTARTING:
         controlled.pop(RESTART_TARGET, None)
     # A drain finishing keeps the reason it started with (TaskCompleted, a Command, ...).
     if new_phase != phase and move.to is None and phase not in _DRAINS:
-        reason, message = _settled_reason(new_phase, counts)
+        reason, message = settled_reason(new_phase, counts)
     # A Pending job says why its gang waits, from its PodGroup's condition (see notices.waiting_state).
     reason, message = waiting_state(new_phase.value, w.podgroup, (reason, message))
 
-    plan.status = _status(w, job_now, new_phase, (reason, message), counts, controlled, killed)
+    plan.status = job_status(
+        job_now, new_phase, (reason, message), counts, controlled, pods=w.pods, killed=killed, now=w.now
+    )
 
     if not is_finished(new_phase):
         _podgroup(plan, job_now, w.podgroup)
@@ -202,36 +193,18 @@ def _report_problems(w: World) -> Plan:
     plan = Plan(events=problems[:MAX_PROBLEM_EVENTS])
     if len(problems) > MAX_PROBLEM_EVENTS:
         plan.events.append(f"... and {len(problems) - MAX_PROBLEM_EVENTS} more problems of the job's spec")
-    counts = _count(w.pods, set(), [])
-    plan.status = _status(
-        w,
+    counts = count_pods(w.pods, set(), [])
+    plan.status = job_status(
         job,
         job.status.phase,
         (INVALID_SPEC, problem_message(problems)),
         counts,
         job.status.controlled,
-        set(),
+        pods=w.pods,
+        killed=set(),
+        now=w.now,
     )
     return plan
-
-
-def problem_message(problems: Sequence[str], limit: int = MAX_MESSAGE) -> str:
-    """``problems`` joined with "; ", at most ``limit`` characters: whole problems while they fit, then
-    how many more there are."""
-    text = "; ".join(problems)
-    if len(text) <= limit:
-        return text
-    out, taken = "", 0
-    for p in problems:
-        candidate = f"{out}; {p}" if out else p
-        if len(candidate) + len(f"; ... and {len(problems) - taken - 1} more") > limit:
-            break
-        out, taken = candidate, taken + 1
-    if not out:
-        # Not even the first problem fits beside the count: cut it.
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        return problems[0][: limit - len(more) - 3] + "..." + more
-    return f"{out}; ... and {len(problems) - taken} more"
 
 
 def _target(action: Action, trigger: policies.Trigger | None) -> str:
@@ -316,118 +289,6 @@ def _missing(job: Job, pods: Sequence[PodView]) -> list[tuple[TaskSpec, int]]:
             if f"{job.name}-{t.name}-{i}" not in present:
                 out.append((t, i))
     return out
-
-
-def _count(pods: Sequence[PodView], killed: set[str], created: Sequence[PodView]) -> Counts:
-    n = dict.fromkeys(PodPhase, 0)
-    terminating = 0
-    task_succeeded: dict[str, int] = {}
-    for p in pods:
-        if p.deleting or p.name in killed:
-            terminating += 1
-            continue
-        n[p.phase] += 1
-        if p.phase is PodPhase.SUCCEEDED:
-            task_succeeded[p.task] = task_succeeded.get(p.task, 0) + 1
-    n[PodPhase.PENDING] += len(created)
-    return Counts(
-        pending=n[PodPhase.PENDING],
-        running=n[PodPhase.RUNNING],
-        succeeded=n[PodPhase.SUCCEEDED],
-        failed=n[PodPhase.FAILED],
-        unknown=n[PodPhase.UNKNOWN],
-        terminating=terminating,
-        task_succeeded=tuple(sorted(task_succeeded.items())),
-    )
-
-
-def _settled_reason(phase: JobPhase, c: Counts) -> tuple[str, str]:
-    if phase is JobPhase.COMPLETED:
-        return "Completed", f"{c.succeeded} pods succeeded"
-    if phase is JobPhase.FAILED:
-        return "Failed", f"{c.failed} pods failed, {c.succeeded} succeeded"
-    if phase is JobPhase.RUNNING:
-        return "Running", f"{c.running} pods running"
-    if phase is JobPhase.PENDING:
-        return "Pending", f"{c.pending} pods pending"
-    return "", ""
-
-
-def _task_counts(pods: Sequence[PodView], killed: set[str]) -> dict[str, Obj]:
-    out: dict[str, dict[str, int]] = {}
-    for p in pods:
-        if p.deleting or p.name in killed:
-            continue
-        phases = out.setdefault(p.task, {})
-        phases[p.phase.value] = phases.get(p.phase.value, 0) + 1
-    return {t: {"phase": dict(sorted(ph.items()))} for t, ph in sorted(out.items())}
-
-
-def _status(
-    w: World,
-    job: Job,
-    phase: JobPhase,
-    text: tuple[str, str],
-    c: Counts,
-    controlled: Mapping[str, str],
-    killed: set[str],
-) -> Obj | None:
-    old = job.status
-    changed = phase != old.phase or not old.raw.get("state")
-    conditions = list(old.raw.get("conditions") or [])
-    if changed:
-        conditions = [*conditions, {"status": phase.value, "lastTransitionTime": rfc3339(w.now)}][
-            -MAX_CONDITIONS:
-        ]
-    state: Obj = {
-        "phase": phase.value,
-        "reason": text[0],
-        "message": text[1],
-        "lastTransitionTime": rfc3339(w.now)
-        if changed or not old.last_transition_time
-        else old.last_transition_time,
-    }
-    status: Obj = {
-        "state": {k: v for k, v in state.items() if v},
-        "minAvailable": job.min_available,
-        "pending": c.pending,
-        "running": c.running,
-        "succeeded": c.succeeded,
-        "failed": c.failed,
-        "terminating": c.terminating,
-        "unknown": c.unknown,
-        "version": job.status.version,
-        "retryCount": job.status.retry_count,
-        "taskStatusCount": _task_counts(w.pods, killed),
-        "controlledResources": dict(sorted(controlled.items())),
-        "conditions": conditions,
-    }
-    if not status["controlledResources"]:
-        del status["controlledResources"]
-    if _comparable(status) == _comparable(old.raw):
-        return None
-    start = epoch(job.created)
-    if start:
-        status["runningDuration"] = go_duration(w.now - start)
-    return status
-
-
-# The status fields a reconcile compares to decide whether to write, with what an absent field reads as.
-# runningDuration is not among them: it moves with the clock and would make every reconcile a write.
-_COMPARED: Final[Mapping[str, object]] = {
-    "state": None,
-    "minAvailable": None,
-    **dict.fromkeys(
-        ("pending", "running", "succeeded", "failed", "terminating", "unknown", "version", "retryCount"), 0
-    ),
-    "taskStatusCount": {},
-    "controlledResources": {},
-    "conditions": [],
-}
-
-
-def _comparable(status: Mapping[str, Any]) -> Obj:
-    return {k: status.get(k) or empty for k, empty in _COMPARED.items()}
 
 
 # --- PodGroup and TTL ------------------------------------------------------------------------------------

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from admission.dispatch import judge
 from admission.lookup import StaticLookup
+from admission.webhooks import webhook_for
 from extender.core.model import PodGroup, Queue, QueueState
+from extender.core.validation import FieldError
 
 Raw = dict[str, Any]
+
+
+def judged(path: str) -> Callable[..., list[FieldError]]:
+    """What the validating row at ``path`` answers: the dispatch's checks (scope, bounds, a DELETE, the
+    stored object), then the kind's rules; called ``(new, old, lookup, limits)``, ``new`` None on DELETE."""
+    w = webhook_for(path)
+    assert w is not None and not w.mutating
+    return functools.partial(judge, w)
 
 
 def queue_obj(

@@ -8,7 +8,7 @@ import pytest
 
 from admission import commands
 from extender.core.model import Queue
-from tests.admission.builders import Raw, lookup
+from tests.admission.builders import Raw, judged, lookup
 
 CLUSTER = lookup(Queue(name="q1"))
 JOB = {
@@ -104,4 +104,4 @@ def test_validate(new: Raw, want: list[str]) -> None:
 
 
 def test_delete_is_not_validated() -> None:
-    assert commands.validate(None, command(kind="Pod"), CLUSTER) == []
+    assert judged("/commands/validate")(None, command(kind="Pod"), CLUSTER) == []

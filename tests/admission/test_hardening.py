@@ -1,6 +1,6 @@
 """Every bad input gets a denial naming the field, on CREATE and UPDATE, for every kind; one row per denial.
 
-Requests go through :func:`admission.webhooks.admit` with the row of the path, so these rows also prove
+Requests go through :func:`admission.dispatch.admit` with the row of the path, so these rows also prove
 that the operation reaches the rule (a row listing only CREATE would let an UPDATE through unchecked).
 """
 
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from admission import commands, jobs, podgroups, pods, queues
+from admission.dispatch import admit
 from admission.review import AdmissionRequest
-from admission.webhooks import admit, webhook_for
+from admission.webhooks import webhook_for
 from extender.api.limits import Limits
 from extender.core.model import Queue, QueueState
-from tests.admission.builders import Raw, lookup, pod_obj, podgroup_obj, queue_obj
+from tests.admission.builders import Raw, judged, lookup, pod_obj, podgroup_obj, queue_obj
 from tests.admission.test_jobs_validate import job_obj, task
 from tests.fuzz.strategies import nested
 
@@ -322,7 +322,7 @@ def test_denial(row: Row) -> None:
     assert response["status"] == {"code": 400, "message": "; ".join(row.want)}
 
 
-VALIDATORS = [queues.validate, podgroups.validate, jobs.validate, commands.validate, pods.validate]
+VALIDATORS = [judged(f"/{kind}/validate") for kind in ("queues", "podgroups", "jobs", "commands", "pods")]
 
 
 @pytest.mark.parametrize("validate", VALIDATORS, ids=["queues", "podgroups", "jobs", "commands", "pods"])
@@ -337,11 +337,11 @@ def test_depth_100000_is_denied_not_a_recursion_error(validate: Any) -> None:
 
 
 def test_an_unencodable_object_is_denied() -> None:
-    (error,) = queues.validate(queue_obj(spec={"x": 2**70}), None, CLUSTER, Limits())
+    (error,) = judged("/queues/validate")(queue_obj(spec={"x": 2**70}), None, CLUSTER, Limits())
     assert str(error) == "object: cannot be encoded as JSON"
 
 
 def test_the_size_limit_is_measured_after_the_depth_limit() -> None:
     too_deep_and_big = queue_obj(spec={"x": nested(70), "blob": "x" * 1000})
-    (error,) = queues.validate(too_deep_and_big, None, CLUSTER, Limits(max_object_bytes=100))
+    (error,) = judged("/queues/validate")(too_deep_and_big, None, CLUSTER, Limits(max_object_bytes=100))
     assert error.message == DEEP

@@ -11,9 +11,9 @@ import pytest
 from admission import jobs
 from admission.lookup import StaticLookup
 from extender.core.model import Queue, QueueState
+from extender.core.names import LABEL_RULE, SUBDOMAIN_RULE
 from extender.jobs.plugins.registry import check_plugin
-from extender.jobs.rules import LABEL_RULE, SUBDOMAIN_RULE
-from tests.admission.builders import Raw, lookup
+from tests.admission.builders import Raw, judged, lookup
 
 EVENTS = "*, PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed"
 ACTIONS = "AbortJob, CompleteJob, RestartJob, RestartPod, RestartTask, ResumeJob, TerminateJob"
@@ -920,4 +920,4 @@ def test_update(case: Case) -> None:
 
 
 def test_delete_is_not_validated() -> None:
-    assert jobs.validate(None, job_obj(), CLUSTER) == []
+    assert judged("/jobs/validate")(None, job_obj(), CLUSTER) == []

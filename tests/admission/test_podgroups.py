@@ -9,7 +9,7 @@ import pytest
 from admission import podgroups
 from admission.lookup import StaticLookup
 from extender.core.model import Queue, QueueState
-from tests.admission.builders import Raw, lookup, podgroup_obj
+from tests.admission.builders import Raw, judged, lookup, podgroup_obj
 
 CLUSTER = lookup(Queue(name="q1"), Queue(name="shut", state=QueueState.CLOSED))
 
@@ -113,7 +113,7 @@ def test_default_queue_comes_from_the_lookup() -> None:
 
 
 def test_delete_is_allowed() -> None:
-    assert podgroups.validate(None, podgroup_obj(queue="shut"), CLUSTER) == []
+    assert judged("/podgroups/validate")(None, podgroup_obj(queue="shut"), CLUSTER) == []
 
 
 MUTATE_CASES: list[tuple[str, Raw, str, list[dict[str, Any]]]] = [

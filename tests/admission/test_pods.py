@@ -8,7 +8,7 @@ import pytest
 
 from admission import pods
 from admission.lookup import StaticLookup
-from tests.admission.builders import Raw, lookup, pod_obj
+from tests.admission.builders import Raw, judged, lookup, pod_obj
 
 MIN = "volcano.sh/jdb-min-available"
 MAX = "volcano.sh/jdb-max-unavailable"
@@ -70,13 +70,14 @@ VALIDATE_CASES: list[tuple[str, Raw, list[str]]] = [
 
 @pytest.mark.parametrize(("obj", "want"), [c[1:] for c in VALIDATE_CASES], ids=[c[0] for c in VALIDATE_CASES])
 def test_validate(obj: Raw, want: list[str]) -> None:
-    assert [str(e) for e in pods.validate(obj, None, lookup())] == want
+    assert [str(e) for e in judged("/pods/validate")(obj, None, lookup())] == want
 
 
 def test_scheduler_names_come_from_the_lookup() -> None:
     obj = pod_obj(scheduler="pumice", annotations={MIN: "0"})
-    assert pods.validate(obj, None, lookup()) == []
-    assert len(pods.validate(obj, None, StaticLookup(scheduler_names=frozenset({"pumice", "volcano"})))) == 1
+    validate = judged("/pods/validate")
+    assert validate(obj, None, lookup()) == []
+    assert len(validate(obj, None, StaticLookup(scheduler_names=frozenset({"pumice", "volcano"})))) == 1
 
 
 GATE = {"name": "pumice.dev/gang"}

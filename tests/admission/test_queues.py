@@ -10,7 +10,7 @@ import pytest
 from admission import queues
 from admission.lookup import StaticLookup
 from extender.core.model import PodGroup, Queue, QueueState
-from tests.admission.builders import Raw, lookup, queue_obj
+from tests.admission.builders import Raw, judged, lookup, queue_obj
 
 GI = 2**30
 
@@ -386,7 +386,7 @@ def test_tree_rules(case: Case) -> None:
 
 @pytest.mark.parametrize("case", DELETE_CASES, ids=_ids(DELETE_CASES))
 def test_delete_rules(case: Case) -> None:
-    assert [str(e) for e in queues.validate(None, case.old, case.cluster)] == case.want
+    assert [str(e) for e in judged("/queues/validate")(None, case.old, case.cluster)] == case.want
 
 
 def test_closed_queue_state_from_lookup_is_not_an_error() -> None:
@@ -471,5 +471,5 @@ def test_mutate(obj: Raw, want: list[dict[str, Any]]) -> None:
 def test_garbage_never_raises(obj: Raw) -> None:
     for old in (None, obj):
         queues.validate(obj, old, TREE)
-    queues.validate(None, obj, TREE)
+    queues.validate_delete(obj, TREE)
     queues.mutate(obj, TREE)

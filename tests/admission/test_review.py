@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 import pytest
 
-from admission.base import FieldError
 from admission.review import (
     DECODE_DEPTH,
     MalformedReview,
@@ -20,6 +19,7 @@ from admission.review import (
     encode,
     patch,
 )
+from extender.core.validation import FieldError
 
 
 def review(**request: Any) -> dict[str, Any]:

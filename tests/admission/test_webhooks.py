@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from admission.dispatch import admit
 from admission.review import AdmissionRequest
 from admission.webhooks import (
     MUTATING_CONFIGURATION_NAME,
     VALIDATING_CONFIGURATION_NAME,
     WEBHOOKS,
-    admit,
     served_webhooks,
     webhook_configurations,
     webhook_for,

@@ -15,14 +15,13 @@ from extender.api.limits import Limits
 from extender.jobs.model import JobPhase, parse_job, placeholder_job
 from extender.jobs.reconcile import (
     INVALID_SPEC,
-    MAX_MESSAGE,
     MAX_PROBLEM_EVENTS,
     CommandView,
     World,
-    problem_message,
     reconcile,
 )
 from extender.jobs.rules import job_problems
+from extender.jobs.status import MAX_MESSAGE, problem_message
 from tests.jobs.test_reconcile import NAME, T0, Sim, job_json, task
 
 Obj = dict[str, Any]

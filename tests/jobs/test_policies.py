@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from extender.core.timestamps import rfc3339
 from extender.jobs.model import Action, Job, parse_job
 from extender.jobs.pods import PodView, view_pod
 from extender.jobs.policies import Trigger, triggered
-from extender.jobs.reconcile import rfc3339
 
 T0 = 1_700_000_000.0
 

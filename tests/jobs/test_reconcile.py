@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.timestamps import rfc3339
 from extender.jobs.model import Job, parse_job
 from extender.jobs.pods import view_pod
 from extender.jobs.reconcile import (
@@ -22,7 +23,6 @@ from extender.jobs.reconcile import (
     World,
     podgroup_spec,
     reconcile,
-    rfc3339,
 )
 
 Obj = dict[str, Any]

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 from extender.api.limits import Limits
 from extender.core.errors import InvalidObject
 from extender.core.model import PodPhase
+from extender.core.names import LABEL_RULE
 from extender.jobs.model import JobPhase, parse_job, placeholder_job
 from extender.jobs.plugins.base import PluginContext
 from extender.jobs.pods import PodView
 from extender.jobs.reconcile import CommandView, World, reconcile
-from extender.jobs.rules import LABEL_RULE, job_problems
+from extender.jobs.rules import job_problems
 from tests.fuzz.strategies import job, json_values, mutated, nested
 
 Raw = dict[str, Any]

@@ -41,6 +41,31 @@ CASES = [
     ("extender/jobs/reconcile.py", "import aiohttp", "The scheduling core is pure"),
     ("controllers/reconcilers/jobs.py", "import aiohttp", "aiohttp only at the I/O edges"),
     ("admission/pods.py", "import extender.server.app", "Admission, the extender server and the controllers"),
+    (
+        "extender/core/validation.py",
+        "import extender.jobs.rules",
+        "extender.core does not import the job and flow cores",
+    ),
+    (
+        "extender/core/fields.py",
+        "import extender.flows.model",
+        "extender.core does not import the job and flow cores",
+    ),
+    (
+        "admission/dispatch.py",
+        "import numpy",
+        "Admission is free of extender.framework, extender.plugins and numpy",
+    ),
+    (
+        "admission/queue_tree.py",
+        "import extender.core.resources",
+        "Admission is free of extender.framework, extender.plugins and numpy",
+    ),
+    (
+        "admission/jobs.py",
+        "import extender.framework.session",
+        "Admission is free of extender.framework, extender.plugins and numpy",
+    ),
     ("controllers/workqueue.py", "import extender.main", "Nothing imports the composition root"),
     ("extender/deploy/rbac.py", "import controllers.reconcilers.jobs", "Deploy manifests are pure-ish"),
     ("extender/process/tls.py", "import admission.webhooks", "TLS material is a leaf"),
