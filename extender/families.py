@@ -16,6 +16,7 @@ from controllers.reconcilers.flows import FlowController
 from controllers.reconcilers.jobs import JobController
 from controllers.reconcilers.status import StatusWriter
 from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
 from controllers.state.queue_figures import Memo, queue_figures
 from extender.server.metrics import Metrics, Sample, one
@@ -35,7 +36,8 @@ def register_families(
     admission: AdmissionMetrics,
 ) -> None:
     """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
-    s = scheduler.stats
+    shared = scheduler.shared
+    s = shared.stats
     for stat, name, help_text in (
         ("cycles", "pumice_scheduling_cycles_total", "Scheduling cycles run."),
         ("cycle_seconds", "pumice_scheduling_cycle_seconds_total", "Time in cycles, seconds."),
@@ -102,19 +104,19 @@ def register_families(
         "pumice_planned_pods",
         "gauge",
         "Pods holding a plan.",
-        lambda: one(scheduler.ledger.plan_count()),
+        lambda: one(shared.ledger.plan_count()),
     )
     m.scrape(
         "pumice_waiting_groups",
         "gauge",
         "Groups of pumice's with pods waiting for a node.",
-        lambda: one(scheduler.pending.waiting_groups()),
+        lambda: one(shared.pending.waiting_groups()),
     )
     m.scrape(
         "pumice_unschedulable_podgroups",
         "gauge",
         "Groups waiting, by reason.",
-        lambda: _count_by(u.reason for u in scheduler.reasons.values()),
+        lambda: _count_by(u.reason for u in shared.reasons.values()),
         ["reason"],
     )
     m.scrape("pumice_status_writes_total", "counter", "Status patches.", lambda: one(status.writes))
@@ -162,12 +164,12 @@ def register_families(
             _by_path(counter),
             ["path"],
         )
-    _queue_families(m, cache, scheduler)
+    _queue_families(m, cache, shared)
 
 
-def _queue_families(m: Metrics, cache: ClusterCache, scheduler: Scheduler) -> None:
+def _queue_families(m: Metrics, cache: ClusterCache, shared: SchedulingState) -> None:
     """Per-queue gauges, computed from the cache once per scrape (see controllers.state.queue_figures)."""
-    figures = Memo(lambda: queue_figures(cache, scheduler.conf))
+    figures = Memo(lambda: queue_figures(cache, shared.conf))
 
     def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:
         return lambda: [

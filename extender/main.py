@@ -45,8 +45,8 @@ from controllers.reconcilers.jobs import COMMANDS_PATH, JOBS_PATH, JobController
 from controllers.reconcilers.queue_commands import QueueCommandController
 from controllers.reconcilers.status import StatusWriter
 from controllers.reconcilers.workload_groups import WorkloadGroupController
-from controllers.scheduling.executor import Executor
-from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.kube_executor import KubeExecutor
+from controllers.scheduling.scheduler import build_scheduler
 from controllers.simulate.cli import add_simulate_parser
 from controllers.state.cluster import cluster_state
 from controllers.watch_metrics import WatchMetrics
@@ -103,7 +103,7 @@ class Process:
         self.gates = gates
         state = cluster_state(settings.scheduling.scheduler_names, settings.scheduling.default_queue)
         self.cache = state.cache
-        self.executor = Executor(client)
+        self.executor = KubeExecutor(client)
         self.liveness = Liveness()
         self.events = EventRecorder(client)
         self.limits = Limits(max_replicas=settings.scheduling.max_job_replicas)
@@ -143,7 +143,7 @@ class Process:
         handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
         self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         # A loop that has not completed a pass for this long is reported unhealthy (see /healthz).
-        self.scheduler = Scheduler(
+        self.scheduler = build_scheduler(
             state,
             conf,
             self.executor,
@@ -156,7 +156,7 @@ class Process:
         )
         self.status = StatusWriter(
             self.cache,
-            self.scheduler,
+            self.scheduler.shared,
             self.executor,
             heartbeat=self.liveness.expect("status writer", 120.0),
             events=self.events,
@@ -302,7 +302,7 @@ def _conf_watcher(settings: ServeSettings, proc: Process, conf_text: str | None)
     watch = ConfWatcher(
         path,
         initial=conf_text.encode(),
-        apply=proc.scheduler.use_conf,
+        apply=proc.scheduler.loop.use_conf,
         events=proc.events,
         pod=Ref(api_version="v1", kind="Pod", namespace=own[0], name=own[1], uid="") if own else None,
         interval=settings.scheduling.conf_poll,
@@ -347,7 +347,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         )
     proc = Process(settings, conf, client, gates=features.scheduling_gates)
     conf_watch = _conf_watcher(settings, proc, conf_text)
-    ext_app = make_extender_app(proc.scheduler, proc.latency, max_body=settings.extender.max_body)
+    ext_app = make_extender_app(proc.scheduler.verbs, proc.latency, max_body=settings.extender.max_body)
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc)

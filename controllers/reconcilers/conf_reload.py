@@ -11,8 +11,7 @@ A new version is validated completely by :func:`extender.plugins.registry.load_c
 with its arguments, every action resolved) before anything changes. Then:
 
 - valid: ``apply(conf)`` swaps it in (the scheduler takes it between cycles: a cycle already running
-  finishes with the conf it started with, see :meth:`controllers.scheduling.scheduler.Scheduler.use_conf`),
-  the
+  finishes with the conf it started with, see :meth:`controllers.scheduling.loop.Loop.use_conf`), the
   generation goes up, an INFO line and a Normal ``SchedulerConfReloaded`` Event say so;
 - invalid, unreadable or gone: the running conf stays; a WARNING line, a Warning ``SchedulerConfRejected``
   Event on pumice's own Pod (when ``POD_NAME``/``POD_NAMESPACE`` are known) and

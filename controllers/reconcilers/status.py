@@ -19,7 +19,7 @@ from controllers.fanout import bounded
 from controllers.kube import paths
 from controllers.kube.client import ApiError
 from controllers.scheduling.executor import Executor
-from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
@@ -59,7 +59,7 @@ class StatusWriter:
     def __init__(
         self,
         cache: ClusterCache,
-        scheduler: Scheduler,
+        scheduler: SchedulingState,
         executor: Executor,
         *,
         period: float = 0.5,

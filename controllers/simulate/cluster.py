@@ -2,13 +2,13 @@
 
 The scheduler is the one ``pumice serve`` runs — the same
 :class:`~controllers.state.cluster.ClusterState` (cache, reservation ledger, pending set), the same
-:class:`~controllers.scheduling.scheduler.Scheduler` (work set, settled groups left aside, the pure cycle,
-applying its decisions, the ``/bind`` checks) — on a virtual clock.
+:class:`~controllers.scheduling.scheduler.Scheduler` parts (the loop's work set, settled groups left aside,
+the pure cycle, applying its decisions; the verbs' ``/bind`` checks) — on a virtual clock.
 What this module plays instead of the real parts around it:
 
 - **the API server**: the raw objects, fed to the cache as a watch would (``upsert``/``remove``);
 - **kube-scheduler**: every planned pod whose node holds no victims any more is bound through
-  :meth:`Scheduler.bind`, as kube-scheduler's filter (answered with the planned node) and bind calls do.
+  :meth:`Verbs.bind`, as kube-scheduler's filter (answered with the planned node) and bind calls do.
   kube-scheduler's own filters (host ports, volumes) are not simulated;
 - **the kubelet**: a bound pod runs at once; a victim leaves at once (no grace period), and so does a pod
   that was already terminating when it was added (after the cycle that sees it leaving);
@@ -16,8 +16,9 @@ What this module plays instead of the real parts around it:
   status writer calls.
 
 Nothing here awaits: the scheduler's background writes (evictions, gate lifts) go to :class:`SimExecutor`,
-whose calls complete without suspending, so each runs to its end where the scheduler starts it, and a
-timer the scheduler asks for (a fair window, an SLA deadline) is a due time the caller's event loop reads.
+whose calls complete without suspending, so each runs to its end where :class:`SimWrites` starts it, and a
+timer the loop asks for (a fair window, an SLA deadline) is a due time the caller's event loop reads
+(:class:`SimLoop`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from controllers.scheduling.executor import Executor
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.loop import Loop
+from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.shared import LoopSettings, SchedulingState
+from controllers.scheduling.verbs import Verbs
+from controllers.scheduling.writes import Writes
 from controllers.state.cluster import ClusterState, cluster_state
 from extender.api import wire
 from extender.core.gang import MemberCounts, is_admitted, next_phase
-from extender.core.model import GroupKey, GroupPhase, PodUID, group_key
+from extender.core.model import GroupKey, GroupPhase, Pod, PodUID, group_key
 from extender.core.snapshot import pod_group_key
 from extender.framework.session import Eviction
 from extender.plugins.registry import SchedulerConf
@@ -69,8 +73,8 @@ class Evicted:
     by: GroupKey
 
 
-class SimExecutor(Executor):
-    """The scheduler's writes, applied to the simulated API server at once."""
+class SimExecutor:
+    """The scheduler's writes, applied to the simulated API server at once (an Executor)."""
 
     def __init__(self, cluster: SimCluster) -> None:  # no API client: nothing leaves the process
         self.cluster = cluster
@@ -106,30 +110,40 @@ class SimExecutor(Executor):
         return None
 
 
-class SimScheduler(Scheduler):
-    """The real scheduler; its background work runs in place and its timers are due times."""
+class SimWrites(Writes):
+    """The real writes; each runs to its end in place (the simulated calls never suspend)."""
 
-    def __init__(self, cluster: SimCluster, state: ClusterState, conf: SchedulerConf) -> None:
-        super().__init__(
-            state,
-            conf,
-            SimExecutor(cluster),
-            settings=LoopSettings(),
-            clock=lambda: cluster.now,
-            admitted=cluster.dirty.add,
-        )
+    def __init__(self, cluster: SimCluster, shared: SchedulingState, executor: SimExecutor) -> None:
+        super().__init__(shared, executor)
         self.sim = cluster
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         run_now(coro)
 
+    async def _evict(self, pod: Pod, why: Eviction) -> None:
+        self.sim.eviction_reasons[pod.uid] = why
+        await super()._evict(pod, why)
+
+
+class SimLoop(Loop):
+    """The real loop; a timer it asks for is a due time the simulation's caller reads."""
+
+    def __init__(self, cluster: SimCluster, shared: SchedulingState, writes: Writes) -> None:
+        super().__init__(shared, writes, admitted=cluster.dirty.add)
+        self.sim = cluster
+
     def _due_at(self, when: float) -> None:
         due = self.sim.due
         self.sim.due = when if due is None else min(due, when)
 
-    async def _evict(self, pod: Any, why: Eviction) -> None:
-        self.sim.eviction_reasons[pod.uid] = why
-        await super()._evict(pod, why)
+
+def sim_scheduler(cluster: SimCluster, state: ClusterState, conf: SchedulerConf) -> Scheduler:
+    """The real scheduler's parts on the cluster's virtual clock, writing to the simulated API server."""
+    shared = SchedulingState(state, conf, settings=LoopSettings(), clock=lambda: cluster.now)
+    executor = SimExecutor(cluster)
+    writes = SimWrites(cluster, shared, executor)
+    loop = SimLoop(cluster, shared, writes)
+    return Scheduler(shared=shared, writes=writes, loop=loop, verbs=Verbs(shared, loop, executor))
 
 
 class SimCluster:
@@ -164,7 +178,7 @@ class SimCluster:
         self._terminating: set[PodUID] = set()  # added with a deletionTimestamp: gone after the next cycle
         self.bound: dict[PodUID, str] = {}  # every bind the simulation made: pod -> node
         self.cycles = 0
-        self.scheduler = SimScheduler(self, self.state, conf)
+        self.scheduler = sim_scheduler(self, self.state, conf)
 
     # --- the API server ------------------------------------------------------------------------------
     def add(self, obj: Obj) -> None:
@@ -278,7 +292,7 @@ class SimCluster:
                 "PodUID": uid,
                 "Node": node,
             }
-            if not run_now(self.scheduler.bind(args)):
+            if not run_now(self.scheduler.verbs.bind(args)):
                 n += 1
         return n
 
@@ -314,14 +328,14 @@ class SimCluster:
         """One cycle (when anything changed since the last, or ``force``), its binds, the phases that
         follow, and the owners' answers to evictions; whether anything changed."""
         before = (self.cache.version, self.ledger.plan_version)
-        cycles = self.scheduler.stats.cycles
+        cycles = self.scheduler.shared.stats.cycles
         if force:
-            self.scheduler.cycle()
+            self.scheduler.loop.cycle()
         elif self.state.pending.waiting_groups() or self.cache.unfinished_groups():
-            self.scheduler.ensure_fresh()
+            self.scheduler.loop.ensure_fresh()
         else:  # nothing waits: the real loop's cycle would find no work
-            self.scheduler.mark_fresh()
-        self.cycles += self.scheduler.stats.cycles - cycles
+            self.scheduler.loop.mark_fresh()
+        self.cycles += self.scheduler.shared.stats.cycles - cycles
         for uid in sorted(self._terminating):
             self.delete_pod(uid)
         self._terminating.clear()
@@ -332,7 +346,7 @@ class SimCluster:
         self._sync_phases()
         if bound and not evicted:
             # The binds and phases the cycle's own plans led to: a cycle over them would find nothing new.
-            self.scheduler.mark_fresh()
+            self.scheduler.loop.mark_fresh()
         return (self.cache.version, self.ledger.plan_version) != before
 
     def settle(self, *, limit: int = 50) -> int:

@@ -167,7 +167,7 @@ class Recorder:
         if t - self._deserved_at < self._deserved_every:
             return
         self._deserved_at = t
-        tiers = self.cluster.scheduler.conf.tiers()
+        tiers = self.cluster.scheduler.shared.conf.tiers()
         plugin = next(
             (p for tier in tiers for p in tier if isinstance(p, ProportionPlugin | CapacityPlugin)), None
         )

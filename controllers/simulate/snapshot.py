@@ -241,7 +241,7 @@ def _result(cluster: SimCluster, conf: SchedulerConf, ignored: list[str]) -> Sna
         if g is None:
             continue
         pods = [p for u in cache.members(key) if (p := cache.pod(u)) is not None]
-        u = cluster.scheduler.reasons.get(key)
+        u = cluster.scheduler.shared.reasons.get(key)
         phase = g.phase
         groups.append(
             GroupState(

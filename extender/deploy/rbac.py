@@ -51,7 +51,7 @@ _PLUGIN_OBJECTS: Final = (
 )
 _STATUS_WRITES: Final = (
     "controllers.reconcilers.status:StatusWriter._pending_writes",
-    "controllers.scheduling.executor:Executor.patch_status",
+    "controllers.scheduling.kube_executor:KubeExecutor.patch_status",
 )
 
 
@@ -165,8 +165,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="pods",
         verbs=("get",),
         code=(
-            "controllers.scheduling.executor:Executor.bind",
-            "controllers.scheduling.executor:Executor.lift_gate",
+            "controllers.scheduling.kube_executor:KubeExecutor.bind",
+            "controllers.scheduling.kube_executor:KubeExecutor.lift_gate",
         ),
         why="bind: after a 409, whether the pod is already on the planned node; lift_gate: the pod's "
         "current scheduling gates, so only pumice's own gate is removed",
@@ -176,8 +176,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="pods",
         verbs=("patch",),
         code=(
-            "controllers.scheduling.executor:Executor.touch_planned",
-            "controllers.scheduling.executor:Executor.lift_gate",
+            "controllers.scheduling.kube_executor:KubeExecutor.touch_planned",
+            "controllers.scheduling.kube_executor:KubeExecutor.lift_gate",
         ),
         why="annotate a waiting pod with its planned node (moves it out of kube-scheduler's unschedulable "
         "queue); remove pumice's scheduling gate once the gang is admitted",
@@ -186,7 +186,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/binding",
         verbs=("create",),
-        code=("controllers.scheduling.executor:Executor.bind",),
+        code=("controllers.scheduling.kube_executor:KubeExecutor.bind",),
         why="the extender's /bind verb, used when the scheduler config delegates binding "
         "(scheduler-config --bind-verb, e.g. a kube-scheduler the user runs against this pumice)",
     ),
@@ -194,7 +194,10 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/eviction",
         verbs=("create",),
-        code=("controllers.scheduling.executor:Executor.evict", "controllers.kube.paths:pod_eviction"),
+        code=(
+            "controllers.scheduling.kube_executor:KubeExecutor.evict",
+            "controllers.kube.paths:pod_eviction",
+        ),
         why="preempt and reclaim: a victim leaves through the Eviction API, which honours "
         "PodDisruptionBudgets",
     ),
@@ -202,7 +205,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="pods/status",
         verbs=("patch",),
-        code=("controllers.scheduling.executor:Executor.mark_disrupted",),
+        code=("controllers.scheduling.kube_executor:KubeExecutor.mark_disrupted",),
         why="the DisruptionTarget condition on a victim, saying who takes its place and why (as "
         "kube-scheduler's preemption writes it)",
     ),

@@ -24,7 +24,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.scheduler import build_scheduler
 from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
@@ -39,6 +39,20 @@ class StubExecutor:
         return None
 
     async def lift_gate(self, namespace: str, name: str) -> None:
+        return None
+
+    async def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        return None
+
+    async def evict(self, namespace: str, name: str, uid: str) -> str | None:
+        return None
+
+    async def mark_disrupted(self, namespace: str, name: str, reason: str, message: str, now: str) -> None:
+        return None
+
+    async def patch_status(
+        self, path: str, status: dict[str, Any], *, subresource: bool, resource_version: str = ""
+    ) -> None:
         return None
 
 
@@ -86,9 +100,9 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
     cache = state.cache
     cache.replace_nodes([node(i) for i in range(nodes)])
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
-    sched = Scheduler(state, load_conf(), StubExecutor())  # type: ignore[arg-type]
+    sched = build_scheduler(state, load_conf(), StubExecutor())
     loop_task = asyncio.create_task(sched.run())  # as in pumice serve: filters never run a cycle
-    app = make_extender_app(sched, Histogram("h", "h"))
+    app = make_extender_app(sched.verbs, Histogram("h", "h"))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -137,7 +151,7 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
             f"  filter+bind sequential: {pods / wall:8.0f} pods/s | filter p50 {pct(lat_f, 0.5):.2f} ms"
             f" p99 {pct(lat_f, 0.99):.2f} ms | bind p50 {pct(lat_b, 0.5):.2f} ms"
             f" p99 {pct(lat_b, 0.99):.2f} ms"
-            f" | cycles {sched.stats.cycles} ({sched.stats.cycle_seconds * 1000:.0f} ms total)"
+            f" | cycles {sched.shared.stats.cycles} ({sched.shared.stats.cycle_seconds * 1000:.0f} ms total)"
         )
 
         # 2) Fast path: pods of other schedulers.

@@ -27,7 +27,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.scheduler import build_scheduler
 from controllers.state.cache import ClusterCache
 from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
@@ -73,20 +73,20 @@ async def run(args: argparse.Namespace) -> None:
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     for g in range(args.pending // 10):
         add_gang(cache, f"stuck-{g:05d}", "64")  # more than any node's 32 cpu
-    sched = Scheduler(state, load_conf(), StubExecutor())  # type: ignore[arg-type]
+    sched = build_scheduler(state, load_conf(), StubExecutor())
     t0 = time.perf_counter()
-    sched.cycle()
+    sched.loop.cycle()
     cold = time.perf_counter() - t0
     t0 = time.perf_counter()
     add_gang(cache, "one-more", "1")
-    sched.cycle()
+    sched.loop.cycle()
     incremental = time.perf_counter() - t0
     print(f"nodes={args.nodes} pending={args.pending} (unplaceable, gangs of 10)")
     print(f"  cold cycle over the backlog: {cold * 1000:.0f} ms")
-    planned_now = sched.ledger.plan_count()
+    planned_now = sched.shared.ledger.plan_count()
     print(f"  one cycle after one new 10-pod gang: {incremental * 1000:.1f} ms ({planned_now} planned)")
 
-    app = make_extender_app(sched, Histogram("h", "h"))
+    app = make_extender_app(sched.verbs, Histogram("h", "h"))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -108,7 +108,7 @@ async def run(args: argparse.Namespace) -> None:
             # Pods the loop has planned join the hot path kube-scheduler takes: a filter answered by UID.
             waiting = []
             for uid, body, created in fresh:
-                if sched.ledger.is_planned(uid):
+                if sched.shared.ledger.is_planned(uid):
                     planned.append(body)
                     to_plan.append(time.perf_counter() - created)
                 else:
@@ -117,7 +117,7 @@ async def run(args: argparse.Namespace) -> None:
             await asyncio.sleep(args.every)
 
     lat: list[float] = []
-    cycles_before, seconds_before = sched.stats.cycles, sched.stats.cycle_seconds
+    cycles_before, seconds_before = sched.shared.stats.cycles, sched.shared.stats.cycle_seconds
     async with aiohttp.ClientSession() as http:
 
         async def caller() -> None:
@@ -137,8 +137,8 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.gather(*tasks)
     loop_task.cancel()
     await runner.cleanup()
-    n = sched.stats.cycles - cycles_before
-    spent = sched.stats.cycle_seconds - seconds_before
+    n = sched.shared.stats.cycles - cycles_before
+    spent = sched.shared.stats.cycle_seconds - seconds_before
     print(
         f"  {args.callers} filter callers for {args.seconds:g} s, a new gang every {args.every:g} s: "
         f"{len(lat)} filters, p50 {pct(lat, 0.5):.2f} ms, p99 {pct(lat, 0.99):.2f} ms, "

@@ -19,12 +19,13 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from controllers.kube.client import KubeClient, load_config
-from controllers.scheduling.executor import BindError, Executor
+from controllers.scheduling.executor import BindError
+from controllers.scheduling.kube_executor import KubeExecutor
 
 
 async def serve(kubeconfig: str, host: str, port: int) -> None:
     client = KubeClient(await load_config(kubeconfig))
-    executor = Executor(client)
+    executor = KubeExecutor(client)
 
     async def filter_(request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())

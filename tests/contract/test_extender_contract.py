@@ -15,7 +15,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from controllers.scheduling.executor import BindError
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.scheduler import Scheduler, build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.ledger import State
 from extender.plugins.registry import load_conf
@@ -54,6 +55,20 @@ class FakeExecutor:
     async def lift_gate(self, namespace: str, name: str) -> None:
         pass
 
+    async def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        pass
+
+    async def evict(self, namespace: str, name: str, uid: str) -> str | None:
+        return None
+
+    async def mark_disrupted(self, namespace: str, name: str, reason: str, message: str, now: str) -> None:
+        pass
+
+    async def patch_status(
+        self, path: str, status: dict[str, Any], *, subresource: bool, resource_version: str = ""
+    ) -> None:
+        pass
+
 
 def make_scheduler(
     nodes: list[dict[str, Any]],
@@ -69,10 +84,10 @@ def make_scheduler(
     state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     if watched:
         state.cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
-    return Scheduler(
+    return build_scheduler(
         state,
         load_conf(),
-        executor or FakeExecutor(),  # type: ignore[arg-type]
+        executor or FakeExecutor(),
         settings=LoopSettings(seen_timeout=0.05, resync=0.05),
         ready=lambda: ready,
     )
@@ -80,7 +95,7 @@ def make_scheduler(
 
 def app_for(sched: Scheduler, **kw: Any) -> web.Application:
     """The extender app with the scheduling loop running beside it, as ``pumice serve`` runs them."""
-    app = make_extender_app(sched, Histogram("t", "t"), **kw)
+    app = make_extender_app(sched.verbs, Histogram("t", "t"), **kw)
 
     async def loop(_: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(sched.run())
@@ -164,8 +179,8 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     assert status == 200 and body == {"Error": ""}
     assert ex.binds == [("vtest", "vpod-2", req["PodUID"], planned)]
     # The pod is assumed on its node: its plan is gone and the node's capacity is taken.
-    assert req["PodUID"] not in sched.ledger.plans()
-    assert sched.cache.pod(req["PodUID"]).node_name == planned
+    assert req["PodUID"] not in sched.shared.ledger.plans()
+    assert sched.shared.cache.pod(req["PodUID"]).node_name == planned
     status, body = await post(client, "/bind", req)  # a retried bind
     assert body == {"Error": ""} and len(ex.binds) == 1
 
@@ -175,10 +190,10 @@ async def test_bind_failure_is_reported_and_releases_the_plan(aiohttp_client: An
     client = await aiohttp_client(app_for(sched))
     planned = await _planned(client)
     uid = sample("extender-bind-request.json")["PodUID"]
-    assert uid in sched.ledger.plans()
+    assert uid in sched.shared.ledger.plans()
     status, body = await post(client, "/bind", _bind_args(Node=planned))
     assert status == 200 and "boom" in body["Error"]
-    assert uid not in sched.ledger.plans()
+    assert uid not in sched.shared.ledger.plans()
 
 
 @pytest.mark.parametrize(
@@ -212,7 +227,7 @@ async def test_filter_reads_the_watched_pod_not_the_body(aiohttp_client: Any) ->
     sched = make_scheduler([node("node-b")], watched=False)
     bad = copy.deepcopy(sample("extender-filter-request.json")["Pod"])
     bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
-    sched.cache.upsert_pod(bad)
+    sched.shared.cache.upsert_pod(bad)
     client = await aiohttp_client(app_for(sched))
     status, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert status == 200 and body["NodeNames"] == []
@@ -277,7 +292,9 @@ def _bind_args(**over: str) -> dict[str, str]:
 async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> None:
     ex = FakeExecutor()
     sched = make_scheduler([node("node-b")], ex)
-    sched.cache.upsert_pod(running_pod("victim", "kube-system", "node-b") | {"spec": {"containers": []}})
+    sched.shared.cache.upsert_pod(
+        running_pod("victim", "kube-system", "node-b") | {"spec": {"containers": []}}
+    )
     client = await aiohttp_client(app_for(sched))
     for args in (
         _bind_args(PodName="victim", PodNamespace="ns", PodUID="made-up", Node="node-b"),
@@ -287,7 +304,7 @@ async def test_bind_refuses_a_pod_pumice_does_not_know(aiohttp_client: Any) -> N
         status, body = await post(client, "/bind", args)
         assert status == 200 and body["Error"], args
     assert ex.binds == []
-    assert sched.stats.binds_refused == 3
+    assert sched.shared.stats.binds_refused == 3
 
 
 async def test_bind_refuses_our_pod_without_a_reservation_or_on_another_node(aiohttp_client: Any) -> None:
@@ -329,8 +346,8 @@ async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: An
         status, body = await post(client, "/filter", phantom)
         assert status == 200 and body["NodeNames"] == []
         assert "has not shown this pod" in body["FailedAndUnresolvableNodes"]["node-b"]
-    assert not any(sched.cache.knows(f"phantom-{i}") for i in range(3))  # type: ignore[arg-type]
-    assert all(r.state is State.PLANNED for r in sched.ledger.entries().values())  # nothing held
+    assert not any(sched.shared.cache.knows(f"phantom-{i}") for i in range(3))  # type: ignore[arg-type]
+    assert all(r.state is State.PLANNED for r in sched.shared.ledger.entries().values())  # nothing held
     # The real pod still gets its node.
     assert await _planned(client) == "node-b"
 
@@ -341,16 +358,16 @@ async def test_a_pod_refused_before_the_watch_showed_it_is_touched_once_planned(
     _, body = await post(client, "/filter", sample("extender-filter-request.json"))
     assert body["NodeNames"] == []
     pod = sample("extender-filter-request.json")["Pod"]
-    sched.cache.upsert_pod(pod)  # the watch catches up
+    sched.shared.cache.upsert_pod(pod)  # the watch catches up
     await asyncio.sleep(0.3)  # the loop plans it
     assert (
-        pod["metadata"]["uid"] in sched.rejected
-        and sched.ledger.planned_node(pod["metadata"]["uid"]) == "node-b"
+        pod["metadata"]["uid"] in sched.shared.rejected
+        and sched.shared.ledger.planned_node(pod["metadata"]["uid"]) == "node-b"
     )
 
 
 def _gang_pods(sched: Scheduler, n: int, node_name: str, group: str = "g") -> list[str]:
-    sched.cache.upsert_podgroup(
+    sched.shared.cache.upsert_podgroup(
         {
             "metadata": {"name": group, "namespace": "ns", "uid": "pg"},
             "spec": {"minMember": n},
@@ -360,7 +377,7 @@ def _gang_pods(sched: Scheduler, n: int, node_name: str, group: str = "g") -> li
     uids = []
     for i in range(n):
         uid = f"{group}-{i}"
-        sched.cache.upsert_pod(
+        sched.shared.cache.upsert_pod(
             {
                 "metadata": {
                     "name": uid,
@@ -394,7 +411,7 @@ async def test_preempt_never_breaks_a_running_gang(
     client: TestClient[Any, Any], scheduler: Scheduler
 ) -> None:
     gang = _gang_pods(scheduler, 2, "node-b")
-    scheduler.cache.upsert_pod(running_pod("loner", "ns", "node-c"))
+    scheduler.shared.cache.upsert_pod(running_pod("loner", "ns", "node-c"))
     body = {
         "Pod": other_schedulers_pod(),
         "NodeNameToMetaVictims": {
@@ -419,7 +436,7 @@ async def test_preempt_for_our_own_pods_offers_nothing(client: TestClient[Any, A
 async def test_preempt_never_offers_critical_system_pods(
     client: TestClient[Any, Any], scheduler: Scheduler
 ) -> None:
-    scheduler.cache.upsert_pod(running_pod("dns", "kube-system", "node-b"))
+    scheduler.shared.cache.upsert_pod(running_pod("dns", "kube-system", "node-b"))
     body = {
         "Pod": other_schedulers_pod(),
         "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "dns"}], "NumPDBViolations": 0}},

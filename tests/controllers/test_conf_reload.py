@@ -187,19 +187,19 @@ async def test_run_picks_up_an_edit_within_a_few_intervals(tmp_path: Path) -> No
 
 def test_the_scheduler_uses_the_swapped_conf_on_its_next_cycle() -> None:
     s, _ = scheduler(node("n0", "4"))
-    s.use_conf(load_conf(GOOD_1))
-    s.cache.upsert_podgroup(
+    s.loop.use_conf(load_conf(GOOD_1))
+    s.shared.cache.upsert_podgroup(
         {
             "metadata": {"name": "g", "namespace": "ns", "uid": "g"},
             "spec": {"minMember": 1, "minResources": {"cpu": "6"}},
         }
     )
-    s.cache.upsert_pod(pod("p0", group="g"))
-    s.cycle()
+    s.shared.cache.upsert_pod(pod("p0", group="g"))
+    s.loop.cycle()
     # 6 cpu of minResources > 4 x 1.0: not admitted, nothing planned.
-    assert s.ledger.planned_node(PodUID("p0")) is None
-    s.cycle()
-    assert s.ledger.planned_node(PodUID("p0")) is None
-    s.use_conf(load_conf(GOOD_2))  # 4 x 2.0 >= 6
-    s.cycle()
-    assert s.ledger.planned_node(PodUID("p0")) == "n0"
+    assert s.shared.ledger.planned_node(PodUID("p0")) is None
+    s.loop.cycle()
+    assert s.shared.ledger.planned_node(PodUID("p0")) is None
+    s.loop.use_conf(load_conf(GOOD_2))  # 4 x 2.0 >= 6
+    s.loop.cycle()
+    assert s.shared.ledger.planned_node(PodUID("p0")) == "n0"

@@ -8,7 +8,8 @@ never gives a planned pod's card to another pod.
 
 from __future__ import annotations
 
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import ClusterState, cluster_state
 from extender.core import gpus as G
 from extender.core.gpus import GpuHold
@@ -113,9 +114,9 @@ async def test_the_loop_never_gives_a_planned_card_twice() -> None:
     a third pod waits: two cards, three pods of 600."""
     s = _state()
     ex = OrderedExecutor()
-    sched = Scheduler(s, load_conf(SHARE_CONF), ex, settings=LoopSettings(), gates=True)  # type: ignore[arg-type]
+    sched = build_scheduler(s, load_conf(SHARE_CONF), ex, settings=LoopSettings(), gates=True)
     s.cache.upsert_pod(gpu_pod("p", memory=600))
-    sched.cycle()
+    sched.loop.cycle()
     await settle(sched)
     assert s.ledger.plans() == {"p": "n1"}
     reservation = s.ledger.get(PodUID("p"))
@@ -123,7 +124,7 @@ async def test_the_loop_never_gives_a_planned_card_twice() -> None:
     assert reservation.decided[G.GPU_INDEX] == "0"
     for name in ("q", "r"):
         s.cache.upsert_pod(gpu_pod(name, memory=600))
-    sched.cycle()
+    sched.loop.cycle()
     await settle(sched)
     assert s.ledger.plans() == {"p": "n1", "q": "n1"}
     assert {k: r.decided[G.GPU_INDEX] for k, r in s.ledger.entries().items()} == {"p": "0", "q": "1"}

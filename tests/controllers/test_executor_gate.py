@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controllers.kube.client import ApiError
-from controllers.scheduling.executor import Executor
+from controllers.scheduling.kube_executor import KubeExecutor
 from extender.api import labels as L
 
 
@@ -42,7 +42,7 @@ class RacingClient:
 
 async def test_a_conflict_is_read_again_and_the_gate_lifted() -> None:
     client = RacingClient(conflicts=2)
-    await Executor(client).lift_gate("ns", "p")  # type: ignore[arg-type]
+    await KubeExecutor(client).lift_gate("ns", "p")  # type: ignore[arg-type]
     assert client.gates == [{"name": "other.io/gate"}]  # ours gone, the other controller's kept
     assert client.reads == 3
 
@@ -51,5 +51,5 @@ async def test_a_pod_that_keeps_losing_fails_the_lift() -> None:
     """The scheduler then drops the plan so the next cycle lifts again (tests/controllers/test_scheduler)."""
     client = RacingClient(conflicts=5)
     with pytest.raises(ApiError):
-        await Executor(client).lift_gate("ns", "p")  # type: ignore[arg-type]
+        await KubeExecutor(client).lift_gate("ns", "p")  # type: ignore[arg-type]
     assert client.gates is not None and len(client.gates) == 2

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.scheduler import Scheduler, build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.ledger import State
 from extender.core.model import PodUID
@@ -52,6 +53,14 @@ class EvictingExecutor:
     async def mark_disrupted(self, namespace: str, name: str, reason: str, message: str, now: str) -> None:
         self.marked.append((name, reason, message))
 
+    async def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        pass
+
+    async def patch_status(
+        self, path: str, status: dict[str, Any], *, subresource: bool, resource_version: str = ""
+    ) -> None:
+        pass
+
 
 class Events:
     def __init__(self) -> None:
@@ -80,27 +89,27 @@ def setup(conf: str = PREEMPT_CONF, **settings: Any) -> tuple[Scheduler, Evictin
     state.cache.replace_nodes([node("n1", "2")])
     state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     ex, ev = EvictingExecutor(), Events()
-    s = Scheduler(state, load_conf(conf), ex, settings=LoopSettings(**settings), events=ev)  # type: ignore[arg-type]
-    s.cache.upsert_podgroup(podgroup("low", 1))
+    s = build_scheduler(state, load_conf(conf), ex, settings=LoopSettings(**settings), events=ev)
+    s.shared.cache.upsert_podgroup(podgroup("low", 1))
     for i in range(2):
-        s.cache.upsert_pod(running(f"low-{i}", "low", "n1", priority=1))
-    s.cache.upsert_podgroup(podgroup("high", 2))
+        s.shared.cache.upsert_pod(running(f"low-{i}", "low", "n1", priority=1))
+    s.shared.cache.upsert_podgroup(podgroup("high", 2))
     for i in range(2):
-        s.cache.upsert_pod(prioritized(f"high-{i}", "high", priority=100))
+        s.shared.cache.upsert_pod(prioritized(f"high-{i}", "high", priority=100))
     return s, ex, ev
 
 
 async def settle(s: Scheduler) -> None:
-    await asyncio.gather(*s._tasks)
+    await asyncio.gather(*s.writes._tasks)
 
 
 def gone(s: Scheduler, name: str) -> None:
-    s.cache.remove_pod({"metadata": {"name": name, "namespace": "ns", "uid": name}})
+    s.shared.cache.remove_pod({"metadata": {"name": name, "namespace": "ns", "uid": name}})
 
 
 async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> None:
     s, ex, ev = setup()
-    s.cycle()
+    s.loop.cycle()
     await settle(s)
     assert sorted(ex.evicted) == ["low-0", "low-1"]
     assert all(reason == "Preempted" and "preempted by ns/high" in msg for _, reason, msg in ex.marked)
@@ -111,16 +120,18 @@ async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> 
     }
     note = "2 pods planned (minMember 2) on n1; 2 of them once evicted pods have left"
     assert ("high", "GangPlanned", note) in ev.recorded
-    assert s.stats.evictions == 2
-    r = s.ledger.get(PodUID("high-0"))
+    assert s.shared.stats.evictions == 2
+    r = s.shared.ledger.get(PodUID("high-0"))
     assert r is not None and r.state is State.WAITING and r.victims == {"low-0", "low-1"}
     # The room is held: nobody else is planned into it, and kube-scheduler is told to wait.
-    answer = s.filter(prioritized("high-0", "high", 100), ["n1"])
+    answer = s.verbs.filter(prioritized("high-0", "high", 100), ["n1"])
     assert answer["NodeNames"] == [] and "waiting for 2 pods to leave node n1" in str(answer)
-    refusal = s.bind_refusal({"PodName": "high-0", "PodNamespace": "ns", "PodUID": "high-0", "Node": "n1"})
+    refusal = s.verbs.bind_refusal(
+        {"PodName": "high-0", "PodNamespace": "ns", "PodUID": "high-0", "Node": "n1"}
+    )
     assert refusal is not None and "still holds the pods it waits for" in refusal
     # A second cycle evicts nobody else.
-    s.cache.upsert_pod(
+    s.shared.cache.upsert_pod(
         {
             **running("low-0", "low", "n1", 1),
             "metadata": {
@@ -129,37 +140,37 @@ async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> 
             },
         }
     )
-    s.cycle()
+    s.loop.cycle()
     await settle(s)
     assert sorted(ex.evicted) == ["low-0", "low-1"]
     gone(s, "low-0")
-    assert s.ledger.get(PodUID("high-0")).state is State.WAITING  # type: ignore[union-attr]
+    assert s.shared.ledger.get(PodUID("high-0")).state is State.WAITING  # type: ignore[union-attr]
     gone(s, "low-1")
-    assert s.ledger.get(PodUID("high-0")).state is State.PLANNED  # type: ignore[union-attr]
-    assert s.filter(prioritized("high-0", "high", 100), ["n1"])["NodeNames"] == ["n1"]
+    assert s.shared.ledger.get(PodUID("high-0")).state is State.PLANNED  # type: ignore[union-attr]
+    assert s.verbs.filter(prioritized("high-0", "high", 100), ["n1"])["NodeNames"] == ["n1"]
 
 
 async def test_a_refused_eviction_gives_up_the_waiting_reservation() -> None:
     s, ex, ev = setup()
     ex.refuse = "HTTP 429 Too Many Requests"
-    s.cycle()
+    s.loop.cycle()
     await settle(s)
-    assert ex.evicted == [] and s.stats.eviction_errors == 2
+    assert ex.evicted == [] and s.shared.stats.eviction_errors == 2
     assert ("low-0", "EvictionRefused") in {(n, r) for n, r, _ in ev.recorded}
-    assert s.ledger.get(PodUID("high-0")) is None  # released, to be planned again
+    assert s.shared.ledger.get(PodUID("high-0")) is None  # released, to be planned again
 
 
 async def test_victims_that_do_not_leave_in_time_release_the_reservation() -> None:
     s, _, _ = setup(victims_timeout=0.0)
-    s.cycle()
+    s.loop.cycle()
     await settle(s)
-    assert s.ledger.get(PodUID("high-0")) is not None
-    s._work()  # the next cycle's bookkeeping finds it overdue
-    assert s.ledger.get(PodUID("high-0")) is None
+    assert s.shared.ledger.get(PodUID("high-0")) is not None
+    s.loop._work()  # the next cycle's bookkeeping finds it overdue
+    assert s.shared.ledger.get(PodUID("high-0")) is None
 
 
 async def test_the_volcano_ci_conf_loads_and_preempts() -> None:
     s, ex, _ = setup(VOLCANO_CI_CONF)
-    s.cycle()
+    s.loop.cycle()
     await settle(s)
     assert sorted(ex.evicted) == ["low-0", "low-1"]

@@ -20,7 +20,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.ledger import State
 from extender.plugins.registry import load_conf
@@ -57,6 +58,18 @@ class Recorder:
     async def lift_gate(self, *args: str) -> None:
         pass
 
+    async def annotate(self, *args: Any) -> None:
+        pass
+
+    async def evict(self, *args: str) -> str | None:
+        return None
+
+    async def mark_disrupted(self, *args: str) -> None:
+        pass
+
+    async def patch_status(self, *args: Any, subresource: bool, resource_version: str = "") -> None:
+        pass
+
 
 class Harness:
     """One scheduler and test client on a private event loop, driven from hypothesis' sync tests."""
@@ -77,14 +90,14 @@ class Harness:
         cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
         cache.upsert_pod(_sample("extender-filter-request.json")["Pod"])
         self.executor = Recorder()
-        self.sched = Scheduler(
+        self.sched = build_scheduler(
             state,
             load_conf(),
-            self.executor,  # type: ignore[arg-type]
+            self.executor,
             settings=LoopSettings(seen_timeout=0.0, plan_timeout=0.0),
         )
-        self.sched.ensure_fresh()
-        app = make_extender_app(self.sched, Histogram("t", "t"), max_body=256 * 1024)
+        self.sched.loop.ensure_fresh()
+        app = make_extender_app(self.sched.verbs, Histogram("t", "t"), max_body=256 * 1024)
         self.client: TestClient[Any, Any] = TestClient(TestServer(app), loop=self.loop)
         self.loop.run_until_complete(self.client.start_server())
 
@@ -93,8 +106,8 @@ class Harness:
         out a pod's planned node is kube-scheduler saying its own filters refused that node, and pumice
         re-plans the gang, by protocol (callers are authenticated by mTLS where that matters)."""
         return (
-            sorted(self.sched.cache.full_snapshot().pods),
-            {u: r for u, r in self.sched.ledger.entries().items() if r.state is not State.PLANNED},
+            sorted(self.sched.shared.cache.full_snapshot().pods),
+            {u: r for u, r in self.sched.shared.ledger.entries().items() if r.state is not State.PLANNED},
             len(self.executor.binds),
         )
 
@@ -244,10 +257,10 @@ def test_the_harness_sees_a_change() -> None:
 
 
 def _bind_changes_state(harness: Harness) -> None:
-    harness.sched.ensure_fresh()
+    harness.sched.loop.ensure_fresh()
     before = harness.state()
     uid = _sample("extender-bind-request.json")["PodUID"]
-    node = harness.sched.ledger.planned_node(uid)
+    node = harness.sched.shared.ledger.planned_node(uid)
     assert node is not None
     req = {**_sample("extender-bind-request.json"), "Node": node}
     status, raw, _ = harness.post("/bind", orjson.dumps(req))

@@ -98,9 +98,9 @@ async def test_a_cycle_that_changes_nothing_logs_at_debug(caplog: pytest.LogCapt
         h["queues"].replace([queue("default")])
         h["podgroups"].replace([podgroup("big", "default", "Pending")])
         h["pods"].replace([pod("p1", "big", "", "4")])  # never fits: unschedulable every cycle
-        caplog.set_level(logging.DEBUG, logger="controllers.scheduling.scheduler")
+        caplog.set_level(logging.DEBUG, logger="controllers.scheduling.loop")
         for _ in range(3):
-            proc.scheduler.cycle()
+            proc.scheduler.loop.cycle()
     finally:
         await kube.close()
     cycles = [r for r in caplog.records if r.getMessage() == "cycle"]

@@ -178,7 +178,7 @@ async def test_binds_are_counted_from_the_watch(proc: Process) -> None:
 
 
 async def test_a_cycle_is_observed_in_the_histogram(proc: Process) -> None:
-    proc.scheduler.cycle()
+    proc.scheduler.loop.cycle()
     text = proc.metrics.render()
     assert value(text, "pumice_scheduling_cycle_duration_seconds_count") == 1
     assert value(text, "pumice_scheduling_cycles_total") == 1

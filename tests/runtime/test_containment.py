@@ -18,7 +18,8 @@ from controllers.kube.client import KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler, Informer
 from controllers.liveness import Liveness
 from controllers.reconcilers.jobs import JOBS_PATH, JobController
-from controllers.scheduling.scheduler import LoopSettings, Scheduler
+from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from tests.runtime.fakekube import FakeKube, deep_bytes, serve
@@ -279,7 +280,7 @@ def test_a_podgroup_with_an_absurd_quantity_is_skipped_and_reported() -> None:
 async def test_the_scheduling_loop_honours_cancellation_and_beats() -> None:
     liveness = Liveness()
     beat = liveness.expect("scheduling loop", 60)
-    sched = Scheduler(
+    sched = build_scheduler(
         cluster_state(frozenset({"volcano"})),
         load_conf(),
         None,  # type: ignore[arg-type]
@@ -289,7 +290,7 @@ async def test_the_scheduling_loop_honours_cancellation_and_beats() -> None:
     for _ in range(20):  # cancel at many points of the loop, waits and wake-ups included
         task = asyncio.create_task(sched.run())
         await asyncio.sleep(0.005)
-        sched.pending.wakeup.set()
+        sched.shared.pending.wakeup.set()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

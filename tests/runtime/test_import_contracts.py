@@ -78,6 +78,17 @@ CASES = [
     ),
     ("controllers/state/cache.py", "import controllers.scheduling.executor", "controllers rooms"),
     (
+        "controllers/scheduling/loop.py",
+        "import controllers.scheduling.kube_executor",
+        "Only the composition root builds the real executor",
+    ),
+    (
+        "controllers/scheduling/verbs.py",
+        "import controllers.kube.client",
+        "The scheduling code writes through the Executor port",
+    ),
+    ("controllers/scheduling/writes.py", "import controllers.scheduling.loop", "Scheduling room layers"),
+    (
         "controllers/scheduling/scheduler.py",
         "import prometheus_client",
         "prometheus_client only in extender.server.metrics",

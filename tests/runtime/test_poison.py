@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.scheduler import Scheduler, build_scheduler
 from controllers.state.cluster import cluster_state
 from extender.plugins.registry import load_conf
 from tests.fuzz.strategies import paths
@@ -136,7 +136,7 @@ def _fresh() -> Scheduler:
     handlers = state.cache.handlers()
     for kind, base in BASES.items():
         handlers[kind].replace([copy.deepcopy(base)])
-    return Scheduler(state, load_conf(), None)  # type: ignore[arg-type]
+    return build_scheduler(state, load_conf(), None)  # type: ignore[arg-type]
 
 
 CASES = [
@@ -150,11 +150,11 @@ CASES = [
 @pytest.mark.parametrize(("kind", "path"), CASES, ids=[f"{k}:{'.'.join(map(str, p))}" for k, p in CASES])
 def test_a_poisoned_field_never_escapes(kind: str, path: tuple[object, ...]) -> None:
     sched = _fresh()
-    sched.ensure_fresh()
-    handler = sched.cache.handlers()[kind]
+    sched.loop.ensure_fresh()
+    handler = sched.shared.cache.handlers()[kind]
     for value in SWAPS:
         handler.upsert(_swapped(BASES[kind], path, value))
-        sched.ensure_fresh()  # a readable odd object must not break the cycle either
+        sched.loop.ensure_fresh()  # a readable odd object must not break the cycle either
         handler.replace(
             [
                 _swapped(BASES[kind], path, value),
@@ -162,8 +162,8 @@ def test_a_poisoned_field_never_escapes(kind: str, path: tuple[object, ...]) -> 
                 | {"metadata": {"name": "other", "namespace": "ns", "uid": "other"}},
             ]
         )
-        sched.ensure_fresh()
-    assert sched.stats.cycles >= 1
+        sched.loop.ensure_fresh()
+    assert sched.shared.stats.cycles >= 1
 
 
 def test_the_suite_covers_every_kind_and_many_fields() -> None:
@@ -172,7 +172,7 @@ def test_the_suite_covers_every_kind_and_many_fields() -> None:
 
 def test_an_unreadable_object_is_remembered() -> None:
     sched = _fresh()
-    sched.cache.handlers()["podgroups"].upsert(
+    sched.shared.cache.handlers()["podgroups"].upsert(
         _swapped(BASES["podgroups"], ("spec", "minResources", "cpu"), "1e400")
     )
-    assert ("PodGroup", "ns/g") in sched.cache.unreadable()
+    assert ("PodGroup", "ns/g") in sched.shared.cache.unreadable()

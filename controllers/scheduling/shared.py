@@ -1,0 +1,146 @@
+"""What the scheduling loop, the extender verbs and the writes share: one :class:`SchedulingState`.
+
+The three parts (:mod:`~controllers.scheduling.loop`, :mod:`~controllers.scheduling.verbs`,
+:mod:`~controllers.scheduling.writes`) hold no state of one another's: whatever two of them read or write
+lives here, built in one constructor and named once. The cache, the reservation ledger and the pending set
+belong to the state room (``controllers/state``); this object only holds them beside the scheduling room's
+own memory.
+
+Invariants:
+- plans are dropped a whole group at a time (:meth:`SchedulingState.release`): a gang is planned again
+  whole, never member by member;
+- the filter memory (``unseen``, ``rejected``, ``refused``, ``touched``, ``annotations``) is about pods that
+  still wait: the loop forgets a pod's entries once the watch shows it bound, finished or deleted;
+- ``reasons``, ``aside`` and ``decided`` are written by the loop alone; the verbs, the status writer and
+  the metrics only read them;
+- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from controllers.state.cluster import ClusterState
+from extender.core.model import GroupKey, PodUID
+from extender.core.snapshot import Aside, pod_group_key
+from extender.framework.session import Eviction, Unschedulable
+from extender.plugins.registry import SchedulerConf
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopSettings:
+    """How the scheduling loop paces itself, and how long a filter waits for it."""
+
+    resync: float = 1.0  # cycle at least this often
+    debounce: float = 0.02  # batch what arrives together (a gang's pods) before a cycle
+    seen_timeout: float = 1.0  # how long a filter waits for the watch to show its pod
+    plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
+    inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
+    victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
+    # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
+    # nothing freed room (a new victim may have started, a share may have moved).
+    revisit: float = 10.0
+
+
+@dataclass(slots=True)
+class SchedulerStats:
+    """Counters for metrics. Nothing reads them to decide anything."""
+
+    cycles: int = 0
+    cycle_seconds: float = 0.0
+    binds: int = 0
+    bind_errors: int = 0
+    binds_refused: int = 0
+    touches: int = 0
+    stale_groups: int = 0
+    cycle_errors: int = 0
+    evictions: int = 0
+    eviction_errors: int = 0
+    plans: int = 0  # pods given a node by a cycle
+    eviction_reasons: dict[str, int] = field(default_factory=dict)  # evictions carried out, by reason
+
+
+class CycleProgress:
+    """Where the loop is: whether a cycle is under way and which cache version its snapshot saw. A filter
+    waiting for its pod's plan waits here (:meth:`past`); the loop marks each cycle's start and end."""
+
+    def __init__(self) -> None:
+        self.cycling = False
+        self.snapshot_version = -1
+        # Set (and replaced) after every cycle, applied or failed.
+        self._done = asyncio.Event()
+
+    def started(self, version: int) -> None:
+        self.snapshot_version = version
+        self.cycling = True
+
+    def finished(self) -> None:
+        self.cycling = False
+        self._done.set()
+        self._done = asyncio.Event()
+
+    async def past(self, version: int) -> None:
+        """Return once no cycle is under way and the last one's snapshot held cache version ``version``
+        (the one under way when called may predate it). Unbounded: the caller bounds the wait."""
+        while self.snapshot_version < version or self.cycling:
+            await self._done.wait()
+
+
+class SchedulingState:
+    """The state room's parts and the scheduling room's own memory, shared by the loop, verbs and writes."""
+
+    def __init__(
+        self,
+        cluster: ClusterState,
+        conf: SchedulerConf,
+        *,
+        settings: LoopSettings = LoopSettings(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cache = cluster.cache
+        self.ledger = cluster.ledger
+        self.pending = cluster.pending
+        # Replaced by a live reload (Loop.use_conf); a cycle under way keeps the one it was handed.
+        self.conf = conf
+        self.settings = settings
+        # Epoch seconds: the cycle's ``now``, plan times and timers read it (the simulator's is virtual).
+        self.clock = clock
+        self.stats = SchedulerStats()
+        self.progress = CycleProgress()
+        # --- the filter memory: pods that wait ------------------------------------------------------
+        # Pods refused at filter before the watch showed them (bounded, oldest dropped first).
+        self.unseen: dict[PodUID, None] = {}
+        # Pods kube-scheduler holds as unschedulable (we refused them, or it failed them without us):
+        # touched once planned, so they come back to its active queue.
+        self.rejected: set[PodUID] = set()
+        # Per waiting pod, nodes kube-scheduler's filters refused after we planned it there.
+        self.refused: dict[PodUID, frozenset[str]] = {}
+        # Pods touched, with the node they were touched for (a pod keeping its plan is not touched again).
+        self.touched: dict[PodUID, str] = {}
+        # Annotations a plugin asks for on a planned pod (see CycleResult), until they are written: the
+        # filter holds the pod back meanwhile, so kube-scheduler binds it only once they are on it.
+        self.annotations: dict[PodUID, dict[str, str]] = {}
+        # Pods this process asked the API to evict (kept until the watch shows them gone).
+        self.evicted: dict[PodUID, Eviction] = {}
+        # --- what the cycles decided ----------------------------------------------------------------
+        self.reasons: dict[GroupKey, Unschedulable] = {}
+        # What each settled group weighs on its queue while it is left out of snapshots (see Loop._prepare).
+        self.aside: dict[GroupKey, Aside] = {}
+        # Cycles applied: the status writer waits for the first (phases are not decided before it).
+        self.decided = 0
+
+    def release(self, uid: PodUID) -> None:
+        """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""
+        pod = self.cache.pod(uid)
+        if pod is None:
+            self.ledger.release(uid)
+            self.pending.room_freed()
+            return
+        key = pod_group_key(pod)
+        for u in self.cache.members(key) | {uid}:
+            self.ledger.release(u)
+            self.annotations.pop(u, None)
+        self.pending.again(key)
