@@ -58,13 +58,15 @@ def share_plugin(conf: SchedulerConf) -> SharePlugin | None:
 def share_conf(name: str, *, hierarchy: bool = False) -> SchedulerConf:
     """A conf whose only plugin is the share plugin ``name`` (``hierarchy``: capacity's
     ``enableHierarchy: true``), for callers that name the plugin rather than hold a conf (the CLI's
-    ``--plugin``). ValueError for a name that is not a share plugin."""
-    if name not in SHARE_PLUGINS:
-        raise ValueError(f"{name} is not a share plugin; choose one of {', '.join(SHARE_PLUGINS)}")
+    ``--plugin``). ConfigError for a name no plugin has, ValueError for one that is not a share plugin."""
     entry: dict[str, Any] = {"name": name}
     if hierarchy:
         entry["enableHierarchy"] = True
-    return load_conf(json.dumps({"actions": "enqueue, allocate", "tiers": [{"plugins": [entry]}]}))
+    # Loaded first: a name no plugin has fails as in any conf (ConfigError), then one that is no share plugin.
+    conf = load_conf(json.dumps({"actions": "enqueue, allocate", "tiers": [{"plugins": [entry]}]}))
+    if name not in SHARE_PLUGINS:
+        raise ValueError(f"{name} is not a share plugin; choose one of {', '.join(SHARE_PLUGINS)}")
+    return conf
 
 
 def queue_shares(snapshot: Snapshot, conf: SchedulerConf) -> QueueShares:
