@@ -1,11 +1,24 @@
 """The metric families ``pumice serve`` exports beside the hot-path ones: counters and gauges read at scrape
 time from the objects that keep them (the scheduler's stats, the controllers', the informers', admission's),
-and the per-queue gauges computed from the cache once per scrape. Kept out of the composition root, which
-only calls :func:`register_families` with what it built."""
+and the per-queue gauges computed from the cache once per scrape. Part of the composition root
+(:mod:`extender.wiring` calls :func:`register_families` with what it built); nothing else imports it.
+
+The per-queue figures, computed when Prometheus scrapes, never on the hot path. For each queue:
+``allocated`` and ``deserved`` as :func:`extender.plugins.queue_shares.queue_shares` computes them through
+the conf's share plugin over a full snapshot of the cache (``deserved`` absent when the conf has neither
+``proportion`` nor ``capacity``), ``capability`` (the spec; only limited resources), the PodGroups per
+phase, and ``share``: Volcano's proportion share, the largest ``allocated / deserved`` over the resources
+the queue deserves any of (0 when it deserves nothing). Units: cpu in cores, every other resource in its
+accounted unit (bytes, counts), so the figures read as Prometheus base units. Cost: one full snapshot and
+one session opening per scrape (what ``pumice queue list`` costs): :class:`Memo` keeps the result for the
+several families that read it.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from admission.server import AdmissionMetrics
@@ -18,7 +31,9 @@ from controllers.reconcilers.status import StatusWriter
 from controllers.scheduling.scheduler import Scheduler
 from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
-from controllers.state.queue_figures import Memo, queue_figures
+from extender.core.model import GroupPhase
+from extender.plugins.queue_shares import queue_shares
+from extender.plugins.registry import SchedulerConf
 from extender.server.metrics import Metrics, Sample, one
 
 
@@ -168,7 +183,7 @@ def register_families(
 
 
 def _queue_families(m: Metrics, cache: ClusterCache, shared: SchedulingState) -> None:
-    """Per-queue gauges, computed from the cache once per scrape (see controllers.state.queue_figures)."""
+    """Per-queue gauges, computed from the cache once per scrape (see :func:`queue_figures`)."""
     figures = Memo(lambda: queue_figures(cache, shared.conf))
 
     def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:
@@ -238,3 +253,74 @@ def _count_by(items: Any) -> list[Sample]:
     for it in items:
         out[str(it)] = out.get(str(it), 0) + 1
     return [((k,), v) for k, v in sorted(out.items())]
+
+
+# -- the per-queue figures --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueFigures:
+    name: str
+    allocated: Mapping[str, float]
+    deserved: Mapping[str, float] | None
+    capability: Mapping[str, float]
+    podgroups: Mapping[str, int]  # by phase; every phase present
+    share: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures:
+    queues: list[QueueFigures]
+    allocatable: Mapping[str, float]  # the nodes' allocatable, summed
+
+
+def _units(amounts: Mapping[str, int]) -> dict[str, float]:
+    return {r: (v / 1000 if r == "cpu" else float(v)) for r, v in amounts.items() if r != "pods"}
+
+
+def _share(allocated: Mapping[str, float], deserved: Mapping[str, float] | None) -> float:
+    if not deserved:
+        return 0.0
+    return max((allocated.get(r, 0.0) / d for r, d in deserved.items() if d > 0), default=0.0)
+
+
+def queue_figures(cache: ClusterCache, conf: SchedulerConf) -> Figures:
+    snap = cache.full_snapshot()
+    shares = queue_shares(snap, conf)
+    phases: dict[str, dict[str, int]] = {}
+    for pg in snap.groups.values():
+        counts = phases.setdefault(pg.queue, {p.value: 0 for p in GroupPhase})
+        counts[pg.phase.value] += 1
+    out = []
+    for name, q in sorted(snap.queues.items()):
+        allocated = _units(shares.allocated.get(name, {}))
+        d = None if shares.deserved is None else _units(shares.deserved.get(name, {}))
+        out.append(
+            QueueFigures(
+                name=name,
+                allocated=allocated,
+                deserved=d,
+                capability=_units(q.capability),
+                podgroups=phases.get(name, {p.value: 0 for p in GroupPhase}),
+                share=_share(allocated, d),
+            )
+        )
+    return Figures(queues=out, allocatable=_units(shares.total))
+
+
+class Memo:
+    """The last result of ``compute`` for ``ttl`` seconds: one computation per scrape, however many
+    families read it."""
+
+    def __init__(self, compute: Callable[[], Figures], ttl: float = 1.0) -> None:
+        self._compute = compute
+        self._ttl = ttl
+        self._at = -1e18
+        self._value = Figures(queues=[], allocatable={})
+
+    def __call__(self) -> Figures:
+        now = time.monotonic()
+        if now - self._at > self._ttl:
+            self._value = self._compute()
+            self._at = now
+        return self._value

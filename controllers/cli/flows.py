@@ -18,9 +18,9 @@ from typing import Any
 
 from controllers.cli import output
 from controllers.cli.kubeconfig import list_all, run_action
-from controllers.cli.output import NONE, Obj, age, field, mapping, metadata, render_table, text
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
+from controllers.tables import NONE, Obj, age, field, mapping, metadata, render_table, text
 
 FLOW_RESOURCE = "jobflow.flow.volcano.sh"
 TEMPLATE_RESOURCE = "jobtemplate.flow.volcano.sh"

@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from controllers.cli import output
-from controllers.cli.kubeconfig import CliError, list_all, run_action
-from controllers.cli.output import NONE, Obj, age, metadata, render_table
+from controllers.cli.errors import CliError
+from controllers.cli.kubeconfig import list_all, run_action
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
+from controllers.tables import NONE, Obj, age, metadata, render_table
 from extender.core.errors import InvalidObject
 from extender.core.hypernode_report import report
 from extender.core.hypernodes import HyperNode, Member, Problem, parse_hypernode

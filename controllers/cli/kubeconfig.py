@@ -24,6 +24,7 @@ from typing import Any, Final
 import aiohttp
 import yaml
 
+from controllers.cli.errors import CliError, UsageError
 from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
 
 Obj = dict[str, Any]
@@ -33,14 +34,6 @@ LIST_CHUNK: Final = "500"
 SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 Action = Callable[[KubeClient, str], Awaitable[None]]
-
-
-class CliError(Exception):
-    """A failure the user can act on; the message is printed after ``pumice:``."""
-
-
-class UsageError(Exception):
-    """Flags that parse but do not make sense together; exits 2 like an argparse error."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,17 +8,25 @@ Names are positional as in kubectl (``pumice job view demo``), and vcctl's flag 
 ``-o yaml|json|wide|name|jsonpath=TEMPLATE``. Values are parsed and checked here (a jsonpath template
 too), so a malformed flag is an argparse usage error (exit 2) before anything talks to the cluster. Every
 leaf parser sets ``func(args) -> int``; a command's NAME is in ``args.name`` whichever way it was given.
+
+Building the parser imports no command's implementation: each ``func`` is an entry point of
+:mod:`controllers.cli.commands`, which imports the implementation when the command runs. Defaults and
+choices come from the light modules of constants and builders (``job_bodies``, ``queue_bodies``).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from controllers.cli import flows, hypernodes, jobs, output, queues, shares
+from controllers.cli import commands, job_bodies, output, queue_bodies
 from extender.api import labels as L
 from extender.core.quantity import parse_quantity
+
+# extender.plugins.queue_shares.SHARE_PLUGINS (a test keeps them equal): importing it would load the
+# scheduler's plugins, and numpy, for every command.
+SHARE_PLUGINS: Final = ("proportion", "capacity")
 
 if TYPE_CHECKING:
     # What add_subparsers() returns; only typeshed's version is generic, so only for the checker.
@@ -150,7 +158,7 @@ def _job_parsers(sub: Subparsers) -> None:
     source.add_argument("-N", "--name", dest="name", metavar="NAME", help="the same, as a flag (vcctl)")
     source.add_argument("-f", "--filename", help="create the Job in this YAML file ('-' for stdin)")
     run.add_argument(
-        "-i", "--image", default=jobs.DEFAULT_IMAGE, help="container image (default: %(default)s)"
+        "-i", "--image", default=job_bodies.DEFAULT_IMAGE, help="container image (default: %(default)s)"
     )
     run.add_argument(
         "-r", "--replicas", type=_int_at_least(1), default=1, help="number of pods (default: %(default)s)"
@@ -166,21 +174,21 @@ def _job_parsers(sub: Subparsers) -> None:
         "-R",
         "--requests",
         type=resource_list,
-        default=resource_list(jobs.DEFAULT_RESOURCES),
-        help=f"container requests, RESOURCE=QUANTITY,... (default: {jobs.DEFAULT_RESOURCES})",
+        default=resource_list(job_bodies.DEFAULT_RESOURCES),
+        help=f"container requests, RESOURCE=QUANTITY,... (default: {job_bodies.DEFAULT_RESOURCES})",
     )
     run.add_argument(
         "-L",
         "--limits",
         type=resource_list,
-        default=resource_list(jobs.DEFAULT_RESOURCES),
-        help=f"container limits, RESOURCE=QUANTITY,... (default: {jobs.DEFAULT_RESOURCES})",
+        default=resource_list(job_bodies.DEFAULT_RESOURCES),
+        help=f"container limits, RESOURCE=QUANTITY,... (default: {job_bodies.DEFAULT_RESOURCES})",
     )
     run.add_argument(
         "-S", "--scheduler", default=L.DEFAULT_SCHEDULER_NAME, help="schedulerName (default: %(default)s)"
     )
     run.add_argument("-q", "--queue", default=None, help="queue (default: the cluster's default queue)")
-    run.set_defaults(func=jobs.cmd_run)
+    run.set_defaults(func=commands.job_run)
 
     ls = verbs.add_parser(
         "list", parents=[ns], help="list Jobs", description="List Jobs with their phase and pod counts."
@@ -190,7 +198,7 @@ def _job_parsers(sub: Subparsers) -> None:
     ls.add_argument("-S", "--scheduler", default=None, help="only Jobs with this schedulerName")
     _list_flags(ls)
     _output(ls, ("wide", "yaml", "json"), many=True)
-    ls.set_defaults(func=jobs.cmd_list)
+    ls.set_defaults(func=commands.job_list)
 
     view = verbs.add_parser(
         "view",
@@ -200,7 +208,7 @@ def _job_parsers(sub: Subparsers) -> None:
     )
     _name(view, "job")
     _output(view, ("yaml", "json"))
-    view.set_defaults(func=jobs.cmd_view)
+    view.set_defaults(func=commands.job_view)
 
     why = verbs.add_parser(
         "why",
@@ -212,11 +220,16 @@ def _job_parsers(sub: Subparsers) -> None:
         "name a PodGroup, or a pod (then its group is explained).",
     )
     _name(why, "Job (or PodGroup, or pod)")
-    why.set_defaults(func=jobs.cmd_why)
+    why.set_defaults(func=commands.job_why)
 
     for verb, func, action, summary in (
-        ("suspend", jobs.cmd_suspend, jobs.ABORT_JOB, "abort a Job: its pods are deleted, the Job stays"),
-        ("resume", jobs.cmd_resume, jobs.RESUME_JOB, "resume a suspended Job"),
+        (
+            "suspend",
+            commands.job_suspend,
+            job_bodies.ABORT_JOB,
+            "abort a Job: its pods are deleted, the Job stays",
+        ),
+        ("resume", commands.job_resume, job_bodies.RESUME_JOB, "resume a suspended Job"),
     ):
         p = verbs.add_parser(
             verb,
@@ -230,7 +243,7 @@ def _job_parsers(sub: Subparsers) -> None:
 
     delete = verbs.add_parser("delete", parents=[ns], help="delete a Job", description="Delete a Job.")
     _name(delete, "job")
-    delete.set_defaults(func=jobs.cmd_delete)
+    delete.set_defaults(func=commands.job_delete)
 
 
 def _queue_parsers(sub: Subparsers) -> None:
@@ -251,7 +264,7 @@ def _queue_parsers(sub: Subparsers) -> None:
         "-w", "--weight", type=_int_at_least(1), default=1, help="share weight (default: %(default)s)"
     )
     create.add_argument(
-        "-S", "--state", choices=queues.STATES, default=None, help="initial state (default: Open)"
+        "-S", "--state", choices=queue_bodies.STATES, default=None, help="initial state (default: Open)"
     )
     create.add_argument("-p", "--parent", default=None, help="parent queue (hierarchical queues)")
     for flag, what in (
@@ -260,7 +273,7 @@ def _queue_parsers(sub: Subparsers) -> None:
         ("--guarantee", "resources reserved for the queue"),
     ):
         create.add_argument(flag, type=resource_list, default=None, help=f"{what}, e.g. cpu=4,memory=8Gi")
-    create.set_defaults(func=queues.cmd_create)
+    create.set_defaults(func=commands.queue_create)
 
     ls = verbs.add_parser(
         "list",
@@ -280,8 +293,8 @@ def _queue_parsers(sub: Subparsers) -> None:
     _list_flags(ls)
     ls.add_argument(
         "--plugin",
-        choices=shares.SHARE_PLUGINS,
-        default=shares.PROPORTION,
+        choices=SHARE_PLUGINS,
+        default=SHARE_PLUGINS[0],
         help="the share plugin of your scheduler conf that computes deserved (default: %(default)s)",
     )
     ls.add_argument(
@@ -301,12 +314,12 @@ def _queue_parsers(sub: Subparsers) -> None:
         help="the queue of pods and PodGroups that name none, as given to pumice serve "
         "(default: %(default)s)",
     )
-    ls.set_defaults(func=queues.cmd_list)
+    ls.set_defaults(func=commands.queue_list)
 
     get = verbs.add_parser("get", parents=[common], help="show one Queue", description="Show one Queue.")
     _name(get, "queue", short_n=True)
     _output(get, ("wide", "yaml", "json"))
-    get.set_defaults(func=queues.cmd_get)
+    get.set_defaults(func=commands.queue_get)
 
     operate = verbs.add_parser(
         "operate",
@@ -322,19 +335,19 @@ def _queue_parsers(sub: Subparsers) -> None:
         "-a",
         "--action",
         required=True,
-        choices=(*queues.ACTION_STATES, queues.ACTION_UPDATE),
+        choices=(*queue_bodies.ACTION_STATES, queue_bodies.ACTION_UPDATE),
         help="open or close the queue, or update its weight",
     )
     operate.add_argument(
         "-w", "--weight", type=_int_at_least(1), default=None, help="the new weight, with --action update"
     )
-    operate.set_defaults(func=queues.cmd_operate)
+    operate.set_defaults(func=commands.queue_operate)
 
     delete = verbs.add_parser(
         "delete", parents=[common], help="delete a Queue", description="Delete a Queue."
     )
     _name(delete, "queue", short_n=True)
-    delete.set_defaults(func=queues.cmd_delete)
+    delete.set_defaults(func=commands.queue_delete)
 
 
 def add_cli_parsers(sub: Subparsers) -> None:
@@ -366,7 +379,7 @@ def _hypernode_parsers(sub: Subparsers) -> None:
         description="List HyperNodes: NAME, TIER, MEMBERS, NODES (resolved), PROBLEMS, AGE.",
     )
     _output(ls, ("yaml", "json"), many=True)
-    ls.set_defaults(func=hypernodes.cmd_list)
+    ls.set_defaults(func=commands.hypernode_list)
     get = verbs.add_parser(
         "get",
         parents=[common],
@@ -375,16 +388,16 @@ def _hypernode_parsers(sub: Subparsers) -> None:
     )
     _name(get, "hypernode")
     _output(get, ("yaml", "json"))
-    get.set_defaults(func=hypernodes.cmd_get)
+    get.set_defaults(func=commands.hypernode_get)
 
 
 def _flow_parsers(sub: Subparsers) -> None:
     """``jobflow``, ``jobtemplate`` and ``cronjob``: list and get (and delete a flow), as kubectl get."""
     ns = _common(namespaced=True)
     for kind, what, list_cmd, get_cmd in (
-        ("jobflow", "JobFlows (flow.volcano.sh)", flows.cmd_flow_list, flows.cmd_flow_get),
-        ("jobtemplate", "JobTemplates (flow.volcano.sh)", flows.cmd_template_list, flows.cmd_template_get),
-        ("cronjob", "Volcano CronJobs (batch.volcano.sh)", flows.cmd_cron_list, flows.cmd_cron_get),
+        ("jobflow", "JobFlows (flow.volcano.sh)", commands.flow_list, commands.flow_get),
+        ("jobtemplate", "JobTemplates (flow.volcano.sh)", commands.template_list, commands.template_get),
+        ("cronjob", "Volcano CronJobs (batch.volcano.sh)", commands.cron_list, commands.cron_get),
     ):
         top = sub.add_parser(kind, help=f"list and show {what}", description=f"List and show {what}.")
         verbs = top.add_subparsers(dest=f"{kind}_command", required=True, metavar="COMMAND")
@@ -407,4 +420,4 @@ def _flow_parsers(sub: Subparsers) -> None:
             delete.add_argument(
                 "--keep-jobs", action="store_true", help="keep the flow's jobs (propagationPolicy Orphan)"
             )
-            delete.set_defaults(func=flows.cmd_flow_delete)
+            delete.set_defaults(func=commands.flow_delete)

@@ -17,9 +17,10 @@ from listing every PodGroup in the cluster as vcctl does.
 
 ``list`` goes further than vcctl: it lists nodes, pods and PodGroups too and shows, per queue and resource,
 ``deserved/allocated/guarantee/capability`` as the scheduler's own share plugin computes them (see
-:mod:`controllers.cli.shares`), with the queue tree as indentation. Its ``-o json|yaml`` document is the
-``kind: List`` of the Queue objects as before, unchanged, plus one top-level ``shares`` key
-(:func:`shares_document`), so the items stay exact API objects.
+:mod:`controllers.shares_view`, which the simulator prints too), with the queue tree as indentation. Its
+``-o json|yaml`` document is the ``kind: List`` of the Queue objects as before, unchanged, plus one
+top-level ``shares`` key (:func:`~controllers.shares_view.shares_document`), so the items stay exact API
+objects.
 """
 
 from __future__ import annotations
@@ -30,64 +31,27 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from controllers import tables
 from controllers.cli import output
+from controllers.cli.errors import CliError
 from controllers.cli.jobs import selector_query
-from controllers.cli.kubeconfig import CliError, api_error_message, list_all, list_versioned, run_action
-from controllers.cli.output import Obj, count, field, mapping, metadata, render_table, text
-from controllers.cli.shares import CAPACITY, Cluster, QueueShare, SharesView, compute_shares
+from controllers.cli.kubeconfig import api_error_message, list_all, list_versioned, run_action
+from controllers.cli.queue_bodies import (
+    ACTION_STATES,
+    ACTION_UPDATE,
+    OPEN,
+    QUEUE_RESOURCE,
+    build_queue,
+    state_patch,
+    weight_patch,
+)
 from controllers.cli.watch import one_row, watch
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
+from controllers.shares_view import Cluster, compute_shares, shares_document, shares_table, warnings
+from controllers.tables import Obj, count, field, mapping, metadata, render_table, text
 from extender.api import labels as L
-from extender.core.quantity import format_units, human
-
-QUEUE_API_VERSION: Final = paths.QUEUES.api_version
-QUEUE_RESOURCE: Final = f"queue.{L.SCHEDULING_GROUP}"
-OPEN: Final = "Open"
-CLOSED: Final = "Closed"
-STATES: Final = (OPEN, CLOSED)
-# operate --action -> the state it sets (vcctl's OpenQueue / CloseQueue).
-ACTION_STATES: Final = {"open": OPEN, "close": CLOSED}
-ACTION_UPDATE: Final = "update"
-
-
-# -- pure ------------------------------------------------------------------------------------------
-
-
-def build_queue(
-    *,
-    name: str,
-    weight: int = 1,
-    parent: str | None = None,
-    capability: Mapping[str, str] | None = None,
-    deserved: Mapping[str, str] | None = None,
-    guarantee: Mapping[str, str] | None = None,
-    state: str | None = None,
-) -> Obj:
-    """The Queue ``queue create`` posts; ``state`` rides along so admission can check it early."""
-    spec: Obj = {"weight": weight}
-    if parent:
-        spec["parent"] = parent
-    if capability:
-        spec["capability"] = dict(capability)
-    if deserved:
-        spec["deserved"] = dict(deserved)
-    if guarantee:
-        spec["guarantee"] = {"resource": dict(guarantee)}
-    queue: Obj = {"apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
-    if state:
-        queue["status"] = {"state": state}
-    return queue
-
-
-def state_patch(state: str) -> Obj:
-    """The merge patch for the ``/status`` subresource that opens or closes a queue."""
-    return {"status": {"state": state}}
-
-
-def weight_patch(weight: int) -> Obj:
-    return {"spec": {"weight": weight}}
-
+from extender.plugins.queue_shares import CAPACITY
 
 QUEUE_COLUMNS: Final = ("NAME", "WEIGHT", "STATE", "PARENT", "INQUEUE", "PENDING", "RUNNING", "AGE")
 WIDE_COLUMNS: Final = ("UNKNOWN", "COMPLETED", "CAPABILITY", "ALLOCATED")
@@ -103,14 +67,14 @@ def queue_row(queue: Mapping[str, Any], now: datetime, *, wide: bool) -> list[st
         count(field(status, "inqueue")),
         count(field(status, "pending")),
         count(field(status, "running")),
-        output.age(queue, now),
+        tables.age(queue, now),
     ]
     if wide:
         row += [
             count(field(status, "unknown")),
             count(field(status, "completed")),
-            output.resource_text(field(queue, "spec", "capability")),
-            output.resource_text(field(status, "allocated")),
+            tables.resource_text(field(queue, "spec", "capability")),
+            tables.resource_text(field(status, "allocated")),
         ]
     return row
 
@@ -118,122 +82,6 @@ def queue_row(queue: Mapping[str, Any], now: datetime, *, wide: bool) -> list[st
 def queue_table(queues: Sequence[Mapping[str, Any]], now: datetime, *, wide: bool) -> str:
     headers = [*QUEUE_COLUMNS, *(WIDE_COLUMNS if wide else ())]
     return render_table(headers, (queue_row(q, now, wide=wide) for q in queues))
-
-
-# -- pure: shares ----------------------------------------------------------------------------------
-
-# What a resource column's cells hold, in order; in every such column's header.
-SHARE_LEGEND: Final = "(D/A/G/C)"
-UNLIMITED: Final = "-"  # a capability cell for a resource the queue does not limit
-UNKNOWN: Final = "?"  # a deserved cell when shares could not be computed
-INDENT: Final = "  "  # per tree level, in the NAME column
-SHARES_COLUMNS: Final = ("NAME", "WEIGHT", "STATE", "PRIORITY")
-SHARES_COUNTS: Final = ("INQUEUE", "PENDING", "RUNNING", "AGE")
-SHARES_WIDE: Final = ("UNKNOWN", "COMPLETED", "PARENT")
-
-
-def share_cell(row: QueueShare, resource: str) -> str:
-    """``deserved/allocated/guarantee/capability`` of one resource, as short human figures."""
-    deserved = UNKNOWN if row.deserved is None else human(resource, row.deserved[resource])
-    cap = row.capability.get(resource)
-    return "/".join(
-        (
-            deserved,
-            human(resource, row.allocated[resource]),
-            human(resource, row.guarantee[resource]),
-            UNLIMITED if cap is None else human(resource, cap),
-        )
-    )
-
-
-def shares_table(
-    view: SharesView, queues: Mapping[str, Mapping[str, Any]], now: datetime, *, wide: bool
-) -> str:
-    """``queue list``: one row per queue in tree order, children indented under their parent.
-
-    ``queues`` are the Queue objects by name (state and PodGroup counts come from their status)."""
-    headers = [
-        *SHARES_COLUMNS,
-        *(f"{r}{SHARE_LEGEND}" for r in view.resources),
-        *SHARES_COUNTS,
-        *(SHARES_WIDE if wide else ()),
-    ]
-    rows = []
-    for q in view.queues:
-        obj = queues.get(q.name, {})
-        status = mapping(obj.get("status"))
-        row = [
-            INDENT * q.depth + q.name,
-            str(q.weight),
-            text(status.get("state")),
-            str(q.priority),
-            *(share_cell(q, r) for r in view.resources),
-            count(status.get("inqueue")),
-            count(status.get("pending")),
-            count(status.get("running")),
-            output.age(obj, now),
-        ]
-        if wide:
-            row += [
-                count(status.get("unknown")),
-                count(status.get("completed")),
-                text(field(obj, "spec", "parent")),
-            ]
-        rows.append(row)
-    return render_table(headers, rows)
-
-
-def _quantities(resources: Sequence[str], amounts: Mapping[str, int]) -> dict[str, str | None]:
-    return {r: format_units(r, amounts[r]) if r in amounts else None for r in resources}
-
-
-def shares_document(view: SharesView, queues: Mapping[str, Mapping[str, Any]]) -> Obj:
-    """The ``shares`` key of ``queue list -o json|yaml``. A stable shape; fields may be added, never
-    renamed or removed:
-
-    - ``plugin`` (``proportion``|``capacity``), ``hierarchy`` (bool): what computed ``deserved``;
-    - ``resources``: the resource names every map below has a key for, in column order;
-    - ``clusterTotal``: the nodes' allocatable summed, or null when shares were not computed;
-    - ``error``: why shares were not computed (then every ``deserved`` is null), else null;
-    - ``skipped``: objects that could not be read, each with why (empty list when none);
-    - ``queues``: in the table's order (depth first: each queue right above its subtree), each ``name``,
-      ``parent`` (its parent in the tree, null at the top), ``depth`` (0 at the top), ``note`` (why it is
-      not where its ``spec.parent`` says, else null), ``weight``, ``priority``, ``state`` (``status.state``,
-      null when unset), and four maps from resource name to a canonical quantity string: ``deserved``
-      (null when not computed), ``allocated``, ``guarantee``, ``capability`` (a null amount: not limited).
-    """
-    return {
-        "plugin": view.plugin,
-        "hierarchy": view.hierarchy,
-        "resources": list(view.resources),
-        "clusterTotal": None if view.total is None else _quantities(view.resources, view.total),
-        "error": view.error or None,
-        "skipped": list(view.skipped),
-        "queues": [
-            {
-                "name": q.name,
-                "parent": q.parent,
-                "depth": q.depth,
-                "note": q.note or None,
-                "weight": q.weight,
-                "priority": q.priority,
-                "state": field(queues.get(q.name, {}), "status", "state") or None,
-                "deserved": None if q.deserved is None else _quantities(view.resources, q.deserved),
-                "allocated": _quantities(view.resources, q.allocated),
-                "guarantee": _quantities(view.resources, q.guarantee),
-                "capability": _quantities(view.resources, q.capability),
-            }
-            for q in view.queues
-        ],
-    }
-
-
-def warnings(view: SharesView) -> list[str]:
-    """What the user should know about the figures: printed on stderr, as kubectl prints warnings."""
-    out = [f"Warning: deserved shares not computed: {view.error}"] if view.error else []
-    out += [f"Warning: queue {q.name}: {q.note}" for q in view.queues if q.note]
-    out += [f"Warning: skipped {s}" for s in view.skipped]
-    return out
 
 
 # -- API calls -------------------------------------------------------------------------------------

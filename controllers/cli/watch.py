@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from controllers.cli.kubeconfig import CliError, list_versioned
+from controllers.cli.errors import CliError
+from controllers.cli.kubeconfig import list_versioned
 from controllers.kube.client import KubeClient
 
 GONE: Final = 410

@@ -1,4 +1,4 @@
-"""``pumice simulate``: what pumice would do, without a cluster.
+"""``pumice simulate``: what pumice would do, without a cluster (the flags: :mod:`controllers.simulate.args`).
 
 ``pumice simulate TRACE.yaml`` runs a trace (jobs arriving over time, see
 :mod:`controllers.simulate.trace`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
@@ -26,37 +26,6 @@ from controllers.simulate.trace import Trace, TraceError, parse_trace
 from extender.core.durations import parse_duration
 from extender.core.errors import ConfigError
 from extender.plugins.registry import SchedulerConf, load_conf
-
-
-def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "simulate",
-        help="simulate pumice on a trace of jobs or a cluster snapshot (no cluster needed)",
-        description="Run pumice's scheduler on a simulated cluster: a trace of jobs over virtual time "
-        "(TRACE), or the objects of a real cluster (--snapshot).",
-    )
-    p.add_argument("trace", nargs="?", metavar="TRACE", help="a trace file (YAML: nodes, queues, jobs)")
-    p.add_argument(
-        "--snapshot", metavar="STATE", help="cluster objects as `kubectl get ... -o yaml` prints them"
-    )
-    p.add_argument(
-        "--scheduler-conf",
-        action="append",
-        default=[],
-        metavar="CONF",
-        help="a volcano-scheduler.conf, or 'default' for pumice's default conf; give several to compare them "
-        "side by side (trace mode)",
-    )
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
-    p.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR (trace mode; needs matplotlib)")
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="a preempted or reclaimed job keeps its progress (default: it starts over)",
-    )
-    p.add_argument("--until", metavar="DURATION", help="stop the simulation at this virtual time (e.g. 24h)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(func=run)
 
 
 def _confs(paths: list[str]) -> list[tuple[str, SchedulerConf]]:

@@ -3,7 +3,8 @@
 - per job: wait (submission to the first time its gang was whole), run (its last start to its end),
   restarts and evicted pods;
 - per queue: wait-time percentiles, its mean share of the cluster and its mean ``deserved`` share (from
-  the conf's own share plugin, ``proportion`` or ``capacity``, opened on the cluster as it stands);
+  the conf's own share plugin, ``proportion`` or ``capacity``, opened on the cluster as it stands:
+  :func:`extender.plugins.queue_shares.queue_shares`, what the metrics and ``pumice queue list`` show);
 - the cluster: the **allocation rate** (requested over allocatable, per resource) and the
   **fragmentation rate**: of the free amount of the *key resource* (GPUs when any node has them, else
   CPU), the part on nodes that cannot fit the smallest pending pod. Both are time-weighted means between
@@ -29,9 +30,7 @@ from controllers.simulate.gpumetrics import GangPlaces, GpuCards, GpuFigures, To
 from controllers.simulate.trace import Trace
 from extender.core.model import GroupKey
 from extender.core.resources import parse_resource_list
-from extender.framework.session import Session
-from extender.plugins.capacity import CapacityPlugin
-from extender.plugins.proportion import ProportionPlugin
+from extender.plugins.queue_shares import queue_shares, share_plugin
 
 if TYPE_CHECKING:
     from controllers.simulate.engine import JobState
@@ -167,19 +166,16 @@ class Recorder:
         if t - self._deserved_at < self._deserved_every:
             return
         self._deserved_at = t
-        tiers = self.cluster.scheduler.shared.conf.tiers()
-        plugin = next(
-            (p for tier in tiers for p in tier if isinstance(p, ProportionPlugin | CapacityPlugin)), None
-        )
-        if plugin is None or not self.total.get(self.key):
+        conf = self.cluster.scheduler.shared.conf
+        if not self.total.get(self.key) or share_plugin(conf) is None:
             return
-        snap = self.cluster.cache.full_snapshot()
-        Session(snap, [[plugin]])
-        col = snap.index.names.index(self.key) if self.key in snap.index.names else None
-        if col is None:
+        shares = queue_shares(self.cluster.cache.full_snapshot(), conf)
+        if shares.deserved is None or self.key not in shares.resources:
             return
         self.deserved = {
-            q: float(v[col]) / self.total[self.key] for q, v in plugin.deserved.items() if q in self.queues
+            q: float(d.get(self.key, 0)) / self.total[self.key]
+            for q, d in shares.deserved.items()
+            if q in self.queues
         }
 
     def sample(self, t: float) -> None:

@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from controllers.cli.output import human_duration, render_table
-from controllers.cli.queues import shares_document, shares_table
+from controllers.shares_view import shares_document, shares_table
 from controllers.simulate.metrics import TraceResult
 from controllers.simulate.snapshot import SnapshotResult
+from controllers.tables import human_duration, render_table
 
 Obj = dict[str, Any]
 Runs = Sequence[tuple[str, TraceResult]]

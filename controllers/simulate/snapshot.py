@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.cli.shares import CAPACITY, PROPORTION, Cluster, SharesView, compute_shares
+from controllers.shares_view import Cluster, SharesView, compute_shares
 from controllers.simulate.cluster import SimCluster
 from controllers.simulate.jobs import expand
 from extender.api import labels as L
@@ -32,6 +32,7 @@ from extender.core.model import GroupPhase, group_key
 from extender.core.parse import pod_requests
 from extender.core.timestamps import epoch, rfc3339
 from extender.core.workloads import WORKLOAD_KINDS, desired_podgroup, named_group, workload_owner
+from extender.plugins.queue_shares import CAPACITY, PROPORTION
 from extender.plugins.registry import SchedulerConf
 
 Obj = dict[str, Any]

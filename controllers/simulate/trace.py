@@ -48,21 +48,23 @@ P-spine-<i // (L*S)>``, S leaves per spine; name both labels, lowest first, in t
 and 2. Explicit ``labels`` work as well (one pool per leaf). A job's ``networkTopology`` (``mode``:
 ``hard`` or ``soft``, ``highestTierAllowed``: a tier >= 1) is its vcjob's, which the job controller
 copies onto the PodGroup.
+
+Here: the model a trace becomes and how its parts (pools, queues, tasks, jobs, generated jobs) are read;
+the checks of single values (mappings, names, counts, durations, quantities, GPU cards) are
+:mod:`controllers.simulate.trace_fields`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
-from extender.core.durations import parse_duration
-from extender.core.errors import InvalidQuantity
+from controllers.simulate import trace_fields as read
+from controllers.simulate.trace_fields import TraceError as TraceError
 from extender.core.gpus import GPU_MEMORY, GPU_NUMBER
-from extender.core.quantity import to_units
-from extender.core.resources import parse_resource_list
 
 Obj = dict[str, Any]
 
@@ -70,10 +72,6 @@ Obj = dict[str, Any]
 LEAF_LABEL: Final = "topology.pumice.dev/leaf"
 SPINE_LABEL: Final = "topology.pumice.dev/spine"
 _GPU_ASKS: Final = (GPU_MEMORY, GPU_NUMBER)
-
-
-class TraceError(ValueError):
-    """The trace cannot be simulated as written; the message says where and why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,111 +142,31 @@ class Trace:
         return 0
 
 
-def _map(v: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(v, Mapping):
-        raise TraceError(f"{where}: expected a mapping, got {type(v).__name__}")
-    return v
-
-
-def _list(v: object, where: str) -> Sequence[Any]:
-    if v is None:
-        return ()
-    if not isinstance(v, list):
-        raise TraceError(f"{where}: expected a list, got {type(v).__name__}")
-    return v
-
-
-def _name(v: object, where: str) -> str:
-    if not isinstance(v, str) or not v:
-        raise TraceError(f"{where}: a non-empty name is required")
-    return v
-
-
-def _count(v: object, where: str, minimum: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise TraceError(f"{where}: expected an integer >= {minimum}, got {v!r}")
-    return v
-
-
-def _seconds(v: object, where: str) -> float:
-    if isinstance(v, bool):
-        raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
-    if isinstance(v, int | float):
-        if v < 0:
-            raise TraceError(f"{where}: must not be negative")
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return parse_duration(v)
-        except ValueError as e:
-            raise TraceError(f"{where}: {e}") from None
-    raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
-
-
-def _resources(v: object, where: str) -> dict[str, str]:
-    out = {str(k): str(q) for k, q in _map(v, where).items()}
-    try:
-        parse_resource_list(out)
-    except ValueError as e:
-        raise TraceError(f"{where}: {e}") from None
-    return out
-
-
-def _known(m: Mapping[str, Any], known: Sequence[str], where: str) -> None:
-    unknown = sorted(str(k) for k in set(m) - set(known))
-    if unknown:
-        raise TraceError(f"{where}: unknown fields {unknown} (known: {', '.join(known)})")
-
-
-def _gpus(raw: object, where: str) -> tuple[int, int]:
-    """A pool's ``gpus``: (cards per node, memory per card)."""
-    m = _map(raw, where)
-    _known(m, ("cards", "memory"), where)
-    cards = _count(m.get("cards"), f"{where}.cards", 1)
-    memory = m.get("memory")
-    units: int | None = None
-    if isinstance(memory, int | str) and not isinstance(memory, bool):
-        try:
-            units = to_units(GPU_MEMORY, memory)
-        except InvalidQuantity:
-            units = None
-    if units is None or units < 1:
-        raise TraceError(
-            f"{where}.memory: expected a positive integer or quantity (81920, 80Gi), got {memory!r}"
-        )
-    return cards, units
-
-
-def _topology(raw: object, where: str) -> tuple[int, int]:
-    """A pool's ``topology``: (nodes per leaf, leaves per spine; 0 for no spine)."""
-    m = _map(raw, where)
-    _known(m, ("leaf", "spine"), where)
-    return _count(m.get("leaf"), f"{where}.leaf", 1), _count(m.get("spine", 0), f"{where}.spine")
-
-
 _POOL: Final = ("name", "count", "allocatable", "labels", "taints", "gpus", "topology")
 
 
 def _pool(raw: object, where: str) -> NodePool:
-    m = _map(raw, where)
-    _known(m, _POOL, where)
-    allocatable = _resources(m.get("allocatable"), f"{where}.allocatable")
+    m = read.mapping(raw, where)
+    read.known(m, _POOL, where)
+    allocatable = read.resources(m.get("allocatable"), f"{where}.allocatable")
     cards = memory = leaf = spine = 0
     if m.get("gpus") is not None:
-        cards, memory = _gpus(m["gpus"], f"{where}.gpus")
+        cards, memory = read.gpus(m["gpus"], f"{where}.gpus")
         both = sorted(set(_GPU_ASKS) & set(allocatable))
         if both:
             raise TraceError(f"{where}.allocatable: {both[0]} comes from gpus; give one or the other")
         allocatable[GPU_NUMBER] = str(cards)
         allocatable[GPU_MEMORY] = str(cards * memory)
     if m.get("topology") is not None:
-        leaf, spine = _topology(m["topology"], f"{where}.topology")
+        leaf, spine = read.topology(m["topology"], f"{where}.topology")
     return NodePool(
-        name=_name(m.get("name"), f"{where}.name"),
-        count=_count(m.get("count", 1), f"{where}.count"),
+        name=read.name(m.get("name"), f"{where}.name"),
+        count=read.count(m.get("count", 1), f"{where}.count"),
         allocatable=allocatable,
-        labels={str(k): str(v) for k, v in _map(m.get("labels") or {}, f"{where}.labels").items()},
-        taints=tuple(_map(t, f"{where}.taints[{i}]") for i, t in enumerate(_list(m.get("taints"), where))),
+        labels={str(k): str(v) for k, v in read.mapping(m.get("labels") or {}, f"{where}.labels").items()},
+        taints=tuple(
+            read.mapping(t, f"{where}.taints[{i}]") for i, t in enumerate(read.items(m.get("taints"), where))
+        ),
         gpu_cards=cards,
         gpu_memory=memory,
         leaf=leaf,
@@ -260,20 +178,20 @@ _QUEUE_SPEC = ("weight", "capability", "deserved", "guarantee", "parent", "recla
 
 
 def _queue(raw: object, where: str) -> Obj:
-    m = _map(raw, where)
+    m = read.mapping(raw, where)
     if "spec" in m:  # a whole Queue object
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **m}
-    name = _name(m.get("name"), f"{where}.name")
+    name = read.name(m.get("name"), f"{where}.name")
     unknown = sorted(set(m) - {"name", "state", *_QUEUE_SPEC})
     if unknown:
         raise TraceError(f"{where}: unknown fields {unknown} (known: name, state, {', '.join(_QUEUE_SPEC)})")
     spec: Obj = {k: m[k] for k in _QUEUE_SPEC if k in m}
     spec.setdefault("weight", 1)
     if "guarantee" in spec:
-        spec["guarantee"] = {"resource": _resources(spec["guarantee"], f"{where}.guarantee")}
+        spec["guarantee"] = {"resource": read.resources(spec["guarantee"], f"{where}.guarantee")}
     for k in ("capability", "deserved"):
         if k in spec:
-            spec[k] = _resources(spec[k], f"{where}.{k}")
+            spec[k] = read.resources(spec[k], f"{where}.{k}")
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
@@ -284,43 +202,43 @@ def _queue(raw: object, where: str) -> Obj:
 
 
 def _task(raw: object, where: str) -> Task:
-    m = _map(raw, where)
-    replicas = _count(m.get("replicas", 1), f"{where}.replicas", 1)
+    m = read.mapping(raw, where)
+    replicas = read.count(m.get("replicas", 1), f"{where}.replicas", 1)
     ma = m.get("minAvailable")
-    requests = _resources(m.get("requests") or {}, f"{where}.requests")
+    requests = read.resources(m.get("requests") or {}, f"{where}.requests")
     if all(r in requests for r in _GPU_ASKS):
         raise TraceError(
             f"{where}.requests: ask {GPU_MEMORY} (a share of one card) or {GPU_NUMBER} (whole cards), "
             "not both"
         )
     return Task(
-        name=_name(m.get("name", "task"), f"{where}.name"),
+        name=read.name(m.get("name", "task"), f"{where}.name"),
         replicas=replicas,
-        min_available=None if ma is None else _count(ma, f"{where}.minAvailable"),
+        min_available=None if ma is None else read.count(ma, f"{where}.minAvailable"),
         requests=requests,
     )
 
 
 def _network_topology(raw: object, where: str) -> dict[str, str | int]:
     """A job's ``networkTopology``: ``mode`` (hard, the default, or soft) and ``highestTierAllowed``."""
-    m = _map(raw, where)
-    _known(m, ("mode", "highestTierAllowed"), where)
+    m = read.mapping(raw, where)
+    read.known(m, ("mode", "highestTierAllowed"), where)
     mode = m.get("mode", "hard")
     if mode not in ("hard", "soft"):
         raise TraceError(f"{where}.mode: expected hard or soft, got {mode!r}")
     out: dict[str, str | int] = {"mode": mode}
     if m.get("highestTierAllowed") is not None:
-        out["highestTierAllowed"] = _count(m["highestTierAllowed"], f"{where}.highestTierAllowed", 1)
+        out["highestTierAllowed"] = read.count(m["highestTierAllowed"], f"{where}.highestTierAllowed", 1)
     return out
 
 
 def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> TraceJob:
-    tasks = tuple(_task(t, f"{where}.tasks[{i}]") for i, t in enumerate(_list(m.get("tasks"), where)))
+    tasks = tuple(_task(t, f"{where}.tasks[{i}]") for i, t in enumerate(read.items(m.get("tasks"), where)))
     if not tasks:
         raise TraceError(f"{where}.tasks: a job needs at least one task")
     whole = sum(t.replicas for t in tasks)
     default_min = sum(t.replicas if t.min_available is None else t.min_available for t in tasks)
-    min_available = _count(m.get("minAvailable", default_min), f"{where}.minAvailable", 1)
+    min_available = read.count(m.get("minAvailable", default_min), f"{where}.minAvailable", 1)
     if min_available > whole:
         raise TraceError(f"{where}.minAvailable: {min_available} is more than its {whole} pods")
     return TraceJob(
@@ -329,11 +247,12 @@ def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> Trace
         submit=submit,
         queue=str(m.get("queue") or "default"),
         priority_class=str(m.get("priorityClassName") or ""),
-        duration=_seconds(m.get("duration"), f"{where}.duration"),
+        duration=read.seconds(m.get("duration"), f"{where}.duration"),
         min_available=min_available,
         tasks=tasks,
         failures=tuple(
-            _seconds(f, f"{where}.failures[{i}]") for i, f in enumerate(_list(m.get("failures"), where))
+            read.seconds(f, f"{where}.failures[{i}]")
+            for i, f in enumerate(read.items(m.get("failures"), where))
         ),
         network_topology=None
         if m.get("networkTopology") is None
@@ -354,35 +273,39 @@ def _draw(v: object, rng: np.random.Generator, where: str, parse: Any) -> Any:
 
 
 def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
-    m = _map(raw, where)
-    count = _count(m.get("count"), f"{where}.count", 1)
-    rng = np.random.default_rng(_count(m.get("seed", 0), f"{where}.seed"))
-    every = _seconds(m.get("every", 60), f"{where}.every")
-    t = _seconds(m.get("start", 0), f"{where}.start")
+    m = read.mapping(raw, where)
+    count = read.count(m.get("count"), f"{where}.count", 1)
+    rng = np.random.default_rng(read.count(m.get("seed", 0), f"{where}.seed"))
+    every = read.seconds(m.get("every", 60), f"{where}.every")
+    t = read.seconds(m.get("start", 0), f"{where}.start")
     prefix = str(m.get("namePrefix") or f"job{first}")
     queues = m.get("queues") or {"default": 1}
     if isinstance(queues, list):
         queues = dict.fromkeys(queues, 1)
-    q_names = [str(q) for q in _map(queues, f"{where}.queues")]
+    q_names = [str(q) for q in read.mapping(queues, f"{where}.queues")]
     q_p = np.array([float(w) for w in queues.values()])
-    shapes = _list(m.get("shapes"), f"{where}.shapes")
+    shapes = read.items(m.get("shapes"), f"{where}.shapes")
     if not shapes:
         raise TraceError(f"{where}.shapes: at least one job shape is required")
-    s_p = np.array([float(_map(s, f"{where}.shapes[{i}]").get("weight", 1)) for i, s in enumerate(shapes)])
-    classes = _map(m.get("priorityClasses") or {}, f"{where}.priorityClasses")
+    s_p = np.array(
+        [float(read.mapping(s, f"{where}.shapes[{i}]").get("weight", 1)) for i, s in enumerate(shapes)]
+    )
+    classes = read.mapping(m.get("priorityClasses") or {}, f"{where}.priorityClasses")
     jobs: list[TraceJob] = []
     for n in range(count):
         t += float(rng.exponential(every)) if every > 0 else 0.0
         i = int(rng.choice(len(shapes), p=s_p / s_p.sum()))
-        shape = dict(_map(shapes[i], f"{where}.shapes[{i}]"))
+        shape = dict(read.mapping(shapes[i], f"{where}.shapes[{i}]"))
         sw = f"{where}.shapes[{i}]"
         tasks = []
-        for j, task in enumerate(_list(shape.get("tasks"), sw)):
-            task = dict(_map(task, f"{sw}.tasks[{j}]"))
-            task["replicas"] = int(_draw(task.get("replicas", 1), rng, f"{sw}.tasks[{j}].replicas", _count))
+        for j, task in enumerate(read.items(shape.get("tasks"), sw)):
+            task = dict(read.mapping(task, f"{sw}.tasks[{j}]"))
+            task["replicas"] = int(
+                _draw(task.get("replicas", 1), rng, f"{sw}.tasks[{j}].replicas", read.count)
+            )
             tasks.append(task)
         shape["tasks"] = tasks
-        shape["duration"] = float(_draw(shape.get("duration"), rng, f"{sw}.duration", _seconds))
+        shape["duration"] = float(_draw(shape.get("duration"), rng, f"{sw}.duration", read.seconds))
         shape["queue"] = q_names[int(rng.choice(len(q_names), p=q_p / q_p.sum()))]
         for pc, p in classes.items():
             if rng.random() < float(p):
@@ -394,20 +317,20 @@ def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
 
 
 def parse_trace(doc: object) -> Trace:
-    m = _map(doc, "trace")
+    m = read.mapping(doc, "trace")
     known = {"apiVersion", "kind", "metadata", "nodes", "queues", "priorityClasses", "jobs", "generate"}
     unknown = sorted(set(m) - known)
     if unknown:
         raise TraceError(f"trace: unknown fields {unknown} (known: {', '.join(sorted(known))})")
-    pools = tuple(_pool(p, f"nodes[{i}]") for i, p in enumerate(_list(m.get("nodes"), "nodes")))
+    pools = tuple(_pool(p, f"nodes[{i}]") for i, p in enumerate(read.items(m.get("nodes"), "nodes")))
     if not pools:
         raise TraceError("nodes: a trace needs at least one node pool")
-    queues = [_queue(q, f"queues[{i}]") for i, q in enumerate(_list(m.get("queues"), "queues"))]
+    queues = [_queue(q, f"queues[{i}]") for i, q in enumerate(read.items(m.get("queues"), "queues"))]
     if not any(q["metadata"]["name"] == "default" for q in queues):
         queues.append(_queue({"name": "default"}, "queues"))
     classes: list[Obj] = []
-    for i, pc in enumerate(_list(m.get("priorityClasses"), "priorityClasses")):
-        pm = _map(pc, f"priorityClasses[{i}]")
+    for i, pc in enumerate(read.items(m.get("priorityClasses"), "priorityClasses")):
+        pm = read.mapping(pc, f"priorityClasses[{i}]")
         value = pm.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
             raise TraceError(f"priorityClasses[{i}].value: expected an integer")
@@ -415,23 +338,23 @@ def parse_trace(doc: object) -> Trace:
             {
                 "apiVersion": "scheduling.k8s.io/v1",
                 "kind": "PriorityClass",
-                "metadata": {"name": _name(pm.get("name"), f"priorityClasses[{i}].name")},
+                "metadata": {"name": read.name(pm.get("name"), f"priorityClasses[{i}].name")},
                 "value": value,
             }
         )
     jobs: list[TraceJob] = []
-    for i, j in enumerate(_list(m.get("jobs"), "jobs")):
-        jm = _map(j, f"jobs[{i}]")
+    for i, j in enumerate(read.items(m.get("jobs"), "jobs")):
+        jm = read.mapping(j, f"jobs[{i}]")
         where = f"jobs[{i}]"
         jobs.append(
             _job(
                 jm,
                 where,
-                name=_name(jm.get("name"), f"{where}.name"),
-                submit=_seconds(jm.get("submit", 0), f"{where}.submit"),
+                name=read.name(jm.get("name"), f"{where}.name"),
+                submit=read.seconds(jm.get("submit", 0), f"{where}.submit"),
             )
         )
-    for i, g in enumerate(_list(m.get("generate"), "generate")):
+    for i, g in enumerate(read.items(m.get("generate"), "generate")):
         jobs.extend(_generated(g, f"generate[{i}]", len(jobs)))
     names = [(j.namespace, j.name) for j in jobs]
     if len(set(names)) != len(names):

@@ -60,14 +60,21 @@ def podgroup_status(
     return status
 
 
+def queue_allocated(snap: Snapshot, name: str) -> dict[str, int]:
+    """What queue ``name`` holds: the requests of its bound (or planned), unfinished pods, by resource;
+    the one ``allocated`` the status, the metrics and the CLI show (see extender.plugins.queue_shares)."""
+    held = snap.queue_held.get(name)
+    allocated = snap.index.to_map(held) if held is not None else {}
+    allocated.pop("pods", None)  # a slot count, not a resource users budget
+    return allocated
+
+
 def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict[str, Any]:
     by_phase = dict.fromkeys(GroupPhase, 0)
     for g in snap.groups.values():
         if g.queue == name and not g.implicit:
             by_phase[g.phase] += 1
-    held = snap.queue_held.get(name)
-    allocated = snap.index.to_map(held) if held is not None else {}
-    allocated.pop("pods", None)  # a slot count, not a resource users budget
+    allocated = queue_allocated(snap, name)
     state = existing.get("state") or "Open"
     if state == "Closing" and not any(allocated.values()) and not by_phase[GroupPhase.RUNNING]:
         state = "Closed"  # no new work was taken; the last of what ran is gone

@@ -17,14 +17,9 @@ from __future__ import annotations
 from typing import Any, Final, cast
 
 from extender.api.versions import KubernetesVersion
-from extender.deploy.manifests import (
-    APP,
-    MUTATING_WEBHOOK_CONFIGURATION,
-    VALIDATING_WEBHOOK_CONFIGURATION,
-    WebhookBuilder,
-    webhook_manifests,
-)
+from extender.deploy.names import APP, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION
 from extender.deploy.rbac import pumice_rules
+from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.deploy.yamltext import Json, dump, dump_all
 
 # Stand-ins the chart replaces; DNS labels, so the generators accept them, and found nowhere else.

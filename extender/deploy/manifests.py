@@ -30,21 +30,46 @@ Invariants: no rule grants ``*``; every object carries apiVersion, kind and meta
 a re-apply updates in place; the scheduler's lease is ``pumice-kube-scheduler`` in our namespace, never the
 cluster scheduler's ``kube-scheduler`` lease. Pure: :func:`deploy_manifests` reads no files, calls no API and
 draws no random numbers; the TLS material and the webhook builder are arguments.
+
+Here: the order of the objects, RBAC, Secrets, the Service and the NetworkPolicy, and the extender's TLS
+material. The two Deployments are in :mod:`extender.deploy.workloads`, the webhook configurations in
+:mod:`extender.deploy.webhooks`, the fixed names and ports in :mod:`extender.deploy.names`.
 """
 
+from __future__ import annotations
+
 import base64
-import copy
 import datetime as dt
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, cast
 
 from cryptography import x509
 
 from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
+from extender.deploy.names import (
+    APP,
+    CONFIG_FILE,
+    DEFAULT_NAMESPACE,
+    EXTENDER_CLIENT_TLS_DIR,
+    EXTENDER_CLIENT_TLS_SECRET,
+    EXTENDER_PORT,
+    EXTENDER_TLS_SECRET,
+    METRICS_PORT,
+    MONITORING_NAMESPACE,
+    MUTATING_WEBHOOK_CONFIGURATION,
+    SCHEDULER_APP,
+    SCHEDULER_CONFIG_MAP,
+    TLS_CA_KEY,
+    TLS_CERT_KEY,
+    TLS_KEY_KEY,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+    WEBHOOK_PORT,
+    WEBHOOK_SERVICE_PORT,
+)
 from extender.deploy.rbac import pumice_rules
 from extender.deploy.scheduler_config import (
     LEASE_NAME,
@@ -52,83 +77,12 @@ from extender.deploy.scheduler_config import (
     scheduler_config,
     scheduler_config_yaml,
 )
+from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
+from extender.deploy.workloads import app_labels, object_meta, pumice_deployment, scheduler_deployment
 from extender.deploy.yamltext import Json, Manifest
 from extender.process.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 
-DEFAULT_NAMESPACE: Final = "volcano-system"
-DEFAULT_SCHEDULER_IMAGE: Final = versions.scheduler_image(DEFAULT_VERSION)
-
-APP: Final = "pumice"
-SCHEDULER_APP: Final = "pumice-kube-scheduler"
-SCHEDULER_CONFIG_MAP: Final = "pumice-scheduler-config"
-CONFIG_DIR: Final = "/etc/pumice"
-CONFIG_FILE: Final = "scheduler-config.yaml"
-CONFIG_HASH_ANNOTATION: Final = "pumice.dev/scheduler-config-sha256"
-# The CA of the extender's certificates, in both pod templates: a new pair rolls both Deployments.
-EXTENDER_CA_HASH_ANNOTATION: Final = "pumice.dev/extender-ca-sha256"
-
-# Extender mutual TLS: pumice's serving pair and the client CA it trusts; kube-scheduler's client pair and
-# the CA it trusts. Both Secrets use the kubernetes.io/tls keys (tls.crt, tls.key) plus ca.crt.
-EXTENDER_TLS_SECRET: Final = "pumice-extender-tls"
-EXTENDER_CLIENT_TLS_SECRET: Final = "pumice-kube-scheduler-extender-client"
-EXTENDER_TLS_DIR: Final = "/etc/pumice-extender-tls"
-EXTENDER_CLIENT_TLS_DIR: Final = "/etc/pumice-extender-client"
-TLS_CERT_KEY: Final = "tls.crt"
-TLS_KEY_KEY: Final = "tls.key"
-TLS_CA_KEY: Final = "ca.crt"
-# Owner and group may read (the pod's fsGroup owns the files); the rest of the world may not.
-SECRET_FILE_MODE: Final = 0o440
-
-EXTENDER_PORT: Final = 8888
-METRICS_PORT: Final = 9090  # plain HTTP /metrics for Prometheus (pumice serve --metrics-bind)
-# Prometheus' namespace: the NetworkPolicy admits it to the metrics port (kube-prometheus' convention).
-MONITORING_NAMESPACE: Final = "monitoring"
-WEBHOOK_PORT: Final = 8443
-WEBHOOK_SERVICE_PORT: Final = 443
-SCHEDULER_SECURE_PORT: Final = 10259  # kube-scheduler's default --secure-port (serves /healthz over HTTPS)
-NON_ROOT_UID: Final = 65532
-
-# The webhook configurations pumice owns; its RBAC lets it read and replace these and no others.
-MUTATING_WEBHOOK_CONFIGURATION: Final = "pumice-mutating"
-VALIDATING_WEBHOOK_CONFIGURATION: Final = "pumice-validating"
-
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-_PLACEHOLDER_CA: Final = b"pumice patches the real CA bundle in at startup"
-
-
-class WebhookBuilder(Protocol):
-    """What builds the webhook configurations (:func:`admission.webhooks.webhook_configurations`): the
-    keywords this module passes, nothing more."""
-
-    def __call__(
-        self,
-        *,
-        ca_bundle: bytes,
-        url_base: str | None,
-        service: tuple[str, str] | None,
-        port: int,
-        scheduling_gates: bool,
-        match_conditions: bool,
-        scheduler_names: Sequence[str],
-    ) -> list[dict[str, Any]]: ...
-
-
-def _labels(app: str, component: str) -> dict[str, Json]:
-    return {
-        "app.kubernetes.io/name": app,
-        "app.kubernetes.io/component": component,
-        "app.kubernetes.io/part-of": APP,
-    }
-
-
-def _meta(name: str, namespace: str | None = None, labels: dict[str, Json] | None = None) -> Manifest:
-    meta: Manifest = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    if labels:
-        meta["labels"] = labels
-    return meta
 
 
 def _rule(
@@ -150,7 +104,7 @@ def _binding(
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": kind,
-        "metadata": _meta(name, namespace),
+        "metadata": object_meta(name, namespace),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
         "subjects": [subject],
     }
@@ -160,176 +114,13 @@ def _role(kind: str, name: str, namespace: str | None, rules: list[Json]) -> Man
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": kind,
-        "metadata": _meta(name, namespace),
+        "metadata": object_meta(name, namespace),
         "rules": rules,
     }
 
 
 def _service_account(name: str, namespace: str, labels: dict[str, Json]) -> Manifest:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace, labels)}
-
-
-def _pod_security() -> Manifest:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": NON_ROOT_UID,
-        "runAsGroup": NON_ROOT_UID,
-        # Group owner of mounted Secret files, so they can be 0440 rather than world-readable.
-        "fsGroup": NON_ROOT_UID,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
-def _container_security() -> Manifest:
-    return {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
-
-
-def _secret_volume(name: str, secret: str) -> Manifest:
-    return {"name": name, "secret": {"secretName": secret, "defaultMode": SECRET_FILE_MODE}}
-
-
-def _pumice_deployment(
-    namespace: str, image: str, scheduler_name: str, labels: dict[str, Json], ca_hash: str | None
-) -> Manifest:
-    """pumice itself. With ``ca_hash`` (mutual TLS) its extender port serves the mounted certificate and
-    requires a client certificate, so the kubelet's probes (which present none) use the webhook port."""
-    command: list[Json] = [
-        "pumice",
-        "serve",
-        "--extender-bind",
-        f"0.0.0.0:{EXTENDER_PORT}",
-        "--webhook-bind",
-        f"0.0.0.0:{WEBHOOK_PORT}",
-        "--metrics-bind",
-        f"0.0.0.0:{METRICS_PORT}",
-        "--scheduler-name",
-        scheduler_name,
-        # Re-register the webhook configurations at start-up for what this API server supports
-        # (scheduling gates, matchConditions) and with a fresh CA. The RBAC table relies on this flag:
-        # with it pumice creates or replaces its configurations and never patches them.
-        "--webhook-service",
-        f"{namespace}/{APP}",
-        "--cert-dir",
-        "/tmp/pumice-certs",
-    ]
-    mounts: list[Json] = [{"name": "tmp", "mountPath": "/tmp"}]
-    volumes: list[Json] = [{"name": "tmp", "emptyDir": {}}]
-    probe_port: Manifest = {"port": "extender"}
-    template_meta: Manifest = {"labels": labels}
-    if ca_hash is not None:
-        command += [
-            "--extender-tls-cert-file",
-            f"{EXTENDER_TLS_DIR}/{TLS_CERT_KEY}",
-            "--extender-tls-key-file",
-            f"{EXTENDER_TLS_DIR}/{TLS_KEY_KEY}",
-            "--extender-client-ca-file",
-            f"{EXTENDER_TLS_DIR}/{TLS_CA_KEY}",
-        ]
-        mounts.append({"name": "extender-tls", "mountPath": EXTENDER_TLS_DIR, "readOnly": True})
-        volumes.append(_secret_volume("extender-tls", EXTENDER_TLS_SECRET))
-        # The webhook listener serves the same /healthz and /readyz over TLS without client certificates.
-        probe_port = {"port": "webhook", "scheme": "HTTPS"}
-        template_meta["annotations"] = {EXTENDER_CA_HASH_ANNOTATION: ca_hash}
-    container: Manifest = {
-        "name": APP,
-        "image": image,
-        "command": command,
-        # Its own Pod, for the Events a rejected --scheduler-conf reload writes
-        # (controllers.reconcilers.conf_reload).
-        "env": [
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        ],
-        "ports": [
-            {"name": "extender", "containerPort": EXTENDER_PORT, "protocol": "TCP"},
-            {"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
-            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-        ],
-        # Ready only once every informer has listed: before that, filter answers "cannot decide".
-        "readinessProbe": {
-            "httpGet": {"path": "/readyz", **probe_port},
-            "periodSeconds": 5,
-            "failureThreshold": 3,
-        },
-        "livenessProbe": {
-            "httpGet": {"path": "/healthz", **probe_port},
-            "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "failureThreshold": 6,
-        },
-        # No CPU limit: throttling a scheduler shows up as extender timeouts in kube-scheduler.
-        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-        "securityContext": _container_security(),
-        "volumeMounts": mounts,
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(APP, namespace, labels),
-        "spec": {
-            # One replica, and never two at once: the plans and reservations live in this process and
-            # there is no leader election, so a rolling update's overlap would let two of them bind.
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": template_meta,
-                "spec": {
-                    "serviceAccountName": APP,
-                    "securityContext": _pod_security(),
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
-
-
-def _scheduler_deployment(
-    namespace: str, image: str, config_text: str, labels: dict[str, Json], ca_hash: str | None
-) -> Manifest:
-    probe: Manifest = {"httpGet": {"path": "/healthz", "port": SCHEDULER_SECURE_PORT, "scheme": "HTTPS"}}
-    mounts: list[Json] = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
-    volumes: list[Json] = [{"name": "config", "configMap": {"name": SCHEDULER_CONFIG_MAP}}]
-    # A changed config changes the pod template, so `kubectl apply` rolls the scheduler onto it.
-    annotations: Manifest = {CONFIG_HASH_ANNOTATION: hashlib.sha256(config_text.encode()).hexdigest()}
-    if ca_hash is not None:
-        mounts.append({"name": "extender-client", "mountPath": EXTENDER_CLIENT_TLS_DIR, "readOnly": True})
-        volumes.append(_secret_volume("extender-client", EXTENDER_CLIENT_TLS_SECRET))
-        annotations[EXTENDER_CA_HASH_ANNOTATION] = ca_hash
-    container: Manifest = {
-        "name": "kube-scheduler",
-        "image": image,
-        "command": ["kube-scheduler", f"--config={CONFIG_DIR}/{CONFIG_FILE}", "--v=2"],
-        "ports": [{"name": "https", "containerPort": SCHEDULER_SECURE_PORT, "protocol": "TCP"}],
-        "readinessProbe": {**probe, "periodSeconds": 10},
-        "livenessProbe": {**probe, "initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 6},
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
-        "securityContext": _container_security(),
-        "volumeMounts": mounts,
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(SCHEDULER_APP, namespace, labels),
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
-                "spec": {
-                    "serviceAccountName": SCHEDULER_APP,
-                    "securityContext": _pod_security(),
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": object_meta(name, namespace, labels)}
 
 
 def _tls_secret(
@@ -341,7 +132,7 @@ def _tls_secret(
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _meta(name, namespace, labels),
+        "metadata": object_meta(name, namespace, labels),
         "type": "kubernetes.io/tls",
         "data": {TLS_CERT_KEY: b64(cert), TLS_KEY_KEY: b64(key), TLS_CA_KEY: b64(ca)},
     }
@@ -357,7 +148,7 @@ def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _meta(APP, namespace, pumice),
+        "metadata": object_meta(APP, namespace, pumice),
         "spec": {
             "podSelector": {"matchLabels": pumice},
             "policyTypes": ["Ingress"],
@@ -380,49 +171,6 @@ def _network_policy(namespace: str, pumice: dict[str, Json], scheduler: dict[str
             ],
         },
     }
-
-
-def webhook_manifests(
-    builder: WebhookBuilder,
-    *,
-    ca_bundle: bytes = b"",
-    url_base: str | None = None,
-    service: tuple[str, str] | None = None,
-    port: int = WEBHOOK_SERVICE_PORT,
-    kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
-    scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
-) -> list[Manifest]:
-    """The admission webhook configurations ``builder`` makes, ready to apply.
-
-    Only what an API server of ``kubernetes_version`` accepts: pod webhooks need ``matchConditions`` (to
-    see only pods of ``scheduler_names``) and the gating one also needs scheduling gates; without them the
-    builder leaves those webhooks out.
-
-    With an empty ``ca_bundle`` the ``caBundle`` field is left out rather than written empty: pumice generates
-    its serving certificate and patches ``caBundle`` into these objects at startup, and ``kubectl apply`` only
-    resets fields it manages, so re-applying this output never wipes the CA pumice patched in. Until pumice
-    has started, calls to these webhooks fail TLS verification and their failurePolicy decides.
-    """
-    # The builder rightly refuses an empty bundle; hand it a stand-in that is stripped again below.
-    features = versions.features(kubernetes_version)
-    configs = copy.deepcopy(
-        builder(
-            ca_bundle=ca_bundle or _PLACEHOLDER_CA,
-            url_base=url_base,
-            service=service,
-            port=port,
-            scheduling_gates=features.scheduling_gates,
-            match_conditions=features.match_conditions,
-            scheduler_names=list(scheduler_names),
-        )
-    )
-    if not ca_bundle:
-        for config in configs:
-            for webhook in config.get("webhooks") or []:
-                client_config = webhook.get("clientConfig")
-                if isinstance(client_config, dict):
-                    client_config.pop("caBundle", None)
-    return cast(list[Manifest], configs)
 
 
 def extender_host(namespace: str) -> str:
@@ -496,8 +244,8 @@ def deploy_manifests(
             )
     if not image or not scheduler_image:
         raise ValueError("image and scheduler_image must not be empty")
-    pumice_labels = _labels(APP, "scheduler-extender")
-    scheduler_labels = _labels(SCHEDULER_APP, "kube-scheduler")
+    pumice_labels = app_labels(APP, "scheduler-extender")
+    scheduler_labels = app_labels(SCHEDULER_APP, "kube-scheduler")
     ca_hash: str | None = None
     tls_objects: list[Manifest] = []
     scheme, tls = "http", None
@@ -560,7 +308,7 @@ def deploy_manifests(
         {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": _meta(namespace, labels=_labels(APP, "namespace")),
+            "metadata": object_meta(namespace, labels=app_labels(APP, "namespace")),
         },
         # pumice
         _service_account(APP, namespace, pumice_labels),
@@ -614,14 +362,14 @@ def deploy_manifests(
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": _meta(SCHEDULER_CONFIG_MAP, namespace, scheduler_labels),
+            "metadata": object_meta(SCHEDULER_CONFIG_MAP, namespace, scheduler_labels),
             "data": {CONFIG_FILE: config_text},
         },
         *tls_objects,
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": _meta(APP, namespace, pumice_labels),
+            "metadata": object_meta(APP, namespace, pumice_labels),
             "spec": {
                 "selector": pumice_labels,
                 "ports": [
@@ -636,8 +384,8 @@ def deploy_manifests(
                 ],
             },
         },
-        _pumice_deployment(namespace, image, scheduler_name, pumice_labels, ca_hash),
-        _scheduler_deployment(namespace, scheduler_image, config_text, scheduler_labels, ca_hash),
+        pumice_deployment(namespace, image, scheduler_name, pumice_labels, ca_hash),
+        scheduler_deployment(namespace, scheduler_image, config_text, scheduler_labels, ca_hash),
     ]
     if network_policy:
         objects.append(_network_policy(namespace, pumice_labels, scheduler_labels))

@@ -39,7 +39,7 @@ VERB_ORDER: Final = ("get", "list", "watch", "create", "update", "patch", "delet
 # list and watch: the informers' LIST-then-WATCH; get: their fallback when a LIST does not decode (each
 # object fetched alone, so one unreadable object cannot hide the others).
 _INFORMERS: Final = (
-    "extender.main:INFORMERS",
+    "extender.wiring:INFORMERS",
     "controllers.kube.informer:Informer._list",
     "controllers.kube.informer:Informer.run",
     "controllers.kube.informer:Informer._list_one_by_one",

@@ -12,7 +12,7 @@ pumice's serving certificate (``serverAuth``) and kube-scheduler's client certif
 CA. OpenSSL checks the extended key usage of the peer's certificate, so neither certificate can stand in for
 the other.
 
-Who uses it: the composition root (:mod:`extender.main`), which builds both servers' SSL contexts and hands
+Who uses it: the composition root (:mod:`extender.serve`), which builds both servers' SSL contexts and hands
 them over, and :mod:`extender.deploy`, which generates the extender's material for ``pumice manifests
 deploy``. Neither server imports it, and it imports neither a server, the controllers nor the deploy package
 (an import-linter contract), so the deploy package uses it without reaching into admission or the runtime.

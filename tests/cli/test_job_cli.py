@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.cli import jobs
+from controllers.cli import explain, job_bodies, job_views, jobs
 from controllers.cli import kubeconfig as kc
-from controllers.cli.kubeconfig import CliError, UsageError
+from controllers.cli.errors import CliError, UsageError
 from controllers.cli.parser import resource_list
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
@@ -54,7 +54,7 @@ def test_resource_list_parses_and_checks_quantities() -> None:
 
 
 def test_build_job_matches_vcctl_run() -> None:
-    job = jobs.build_job(
+    job = job_bodies.build_job(
         name="demo",
         namespace="team-a",
         image="nginx",
@@ -98,7 +98,7 @@ def test_build_job_matches_vcctl_run() -> None:
 
 def test_build_job_defaults_are_vcctls() -> None:
     args = parse("job", "run", "--name", "d")
-    job = jobs.build_job(
+    job = job_bodies.build_job(
         name=args.name,
         namespace="ns",
         image=args.image,
@@ -133,14 +133,15 @@ def test_bad_flags_exit_2() -> None:
 
 def test_job_from_file_takes_the_files_namespace_unless_flag_conflicts() -> None:
     text = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: f, namespace: own}\nspec: {}\n"
-    job = jobs.load_job_file(text, namespace="ctx", explicit_namespace=False)
+    job = job_bodies.load_job_file(text, namespace="ctx", explicit_namespace=False)
     assert job["metadata"] == {"name": "f", "namespace": "own"}
     assert (
-        jobs.load_job_file(text, namespace="own", explicit_namespace=True)["metadata"]["namespace"] == "own"
+        job_bodies.load_job_file(text, namespace="own", explicit_namespace=True)["metadata"]["namespace"]
+        == "own"
     )
     with pytest.raises(UsageError, match="does not match"):
-        jobs.load_job_file(text, namespace="other", explicit_namespace=True)
-    bare = jobs.load_job_file("metadata: {name: g}\n", namespace="ctx", explicit_namespace=False)
+        job_bodies.load_job_file(text, namespace="other", explicit_namespace=True)
+    bare = job_bodies.load_job_file("metadata: {name: g}\n", namespace="ctx", explicit_namespace=False)
     assert bare["apiVersion"] == "batch.volcano.sh/v1alpha1" and bare["metadata"]["namespace"] == "ctx"
 
 
@@ -159,7 +160,7 @@ def test_job_from_file_takes_the_files_namespace_unless_flag_conflicts() -> None
 )
 def test_job_file_errors(text: str, error: str) -> None:
     with pytest.raises(CliError, match=error):
-        jobs.load_job_file(text, namespace="ns", explicit_namespace=False)
+        job_bodies.load_job_file(text, namespace="ns", explicit_namespace=False)
 
 
 def test_build_command_targets_and_is_owned_by_the_job() -> None:
@@ -173,14 +174,16 @@ def test_build_command_targets_and_is_owned_by_the_job() -> None:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-    assert jobs.build_command(job, jobs.ABORT_JOB) == {
+    assert job_bodies.build_command(job, job_bodies.ABORT_JOB) == {
         "apiVersion": "bus.volcano.sh/v1alpha1",
         "kind": "Command",
         "metadata": {"generateName": "demo-abortjob-", "namespace": "team-a", "ownerReferences": [ref]},
         "action": "AbortJob",
         "target": ref,
     }
-    assert jobs.build_command(job, jobs.RESUME_JOB)["metadata"]["generateName"] == "demo-resumejob-"
+    assert (
+        job_bodies.build_command(job, job_bodies.RESUME_JOB)["metadata"]["generateName"] == "demo-resumejob-"
+    )
 
 
 # -- rendering -------------------------------------------------------------------------------------
@@ -190,7 +193,7 @@ def test_job_table() -> None:
     running = vcjob("train", state={"phase": "Running"}, minAvailable=2, running=3, retryCount=1)
     running["metadata"]["labels"] = {"volcano.sh/job-type": "MPI"}
     fresh = vcjob("new")
-    assert jobs.job_table([running, fresh], NOW, all_namespaces=False, wide=False).splitlines() == [
+    assert job_views.job_table([running, fresh], NOW, all_namespaces=False, wide=False).splitlines() == [
         "NAME   PHASE    JOBTYPE  REPLICAS  MIN  PENDING  RUNNING  SUCCEEDED  FAILED  UNKNOWN  RETRYCOUNT"
         "  AGE",
         "train  Running  MPI      3         2    0        3        0          0       0        1         "
@@ -201,7 +204,7 @@ def test_job_table() -> None:
 
 
 def test_job_table_all_namespaces_and_wide() -> None:
-    table = jobs.job_table([vcjob("a", "ns1")], NOW, all_namespaces=True, wide=True)
+    table = job_views.job_table([vcjob("a", "ns1")], NOW, all_namespaces=True, wide=True)
     header, row = table.splitlines()
     assert header.split() == [
         *("NAMESPACE", "NAME", "PHASE", "JOBTYPE", "REPLICAS", "MIN", "PENDING", "RUNNING", "SUCCEEDED"),
@@ -213,9 +216,9 @@ def test_job_table_all_namespaces_and_wide() -> None:
 def test_filter_jobs() -> None:
     a, b = vcjob("a"), vcjob("b")
     b["spec"]["queue"] = "q2"
-    assert jobs.filter_jobs([a, b], queue="q2", scheduler=None) == [b]
-    assert jobs.filter_jobs([a, b], queue=None, scheduler="other") == []
-    assert jobs.filter_jobs([a, b], queue=None, scheduler=None) == [a, b]
+    assert job_views.filter_jobs([a, b], queue="q2", scheduler=None) == [b]
+    assert job_views.filter_jobs([a, b], queue=None, scheduler="other") == []
+    assert job_views.filter_jobs([a, b], queue=None, scheduler=None) == [a, b]
 
 
 def test_describe_job() -> None:
@@ -243,7 +246,7 @@ def test_describe_job() -> None:
             "source": {"component": "pumice"},
         }
     ]
-    text = jobs.describe_job(job, NOW, events)
+    text = job_views.describe_job(job, NOW, events)
     assert text.startswith("Name:            train\nNamespace:       team-a\nLabels:          a=1\n")
     assert "\n                 b=2\n" in text
     assert "Created:         2024-05-01T10:00:00Z (5m ago)\n" in text
@@ -256,8 +259,8 @@ def test_describe_job() -> None:
     assert "  ps      1        0" in text and "  worker  0        2" in text
     assert "Conditions:\n  STATUS   LAST TRANSITION\n  Pending  2024-05-01T10:00:01Z\n" in text
     assert "  Normal  Scheduled  60s (x3 over 5m)  pumice  all pods bound\n" in text
-    assert jobs.describe_job(vcjob("x"), NOW, []).endswith("Events:  <none>\n")
-    assert jobs.describe_job(vcjob("x"), NOW, None).endswith("Events:  <unavailable>\n")
+    assert job_views.describe_job(vcjob("x"), NOW, []).endswith("Events:  <none>\n")
+    assert job_views.describe_job(vcjob("x"), NOW, None).endswith("Events:  <unavailable>\n")
 
 
 # -- API calls against the fake server ---------------------------------------------------------------
@@ -287,7 +290,7 @@ async def test_list_all_pages(
 async def test_command_job_references_the_live_job(fake_api: FakeApiServer, kube: KubeClient) -> None:
     fake_api.put(BATCH, "jobs", vcjob("demo"))
     uid = fake_api.get(BATCH, "jobs", "demo", "team-a")["metadata"]["uid"]  # type: ignore[index]
-    created = await jobs.command_job(kube, "team-a", "demo", jobs.ABORT_JOB)
+    created = await jobs.command_job(kube, "team-a", "demo", job_bodies.ABORT_JOB)
     assert created["metadata"]["name"].startswith("demo-abortjob-")
     post = fake_api.calls("POST")[0]
     assert post.path == f"{BUS}/namespaces/team-a/commands"
@@ -296,7 +299,7 @@ async def test_command_job_references_the_live_job(fake_api: FakeApiServer, kube
 
 async def test_command_for_a_missing_job_creates_nothing(fake_api: FakeApiServer, kube: KubeClient) -> None:
     with pytest.raises(ApiError) as exc:
-        await jobs.command_job(kube, "team-a", "ghost", jobs.RESUME_JOB)
+        await jobs.command_job(kube, "team-a", "ghost", job_bodies.RESUME_JOB)
     assert exc.value.status == 404
     assert fake_api.calls("POST") == []
 
@@ -312,11 +315,11 @@ async def test_job_events_keep_only_the_volcano_jobs(fake_api: FakeApiServer, ku
     fake_api.put("/api/v1", "events", event("e2", "batch.volcano.sh/v1alpha1", "2024-05-01T10:02:00Z"))
     fake_api.put("/api/v1", "events", event("e1", "batch.volcano.sh/v1alpha1", "2024-05-01T10:01:00Z"))
     fake_api.put("/api/v1", "events", event("e3", "batch/v1", "2024-05-01T10:03:00Z"))
-    events = await jobs.job_events(kube, vcjob("demo"))
+    events = await explain.job_events(kube, vcjob("demo"))
     assert [e["metadata"]["name"] for e in events or []] == ["e1", "e2"]
     assert fake_api.requests[-1].query["fieldSelector"] == "involvedObject.name=demo,involvedObject.kind=Job"
     fake_api.deny[("GET", "/api/v1/namespaces/team-a/events")] = "forbidden"
-    assert await jobs.job_events(kube, vcjob("demo")) is None
+    assert await explain.job_events(kube, vcjob("demo")) is None
 
 
 # -- the commands, end to end through argparse --------------------------------------------------------
@@ -338,7 +341,7 @@ async def test_run_min_above_replicas_is_a_usage_error(cli: Cli, fake_api: FakeA
 
 async def test_run_from_file(cli: Cli, fake_api: FakeApiServer, tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(jobs.build_job(name="filed", namespace="elsewhere")))
+    path.write_text(yaml.safe_dump(job_bodies.build_job(name="filed", namespace="elsewhere")))
     result = await cli("job", "run", "-f", str(path))
     assert result.code == 0, result.err
     assert fake_api.calls("POST")[0].path == f"{BATCH}/namespaces/elsewhere/jobs"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from controllers.cli import jobs
+from controllers.cli import explain
 from tests.cli.conftest import Cli, FakeApiServer, parse
 
 NOW = datetime(2024, 5, 1, 10, 5, 0, tzinfo=UTC)  # 5 minutes after the fake server's creation time
@@ -104,10 +104,10 @@ def pod(
 
 def subject(
     *, job: dict[str, Any] | None = None, pg: dict[str, Any] | None = None, pods: list[Any] | None = None
-) -> jobs.Subject:
+) -> explain.Subject:
     obj = job or pg
     assert obj is not None
-    return jobs.Subject(
+    return explain.Subject(
         kind="Job" if job else "PodGroup",
         namespace=NS,
         name=obj["metadata"]["name"],
@@ -152,13 +152,13 @@ def subject(
     ],
 )
 def test_pod_reason(p: dict[str, Any], reason: str) -> None:
-    assert jobs.pod_reason(p) == reason
+    assert explain.pod_reason(p) == reason
 
 
 def test_only_pods_without_a_node_wait() -> None:
-    assert jobs.waits_for_node(pod("a"))
-    assert not jobs.waits_for_node(pod("b", node="n1", phase="Pending"))  # bound, starting
-    assert not jobs.waits_for_node(pod("c", phase="Failed"))
+    assert explain.waits_for_node(pod("a"))
+    assert not explain.waits_for_node(pod("b", node="n1", phase="Pending"))  # bound, starting
+    assert not explain.waits_for_node(pod("c", phase="Failed"))
 
 
 # -- pure: the explanation -------------------------------------------------------------------------
@@ -176,7 +176,7 @@ REASONS = [
 @pytest.mark.parametrize(("reason", "message", "meaning"), REASONS, ids=[r[0] for r in REASONS])
 def test_each_reason_kind(reason: str, message: str, meaning: str) -> None:
     pg = podgroup("train-u1", conditions=[condition(reason, message)])
-    text = jobs.explain(
+    text = explain.explain(
         subject(job=vcjob("train"), pg=pg, pods=[pod("train-worker-0", group="train-u1")]), NOW
     )
     lines = text.splitlines()
@@ -195,7 +195,7 @@ def test_explain_pending_job() -> None:
         pod("train-worker-1", group="train-u1", gates=("pumice.dev/gang",)),
         pod("train-worker-2", group="train-u1", scheduled=("Unschedulable", "0/2 nodes are available.")),
     ]
-    assert jobs.explain(subject(job=vcjob("train"), pg=pg, pods=pods), NOW) == (
+    assert explain.explain(subject(job=vcjob("train"), pg=pg, pods=pods), NOW) == (
         "Job team-a/train is waiting: NotEnoughResources.\n"
         "PodGroup:       train-u1 (phase Pending)\n"
         "Queue:          q1\n"
@@ -222,7 +222,7 @@ def test_explain_running_job_says_so_and_still_lists_waiting_extras() -> None:
         pod("train-worker-1", group="train-u1", node="n2"),
         pod("train-worker-2", group="train-u1", planned="n1"),
     ]
-    text = jobs.explain(subject(job=vcjob("train", "Running"), pg=pg, pods=pods), NOW)
+    text = explain.explain(subject(job=vcjob("train", "Running"), pg=pg, pods=pods), NOW)
     assert text.splitlines()[0] == "Job team-a/train is running."
     assert "Reason:" not in text and "Meaning:" not in text
     assert "Pods:           3: 1 Pending, 2 Running\n" in text
@@ -266,15 +266,15 @@ def test_explain_running_job_says_so_and_still_lists_waiting_extras() -> None:
     ],
 )
 def test_headlines(job: dict[str, Any], pg: dict[str, Any] | None, headline: str) -> None:
-    assert jobs.explain(subject(job=job, pg=pg), NOW).splitlines()[0] == headline
+    assert explain.explain(subject(job=job, pg=pg), NOW).splitlines()[0] == headline
 
 
 def test_waiting_condition_needs_an_unschedulable_condition_that_stands() -> None:
     standing = condition("NotEnqueued", "m")
-    assert jobs.waiting_condition(podgroup("g", conditions=[standing])) == standing
-    assert jobs.waiting_condition(podgroup("g", conditions=[{**standing, "status": "False"}])) is None
-    assert jobs.waiting_condition(podgroup("g", "Running", conditions=[standing])) is None
-    assert jobs.waiting_condition(None) is None
+    assert explain.waiting_condition(podgroup("g", conditions=[standing])) == standing
+    assert explain.waiting_condition(podgroup("g", conditions=[{**standing, "status": "False"}])) is None
+    assert explain.waiting_condition(podgroup("g", "Running", conditions=[standing])) is None
+    assert explain.waiting_condition(None) is None
 
 
 def test_pick_podgroup_by_owner_then_by_volcanos_names() -> None:
@@ -283,10 +283,10 @@ def test_pick_podgroup_by_owner_then_by_volcanos_names() -> None:
     new_name = podgroup("train-u7", owner=None)
     old_name = podgroup("train", owner=None)
     other = podgroup("train-u1", owner="u1")
-    assert jobs._pick_podgroup([other, old_name, new_name, owned], job) is owned
-    assert jobs._pick_podgroup([other, old_name, new_name], job) is new_name
-    assert jobs._pick_podgroup([other, old_name], job) is old_name
-    assert jobs._pick_podgroup([other], job) is None
+    assert explain._pick_podgroup([other, old_name, new_name, owned], job) is owned
+    assert explain._pick_podgroup([other, old_name, new_name], job) is new_name
+    assert explain._pick_podgroup([other, old_name], job) is old_name
+    assert explain._pick_podgroup([other], job) is None
 
 
 # -- against the fake API server -------------------------------------------------------------------

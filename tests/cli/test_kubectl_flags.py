@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.cli import jobs
+from controllers.cli import job_views
 from controllers.cli import kubeconfig as kc
 from controllers.kube.client import KubeConfigError
 from tests.cli.conftest import Cli, FakeApiServer, parse
@@ -251,11 +251,11 @@ def test_view_shows_the_copied_reason_once() -> None:
         "reason": "PodGroupPending",
         "message": "NotEnqueued: queue q: cpu 9/8",
     }
-    text = jobs.describe_job(job, NOW, [], cond)
+    text = job_views.describe_job(job, NOW, [], cond)
     assert "Reason:         PodGroupPending" in text and text.count("queue q: cpu 9/8") == 1, text
     # A job whose status does not carry it yet (an older pumice wrote it) still shows the condition.
     job["status"]["state"] = {"phase": "Pending"}
-    assert "Waiting:        NotEnqueued: queue q: cpu 9/8" in jobs.describe_job(job, NOW, [], cond)
+    assert "Waiting:        NotEnqueued: queue q: cpu 9/8" in job_views.describe_job(job, NOW, [], cond)
 
 
 def test_context_namespace_of_a_named_context() -> None:

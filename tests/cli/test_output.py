@@ -8,13 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
+from controllers import tables
 from controllers.cli import output
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def test_table_aligns_columns_with_two_spaces_and_no_trailing_blanks() -> None:
-    table = output.render_table(["name", "Phase", "age"], [["a-long-name", "Running", "5s"], ["b", "", "3m"]])
+    table = tables.render_table(["name", "Phase", "age"], [["a-long-name", "Running", "5s"], ["b", "", "3m"]])
     assert table == (
         "NAME         PHASE    AGE\n"
         "a-long-name  Running  5s\n"
@@ -23,7 +24,7 @@ def test_table_aligns_columns_with_two_spaces_and_no_trailing_blanks() -> None:
 
 
 def test_table_with_no_rows_is_the_header() -> None:
-    assert output.render_table(["a", "bb"], []) == "A  BB\n"
+    assert tables.render_table(["a", "bb"], []) == "A  BB\n"
 
 
 @pytest.mark.parametrize(
@@ -52,29 +53,29 @@ def test_table_with_no_rows_is_the_header() -> None:
     ],
 )
 def test_human_duration_rounds_like_kubectl(seconds: int, shown: str) -> None:
-    assert output.human_duration(seconds) == shown
+    assert tables.human_duration(seconds) == shown
 
 
 def test_age_from_creation_timestamp() -> None:
     created = (NOW - timedelta(days=4, hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert output.age({"metadata": {"creationTimestamp": created}}, NOW) == "4d2h"
-    assert output.age({"metadata": {}}, NOW) == "<unknown>"
-    assert output.age({"metadata": {"creationTimestamp": "yesterday"}}, NOW) == "<unknown>"
+    assert tables.age({"metadata": {"creationTimestamp": created}}, NOW) == "4d2h"
+    assert tables.age({"metadata": {}}, NOW) == "<unknown>"
+    assert tables.age({"metadata": {"creationTimestamp": "yesterday"}}, NOW) == "<unknown>"
 
 
 def test_cells_for_missing_values() -> None:
     values: tuple[object, ...] = (None, "", {}, "x", 3)
-    assert [output.text(v) for v in values] == ["<none>", "<none>", "<none>", "x", "3"]
-    assert [output.count(v) for v in (None, 2, True, "7")] == ["0", "2", "0", "0"]
-    assert output.resource_text({"memory": "8Gi", "cpu": "4"}) == "cpu=4,memory=8Gi"
-    assert output.resource_text(None) == "<none>"
+    assert [tables.text(v) for v in values] == ["<none>", "<none>", "<none>", "x", "3"]
+    assert [tables.count(v) for v in (None, 2, True, "7")] == ["0", "2", "0", "0"]
+    assert tables.resource_text({"memory": "8Gi", "cpu": "4"}) == "cpu=4,memory=8Gi"
+    assert tables.resource_text(None) == "<none>"
 
 
 def test_field_walks_mappings_only() -> None:
     obj = {"spec": {"tasks": [1]}, "status": None}
-    assert output.field(obj, "spec", "tasks") == [1]
-    assert output.field(obj, "status", "state", "phase") is None
-    assert output.field(obj, "spec", "tasks", "x") is None
+    assert tables.field(obj, "spec", "tasks") == [1]
+    assert tables.field(obj, "status", "state", "phase") is None
+    assert tables.field(obj, "spec", "tasks", "x") is None
 
 
 OBJ = {

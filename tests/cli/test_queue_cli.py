@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.cli import queues
-from controllers.cli.kubeconfig import CliError
+from controllers.cli import queue_bodies, queues
+from controllers.cli.errors import CliError
 from controllers.kube.client import KubeClient
 from tests.cli.conftest import Cli, FakeApiServer, parse
 
@@ -32,7 +32,7 @@ def test_build_queue_from_flags() -> None:
         "queue", "create", "--name", "q1", "--weight", "3", "--parent", "root", "--state", "Closed",
         "--capability", "cpu=4,memory=8Gi", "--deserved", "cpu=2", "--guarantee", "cpu=1",
     )  # fmt: skip
-    body = queues.build_queue(
+    body = queue_bodies.build_queue(
         name=args.name,
         weight=args.weight,
         parent=args.parent,
@@ -57,7 +57,7 @@ def test_build_queue_from_flags() -> None:
 
 
 def test_build_queue_minimal() -> None:
-    assert queues.build_queue(name="q") == {
+    assert queue_bodies.build_queue(name="q") == {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": "q"},
@@ -66,8 +66,8 @@ def test_build_queue_minimal() -> None:
 
 
 def test_patches() -> None:
-    assert queues.state_patch("Closed") == {"status": {"state": "Closed"}}
-    assert queues.weight_patch(5) == {"spec": {"weight": 5}}
+    assert queue_bodies.state_patch("Closed") == {"status": {"state": "Closed"}}
+    assert queue_bodies.weight_patch(5) == {"spec": {"weight": 5}}
 
 
 def test_bad_flags_exit_2() -> None:
@@ -104,7 +104,7 @@ def test_queue_table() -> None:
 async def test_create_sets_state_through_the_status_subresource(
     fake_api: FakeApiServer, kube: KubeClient
 ) -> None:
-    created = await queues.create_queue(kube, queues.build_queue(name="q1", state="Closed"))
+    created = await queues.create_queue(kube, queue_bodies.build_queue(name="q1", state="Closed"))
     assert created["status"] == {"state": "Closed"}
     post, patch = fake_api.requests
     assert (post.method, post.path) == ("POST", f"{SCHED}/queues")
@@ -119,14 +119,14 @@ async def test_create_sets_state_through_the_status_subresource(
 async def test_create_without_state_leaves_status_to_the_controller(
     fake_api: FakeApiServer, kube: KubeClient
 ) -> None:
-    await queues.create_queue(kube, queues.build_queue(name="q1"))
+    await queues.create_queue(kube, queue_bodies.build_queue(name="q1"))
     assert [r.method for r in fake_api.requests] == ["POST"]
 
 
 async def test_create_reports_a_failed_state_patch(fake_api: FakeApiServer, kube: KubeClient) -> None:
     fake_api.deny[("PATCH", f"{SCHED}/queues/q1/status")] = "status is read-only here"
     with pytest.raises(CliError, match="q1 was created, but setting its state to Open failed: status is"):
-        await queues.create_queue(kube, queues.build_queue(name="q1", state="Open"))
+        await queues.create_queue(kube, queue_bodies.build_queue(name="q1", state="Open"))
 
 
 async def test_create_and_list(cli: Cli, fake_api: FakeApiServer) -> None:

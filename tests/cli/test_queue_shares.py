@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.cli import queues
-from controllers.cli.shares import Cluster, SharesView, compute_shares
+from controllers import shares_view
+from controllers.shares_view import Cluster, SharesView, compute_shares
 from tests.cli.conftest import Cli, FakeApiServer, parse
 
 NOW = datetime(2024, 5, 3, 10, 0, 0, tzinfo=UTC)  # two days after the fake server's creation time
@@ -234,7 +234,7 @@ def test_capacity_hierarchy_bounds_a_child_by_its_parent() -> None:
 def test_resource_columns(nodes: list[Any], qs: list[Any], resources: tuple[str, ...]) -> None:
     view = compute_shares(qs, cluster(nodes=nodes, pods=[], groups=[]))
     assert view.resources == resources
-    header = queues.shares_table(view, by_name(qs), NOW, wide=False).splitlines()[0].split()
+    header = shares_view.shares_table(view, by_name(qs), NOW, wide=False).splitlines()[0].split()
     assert header == [
         "NAME", "WEIGHT", "STATE", "PRIORITY",
         *(f"{r.upper()}(D/A/G/C)" for r in resources),
@@ -267,7 +267,7 @@ def test_tree_indents_children_and_sets_loops_flat_with_a_note() -> None:
         queue("b", parent="a"),
     ]
     view = compute_shares(qs, cluster(pods=[], groups=[]))
-    table = queues.shares_table(view, by_name(qs), NOW, wide=False)
+    table = shares_view.shares_table(view, by_name(qs), NOW, wide=False)
     assert names_column(table) == [
         "a", "b", "default", "orphan", "research", "  nlp", "    small", "  vision",
     ]  # fmt: skip
@@ -277,7 +277,7 @@ def test_tree_indents_children_and_sets_loops_flat_with_a_note() -> None:
         ("small", "nlp", 2),
         ("vision", "research", 1),
     ]
-    assert queues.warnings(view) == [
+    assert shares_view.warnings(view) == [
         "Warning: queue a: spec.parent forms a loop (a -> b -> a); shown at the top",
         "Warning: queue b: spec.parent forms a loop (b -> a -> b); shown at the top",
         "Warning: queue orphan: spec.parent gone does not exist; shown at the top",
@@ -287,9 +287,9 @@ def test_tree_indents_children_and_sets_loops_flat_with_a_note() -> None:
 def test_an_explicit_root_queue_is_the_top() -> None:
     qs = [queue("root"), queue("default"), queue("x", parent="y"), queue("y", parent="x")]
     view = compute_shares(qs, cluster(pods=[], groups=[]))
-    table = queues.shares_table(view, by_name(qs), NOW, wide=False)
+    table = shares_view.shares_table(view, by_name(qs), NOW, wide=False)
     assert names_column(table) == ["root", "  default", "  x", "  y"]
-    assert queues.warnings(view)[0] == (
+    assert shares_view.warnings(view)[0] == (
         "Warning: queue x: spec.parent forms a loop (x -> y -> x); shown under root"
     )
 
@@ -300,7 +300,7 @@ def test_an_explicit_root_queue_is_the_top() -> None:
 def test_table() -> None:
     qs = [*QUEUES, queue("vision", parent="research", capability={"nvidia.com/gpu": "2"}, priority=5)]
     view = compute_shares(qs, cluster())
-    assert queues.shares_table(view, by_name(qs), NOW, wide=False) == (
+    assert shares_view.shares_table(view, by_name(qs), NOW, wide=False) == (
         "NAME      WEIGHT  STATE  PRIORITY  CPU(D/A/G/C)  MEMORY(D/A/G/C)  NVIDIA.COM/GPU(D/A/G/C)"
         "  INQUEUE  PENDING  RUNNING  AGE\n"
         "default   1       Open   0         4/2/0/-       8Gi/4Gi/0/-      0/0/0/-                "
@@ -310,7 +310,7 @@ def test_table() -> None:
         "  vision  1       Open   5         0/0/0/-       0/0/0/-          0/0/0/2                "
         "  0        0        0        2d\n"
     )
-    wide = queues.shares_table(view, by_name(qs), NOW, wide=True).splitlines()
+    wide = shares_view.shares_table(view, by_name(qs), NOW, wide=True).splitlines()
     assert wide[0].split()[-3:] == ["UNKNOWN", "COMPLETED", "PARENT"]
     assert wide[3].split()[-3:] == ["0", "0", "research"]
 
@@ -320,7 +320,8 @@ def test_fractions_show_as_short_figures() -> None:
     pods = [pod(f"p{q}", queue=q, requests={"cpu": "8", "memory": "40Gi"}) for q in "abc"]
     view = compute_shares(qs, cluster(pods=pods, groups=[]))
     cells = [
-        row.split()[4:6] for row in queues.shares_table(view, by_name(qs), NOW, wide=False).splitlines()[1:]
+        row.split()[4:6]
+        for row in shares_view.shares_table(view, by_name(qs), NOW, wide=False).splitlines()[1:]
     ]
     # 16 cpu and 64Gi shared three ways: cpu to the milli, memory to three figures.
     assert cells == [["5.333/0/0/-", "21.3Gi/0/0/-"]] * 3
@@ -328,7 +329,7 @@ def test_fractions_show_as_short_figures() -> None:
 
 def test_json_document_shape() -> None:
     view = compute_shares(QUEUES, cluster())
-    assert queues.shares_document(view, by_name(QUEUES)) == {
+    assert shares_view.shares_document(view, by_name(QUEUES)) == {
         "plugin": "proportion",
         "hierarchy": False,
         "resources": ["cpu", "memory", "nvidia.com/gpu"],
@@ -376,20 +377,20 @@ def test_unreadable_objects_are_skipped_and_named() -> None:
         "Pod team-a/bad: spec.containers[0].resources.requests: invalid resource quantity 'lots'",
     )
     assert view.total is not None and view.total["cpu"] == 16000  # the rest is computed as usual
-    assert queues.warnings(view)[-1].startswith("Warning: skipped Pod team-a/bad: ")
+    assert shares_view.warnings(view)[-1].startswith("Warning: skipped Pod team-a/bad: ")
 
 
 def test_without_the_cluster_shares_are_unknown_and_allocated_comes_from_status() -> None:
     qs = [queue("default", allocated={"cpu": "2", "memory": "4Gi"})]
     view = compute_shares(qs, None, error="nodes is forbidden")
     assert view.error == "nodes is forbidden" and view.total is None
-    table = queues.shares_table(view, by_name(qs), NOW, wide=False).splitlines()
+    table = shares_view.shares_table(view, by_name(qs), NOW, wide=False).splitlines()
     assert table[1].split()[4:6] == ["?/2/0/-", "?/4Gi/0/-"]
-    doc = queues.shares_document(view, by_name(qs))
+    doc = shares_view.shares_document(view, by_name(qs))
     assert doc["error"] == "nodes is forbidden" and doc["clusterTotal"] is None
     assert doc["queues"][0]["deserved"] is None
     assert doc["queues"][0]["allocated"] == {"cpu": "2", "memory": "4Gi"}
-    assert queues.warnings(view) == ["Warning: deserved shares not computed: nodes is forbidden"]
+    assert shares_view.warnings(view) == ["Warning: deserved shares not computed: nodes is forbidden"]
 
 
 def test_no_queues() -> None:
@@ -447,7 +448,7 @@ async def test_list_json_keeps_the_items_and_adds_shares(cli: Cli, fake_api: Fak
         fake_api.get(SCHED, "queues", "research"),
     ]
     view = compute_shares(QUEUES, cluster())
-    assert doc["shares"] == queues.shares_document(view, by_name(QUEUES))
+    assert doc["shares"] == shares_view.shares_document(view, by_name(QUEUES))
     as_yaml = yaml.safe_load((await cli("queue", "list", "-o", "yaml")).out)
     assert as_yaml == doc
 

@@ -41,14 +41,9 @@ from extender.api.versions import (
 )
 from extender.deploy import cli as deploy_cli
 from extender.deploy import yamltext
-from extender.deploy.cli import VersionReader, add_manifests_parser, run_manifests
-from extender.deploy.manifests import (
-    WebhookBuilder,
-    deploy_manifests,
-    generate_extender_tls,
-    pumice_rules,
-    webhook_manifests,
-)
+from extender.deploy.args import VersionReader, add_manifests_parser, run_manifests
+from extender.deploy.manifests import deploy_manifests, generate_extender_tls
+from extender.deploy.rbac import pumice_rules
 from extender.deploy.scheduler_config import (
     API_V1,
     API_V1BETA2,
@@ -58,6 +53,7 @@ from extender.deploy.scheduler_config import (
     scheduler_config,
     scheduler_config_yaml,
 )
+from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.main import main as pumice_main
 from extender.process.tls import MutualTLSBundle, service_dns_names
 

@@ -135,7 +135,7 @@ def test_grants_through_helpers_name_the_caller_first() -> None:
     for grant in GRANTS:
         first = _resolve(grant.code[0])
         if not inspect.isfunction(first):
-            assert grant.code[0] == "extender.main:INFORMERS", grant  # the one table of watched paths
+            assert grant.code[0] == "extender.wiring:INFORMERS", grant  # the one table of watched paths
 
 
 # --- (3) every resource pumice's API paths name has a row -------------------------------------------------
@@ -177,6 +177,8 @@ _SERVICE_ACCOUNT_CODE = [
         if "cli" not in p.relative_to(ROOT).parts and p != _PATHS_MODULE
     ),
     ROOT / "extender" / "main.py",
+    ROOT / "extender" / "serve.py",
+    ROOT / "extender" / "wiring.py",
 ]
 _RESOURCES = {name: r for name, r in vars(paths).items() if isinstance(r, paths.Resource)}
 

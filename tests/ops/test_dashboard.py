@@ -14,8 +14,8 @@ from kubernetes_asyncio import client as k8s
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
-from extender.main import Process
 from extender.plugins.registry import load_conf
+from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.deploy.manifests import NON_ROOT_UID
+from extender.deploy.names import NON_ROOT_UID
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = (ROOT / "Dockerfile").read_text()

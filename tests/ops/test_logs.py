@@ -13,9 +13,9 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
-from extender.main import Process
 from extender.plugins.registry import load_conf
 from extender.process.logs import configure, logfmt_value
+from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS, node, pod, podgroup, queue
 
 # logfmt as parsers read it (go-logfmt, Loki's logfmt stage): key=bare or key="quoted with \" escapes".

@@ -15,10 +15,11 @@ from prometheus_client.samples import Sample
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
-from extender.main import Process, _health_routes
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
+from extender.serve import _health_routes
 from extender.server.metrics import Metrics
+from extender.wiring import Process
 
 SETTINGS = ServeSettings(
     kubeconfig=None,

@@ -71,6 +71,28 @@ CASES = [
     ("extender/process/tls.py", "import admission.webhooks", "TLS material is a leaf"),
     ("extender/process/settings.py", "import extender.deploy.rbac", "Settings are plain data"),
     ("controllers/cli/queues.py", "import admission.webhooks", "The CLI stays out of the servers"),
+    ("controllers/cli/jobs.py", "import controllers.reconcilers.jobs", "The CLI stays out of the servers"),
+    (
+        "controllers/simulate/report.py",
+        "import extender.server.app",
+        "The simulator stays out of the servers",
+    ),
+    (
+        "controllers/simulate/engine.py",
+        "import controllers.reconcilers.jobs",
+        "The simulator stays out of the servers",
+    ),
+    (
+        "controllers/simulate/report.py",
+        "import controllers.cli.output",
+        "The CLI and the simulator are independent",
+    ),
+    (
+        "controllers/cli/queues.py",
+        "import controllers.simulate.report",
+        "The CLI and the simulator are independent",
+    ),
+    ("controllers/cli/output.py", "import extender.serve", "Nothing imports the composition root"),
     (
         "controllers/kube/informer.py",
         "import extender.core.model",

@@ -6,9 +6,9 @@ from kubernetes_asyncio import client as k8s
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
-from extender.main import Process
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
+from extender.wiring import Process
 
 SETTINGS = ServeSettings(
     kubeconfig=None,

@@ -1,0 +1,47 @@
+"""The flags of ``pumice simulate`` (see :mod:`controllers.simulate.cli`, which runs the command).
+
+Only the parser: building it imports none of the simulator (the scheduler, numpy), so every other command
+of ``pumice`` starts without it; the simulator is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "simulate",
+        help="simulate pumice on a trace of jobs or a cluster snapshot (no cluster needed)",
+        description="Run pumice's scheduler on a simulated cluster: a trace of jobs over virtual time "
+        "(TRACE), or the objects of a real cluster (--snapshot).",
+    )
+    p.add_argument("trace", nargs="?", metavar="TRACE", help="a trace file (YAML: nodes, queues, jobs)")
+    p.add_argument(
+        "--snapshot", metavar="STATE", help="cluster objects as `kubectl get ... -o yaml` prints them"
+    )
+    p.add_argument(
+        "--scheduler-conf",
+        action="append",
+        default=[],
+        metavar="CONF",
+        help="a volcano-scheduler.conf, or 'default' for pumice's default conf; give several to compare them "
+        "side by side (trace mode)",
+    )
+    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    p.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR (trace mode; needs matplotlib)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="a preempted or reclaimed job keeps its progress (default: it starts over)",
+    )
+    p.add_argument("--until", metavar="DURATION", help="stop the simulation at this virtual time (e.g. 24h)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, imported when it runs (the parser alone stays cheap to build)."""
+    from controllers.simulate.cli import run
+
+    return run(args)

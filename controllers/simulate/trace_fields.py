@@ -1,0 +1,103 @@
+"""The single values of a trace file, read and checked: mappings, lists, names, counts, durations,
+resource lists, a pool's GPU cards and topology (see :mod:`controllers.simulate.trace` for the format).
+
+Each reader returns the value as the simulator uses it, or raises :class:`TraceError` naming where it is
+(``jobs[3].tasks[0].replicas``) and what was expected, so a bad trace fails before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from extender.core.durations import parse_duration
+from extender.core.errors import InvalidQuantity
+from extender.core.gpus import GPU_MEMORY
+from extender.core.quantity import to_units
+from extender.core.resources import parse_resource_list
+
+
+class TraceError(ValueError):
+    """The trace cannot be simulated as written; the message says where and why."""
+
+
+def mapping(v: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise TraceError(f"{where}: expected a mapping, got {type(v).__name__}")
+    return v
+
+
+def items(v: object, where: str) -> Sequence[Any]:
+    if v is None:
+        return ()
+    if not isinstance(v, list):
+        raise TraceError(f"{where}: expected a list, got {type(v).__name__}")
+    return v
+
+
+def name(v: object, where: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise TraceError(f"{where}: a non-empty name is required")
+    return v
+
+
+def count(v: object, where: str, minimum: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise TraceError(f"{where}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def seconds(v: object, where: str) -> float:
+    if isinstance(v, bool):
+        raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
+    if isinstance(v, int | float):
+        if v < 0:
+            raise TraceError(f"{where}: must not be negative")
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return parse_duration(v)
+        except ValueError as e:
+            raise TraceError(f"{where}: {e}") from None
+    raise TraceError(f"{where}: expected seconds or a duration such as 90s or 1h30m, got {v!r}")
+
+
+def resources(v: object, where: str) -> dict[str, str]:
+    out = {str(k): str(q) for k, q in mapping(v, where).items()}
+    try:
+        parse_resource_list(out)
+    except ValueError as e:
+        raise TraceError(f"{where}: {e}") from None
+    return out
+
+
+def known(m: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    unknown = sorted(str(k) for k in set(m) - set(known))
+    if unknown:
+        raise TraceError(f"{where}: unknown fields {unknown} (known: {', '.join(known)})")
+
+
+def gpus(raw: object, where: str) -> tuple[int, int]:
+    """A pool's ``gpus``: (cards per node, memory per card)."""
+    m = mapping(raw, where)
+    known(m, ("cards", "memory"), where)
+    cards = count(m.get("cards"), f"{where}.cards", 1)
+    memory = m.get("memory")
+    units: int | None = None
+    if isinstance(memory, int | str) and not isinstance(memory, bool):
+        try:
+            units = to_units(GPU_MEMORY, memory)
+        except InvalidQuantity:
+            units = None
+    if units is None or units < 1:
+        raise TraceError(
+            f"{where}.memory: expected a positive integer or quantity (81920, 80Gi), got {memory!r}"
+        )
+    return cards, units
+
+
+def topology(raw: object, where: str) -> tuple[int, int]:
+    """A pool's ``topology``: (nodes per leaf, leaves per spine; 0 for no spine)."""
+    m = mapping(raw, where)
+    known(m, ("leaf", "spine"), where)
+    return count(m.get("leaf"), f"{where}.leaf", 1), count(m.get("spine", 0), f"{where}.spine")
