@@ -31,7 +31,8 @@ from extender.core.model import GroupKey, GroupPhase, Pod, PodUID
 from extender.core.snapshot import Aside, Snapshot, pod_group_key
 from extender.core.timestamps import rfc3339
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Eviction, Session, Unschedulable
+from extender.framework.result import CycleResult, Eviction, Unschedulable
+from extender.framework.session import Session
 from extender.framework.victims import refuse_victims
 from extender.plugins.registry import SchedulerConf
 

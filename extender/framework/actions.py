@@ -38,7 +38,9 @@ from extender.framework.gangs import (
 from extender.framework.lines import Line
 from extender.framework.plugin import GangDomains, Rows, Scores
 from extender.framework.reserve import reserve
-from extender.framework.session import Session, Statement, Unschedulable
+from extender.framework.result import Unschedulable
+from extender.framework.session import Session
+from extender.framework.statement import Statement
 
 # Condition reasons (Volcano's where it has one).
 NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"

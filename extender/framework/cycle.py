@@ -3,6 +3,9 @@
 The server's loop runs it in a worker thread over an immutable snapshot, the simulator runs it in a
 loop of its own, tests run it directly: the same decisions from the same inputs. ``now`` is the cycle's
 clock (seconds since the epoch), the only time a rule may look at.
+
+The conf's plugins are built afresh for every cycle (``CycleConf.tiers``: a plugin keeps per-cycle state
+from ``open`` on), and their hook tables (:class:`~extender.framework.hooks.Hooks`) with them.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from typing import Protocol
 
 from extender.core.snapshot import Snapshot
 from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 
 # Outcomes that stand until something changes that could alter them (room freed, a queue or node
 # changed, the group itself changed): a cache may leave such groups out of later snapshots.
@@ -32,7 +37,7 @@ class CycleConf(Protocol):
 def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     """Every configured action, in order, against ``snapshot``; with, for each group left waiting for a
     reason that stands, what it weighs on its queue while a cache leaves it out (``CycleResult.aside``)."""
-    ssn = Session(snapshot, conf.tiers(), now=now)
+    ssn = Session(snapshot, build_hooks(conf.tiers()), now=now)
     for act in conf.actions:
         act(ssn)
     for plugin in ssn.plugins:

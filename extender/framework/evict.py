@@ -8,7 +8,7 @@
   capacity: from queues above their deserved share, never below it).
 
 Both work as allocate does, a group at a time in queue and job order, the gang minimum all or nothing in
-a :class:`~extender.framework.session.Statement`; the extra pods of a whole gang one at a time. For each
+a :class:`~extender.framework.statement.Statement`; the extra pods of a whole gang one at a time. For each
 pod: a node where it fits once pods already leaving are gone needs no victim; else, over the nodes its
 constraints allow, the victims the plugins permit are taken in victim order (lowest priority, then
 youngest first) until the pod fits, and the node needing the least disruption wins (fewest gangs taken
@@ -43,7 +43,9 @@ from extender.core.resources import Vector
 from extender.core.running import Running
 from extender.core.timestamps import epoch
 from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiting, startable
-from extender.framework.session import Eviction, Session, Statement, Unschedulable
+from extender.framework.result import Eviction, Unschedulable
+from extender.framework.session import Session
+from extender.framework.statement import Statement
 
 PREEMPTED: Final = "Preempted"
 RECLAIMED: Final = "Reclaimed"

@@ -24,7 +24,8 @@ from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.deviceshare import DeviceSharePlugin
 from extender.plugins.registry import NOT_YET, PLUGINS, load_conf
 from tests.core.builders import NOW, Raw, conf_with, node, pod, podgroup, queue
