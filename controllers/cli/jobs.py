@@ -36,13 +36,8 @@ from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from extender.api import labels as L
 from extender.core.status import UNSCHEDULABLE
-from extender.framework.actions import (
-    NOT_ADMITTED,
-    NOT_ENOUGH_PODS,
-    NOT_ENOUGH_RESOURCES,
-    QUEUE_UNAVAILABLE,
-)
 from extender.framework.evict import WAITING_FOR_VICTIMS
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
 
 JOB_API_VERSION: Final = paths.JOBS.api_version
 COMMAND_API_VERSION: Final = paths.COMMANDS.api_version

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from extender.core.snapshot import Snapshot
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 

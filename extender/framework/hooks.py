@@ -110,7 +110,7 @@ class Hooks:
     @property
     def batchable(self) -> bool:
         """Whether a run of a gang's identical pods may be placed as one batch (see
-        :func:`extender.framework.batch.place_run`): hypothetical rows scored, one capacity check."""
+        :func:`extender.framework.place.place_run`): hypothetical rows scored, one capacity check."""
         return self.row_local_scores and self.additive_allocatable
 
 

@@ -81,7 +81,7 @@ class Session:
         self.listeners = hooks.placed  # told of every place, eviction and undo (Plugin.placed)
         self.fit_predicates = bool(hooks.node_fit)  # whether fit_mask is more than resources
         self.pod_fit_follows_evictions = hooks.pod_fit_follows_evictions
-        # Whether a run of identical pods may be placed as a batch (see extender.framework.batch).
+        # Whether a run of identical pods may be placed as a batch (see extender.framework.place).
         self.batchable = batch and hooks.batchable
         self.task_ordered = bool(hooks.task_order)  # none: a group's pods go by priority and age
         self.namespace_ordered = bool(hooks.namespace_order)

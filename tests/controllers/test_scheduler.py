@@ -13,8 +13,8 @@ from controllers.scheduling.executor import BindError
 from controllers.scheduling.scheduler import LoopSettings, Scheduler
 from controllers.state.cluster import cluster_state
 from extender.core.model import group_key
-from extender.framework.actions import NOT_ADMITTED
 from extender.framework.cycle import run_cycle
+from extender.framework.reasons import NOT_ADMITTED
 from extender.plugins.registry import load_conf
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extender.framework.actions import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
+from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
 from extender.framework.result import CycleResult
 from tests.core.builders import GPU, T0, conf_with, gang, node, placed, pod, podgroup, queue, run
 
