@@ -43,7 +43,7 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     for plugin in ssn.plugins:
         plugin.close(ssn)
     held = None if ssn.reservation is None else ssn.reservation.group
-    if ssn.fit_predicates:
+    if ssn.hooks.node_fit:
         # A plugin predicate on free capacity (resource-strategy-fit's proportional) can let a pod in
         # when others are placed (a GPU pod lowers the cpu kept for idle GPUs), not only when room is
         # freed: no refusal stands, every waiting group is looked at each cycle (as Volcano does).
@@ -52,5 +52,5 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
         # A group holding a reservation is looked at every cycle: its reservation lasts only as long as
         # the cycles that keep it.
         if why.reason in _STANDING and key in snapshot.groups and key != held:
-            ssn.result.aside[key] = ssn.aside(key)
+            ssn.result.aside[key] = ssn.promises.aside(key)
     return ssn.result

@@ -93,7 +93,7 @@ def _count_releasing(ssn: Session) -> None:
     rows = sorted(running.releasing_pods)
     if rows:
         ssn.free[rows] += running.releasing[rows]
-        ssn.touched_rows(rows)
+        ssn.nodes.touched_rows(rows)
         for row in rows:
             ssn.leaving.setdefault(row, set()).update(running.releasing_pods[row])
 
@@ -235,7 +235,7 @@ def _make_room(
     own = ssn.pod_fit(p, mask)
     # Whether the pod's own fit is asked again once victims are gone (GPU cards); else it is judged on
     # the nodes as they are (what a victim would free per NUMA node is not known).
-    own_fit = own is not None and ssn.pod_fit_follows_evictions
+    own_fit = own is not None and ssn.hooks.pod_fit_follows_evictions
     search = mask
     if own is not None:
         mask = mask & own

@@ -47,13 +47,13 @@ def place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -
         if rules is not None and allowed is not None and smask.any() and not ok.any():
             return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
         held = ssn.reservation
-        if held is not None and (held.rows & ssn.static_mask(p.constraints) & room).any():
+        if held is not None and (held.rows & ssn.masks.static_mask(p.constraints) & room).any():
             return held.describe()
         if qname is not None and (why := _queue_refuses(ssn, p, qname)) is not None:
             return why
         if qname is not None and limit is not None and (ok & room).any():
-            return ssn.limit_reason(qname, req)
-        refusal = ssn.fit_refusal(req, ok)
+            return ssn.masks.limit_reason(qname, req)
+        refusal = ssn.nodes.fit_refusal(req, ok)
         if refusal is not None:
             return refusal
         short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
@@ -68,7 +68,7 @@ def place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -
     own = ssn.pod_fit(p, mask)
     if own is not None:
         if not (mask & own).any():
-            return ssn.pod_fit_reason(p, mask)
+            return ssn.masks.pod_fit_reason(p, mask)
         mask = mask & own
     scores = ssn.scores(req)
     bonus = ssn.queue_scores(qname)
@@ -85,13 +85,13 @@ def place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -
 def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
     """Why the queue's node rules (``node_mask`` plugins) leave ``p`` no node its own constraints allow,
     or None when they do not decide it."""
-    qm = ssn.queue_mask(qname)
+    qm = ssn.masks.queue_mask(qname)
     if qm is None:
         return None
-    static = ssn.static_mask(p.constraints)
+    static = ssn.masks.static_mask(p.constraints)
     if not static.any() or (static & qm).any():
         return None
-    return ssn.queue_mask_reason(qname)
+    return ssn.masks.queue_mask_reason(qname)
 
 
 # Pods placed per step of a batch: bounds the hypothetical rows scored at once (at most its square).
@@ -155,10 +155,10 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores
     rows = np.asarray(top, dtype=np.intp)
     # The k-th best is taken the first time only once the k better ones have been: b - k at most.
     copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
-    if most and ssn.fit_predicates:
+    if most and ssn.hooks.node_fit:
         # A node predicate on free capacity (node_fit) may refuse a copy resources would allow: a node
         # takes copies up to the first it refuses (nothing else changes that node during the run).
-        ok = ssn.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
+        ok = ssn.nodes.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
         for k, c in enumerate(copies):
             for j in range(1, c):
                 if not ok[k][j - 1]:

@@ -13,7 +13,11 @@ their own, each in its module with its invariants:
 - :class:`~extender.framework.order_keys.OrderKeys`: job, task, queue and namespace keys;
 - :class:`~extender.framework.votes.Votes`: the vote, victim and domain hooks under their tier rules.
 
-The session's methods of the same names call them, so a caller sees one object. Tentative placements are
+The parts are the session's attributes ``nodes``, ``masks``, ``keys``, ``votes`` (and ``promises``,
+what admitted groups are owed: :mod:`extender.framework.promises`). The questions every placement path
+asks (a pod's nodes, a request's fit and scores, the order keys, the votes) are the session's own methods,
+which call the parts; the parts' machinery (the row clock, hypothetical rows, the reasons behind a
+refusal, the pieces of a pod's mask) is called on the part. Tentative placements are
 made inside a :class:`~extender.framework.statement.Statement`, committed together (the gang is ready) or
 discarded: Volcano's statement idea, a gang never holds part of the cluster it cannot use.
 
@@ -25,7 +29,8 @@ has terms that could concern any pod: until then a cycle pays nothing for them.
 
 Invariants: ``free`` is one array for the whole cycle (never rebound; the caches read it); usage arrays
 in ``queue_used`` are replaced on every change, never modified in place (the queue key cache tells
-whether a key is current by their identity); every change of a row of ``free`` is told to ``touched``.
+whether a key is current by their identity); every change of a row of ``free`` is told to the node
+cache (``nodes.touched``).
 """
 
 from __future__ import annotations
@@ -38,15 +43,16 @@ import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.interpod import PodsOnNodes
-from extender.core.model import GroupKey, NodeConstraints, Pod, PodGroup, PodUID, Queue
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
-from extender.core.snapshot import Aside, Snapshot, pod_group_key
+from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.hooks import Hooks, build_hooks
 from extender.framework.node_cache import NodeCache
 from extender.framework.node_masks import NodeMasks
 from extender.framework.order_keys import OrderKeys
 from extender.framework.plugin import GangDomains, Plugin, Rows, Scores
+from extender.framework.promises import Promises
 from extender.framework.result import CycleResult
 from extender.framework.statement import Statement
 from extender.framework.votes import Votes
@@ -56,6 +62,9 @@ if TYPE_CHECKING:
 
 
 class Session:
+    """One cycle's working state and the plugins' single point of contact (Volcano's Session): the
+    mutable copies of the snapshot's capacity and usage, the cycle's result, and the hooks' answers."""
+
     def __init__(
         self,
         snapshot: Snapshot,
@@ -78,14 +87,8 @@ class Session:
         self.now = now
         self.tiers = hooks.tiers
         self.plugins = hooks.plugins
-        self.listeners = hooks.placed  # told of every place, eviction and undo (Plugin.placed)
-        self.fit_predicates = bool(hooks.node_fit)  # whether fit_mask is more than resources
-        self.pod_fit_follows_evictions = hooks.pod_fit_follows_evictions
         # Whether a run of identical pods may be placed as a batch (see extender.framework.place).
         self.batchable = batch and hooks.batchable
-        self.task_ordered = bool(hooks.task_order)  # none: a group's pods go by priority and age
-        self.namespace_ordered = bool(hooks.namespace_order)
-        self._pod_scorers = hooks.pod_score
         # Column-major: fit checks and scores read a resource column over many nodes, placements write one
         # short row.
         self.free: npt.NDArray[np.int64] = np.asfortranarray(snapshot.free)
@@ -94,13 +97,15 @@ class Session:
         self.plans: dict[PodUID, str] = dict(snapshot.plans)
         self._vectors: dict[PodUID, Vector] = {}
         self._negative: set[PodUID] | None = None  # pods with a negative request (found on first use)
-        self._nodes = NodeCache(self, hooks, self.free, cache_scores=cache_scores)
-        self._masks = NodeMasks(self, hooks)
-        self._keys = OrderKeys(self, hooks, cache_keys=cache_keys)
-        self._votes = Votes(self, hooks)
-        self.local_queue_order = self._keys.local_queue_order
+        # The parts (see the module docstring); the session's methods of their names call them.
+        self.nodes = NodeCache(self, hooks, self.free, cache_scores=cache_scores)
+        self.masks = NodeMasks(self, hooks)
+        self.keys = OrderKeys(self, hooks, cache_keys=cache_keys)
+        self.votes = Votes(self, hooks)
+        self.local_queue_order = self.keys.local_queue_order
         # What each namespace took this cycle less what it gave back, kept (by every Statement) only when
         # some plugin orders namespaces (see Plugin.namespace_order).
+        self.namespace_ordered = bool(hooks.namespace_order)
         self.namespace_delta: dict[str, Vector] = {}
         self._interpod: PodsOnNodes | None = None
         self._running: RunningIndex | None = None
@@ -126,80 +131,19 @@ class Session:
         # matter to the rules of others.
         self.rules_active = False
         self._terms_on_nodes: bool | None = None  # whether a resident has inter-pod terms (found once)
-        r = len(snapshot.index)
-        # What each queue holds: bound pods plus plans not yet bound (the snapshot's totals).
-        self.queue_used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
-        for q, held in snapshot.queue_held.items():
-            self.queue_used[q] = self.queue_used.get(q, np.zeros(r, dtype=np.int64)) + held
-        # minResources of admitted groups not yet running: promised capacity enqueue must respect.
-        self.inqueue = np.zeros(r, dtype=np.int64)
-        self.queue_inqueue: dict[str, Vector] = {}
-        self._promise([snapshot.groups[k] for k in self.admitted if snapshot.groups[k].phase == "Inqueue"])
-        # Groups the snapshot leaves out are still owed their promises.
-        for q, v in snapshot.aside_owed.items():
-            self.inqueue += v
-            self.queue_inqueue[q] = v.copy() if q not in self.queue_inqueue else self.queue_inqueue[q] + v
+        self.queue_used = _queue_used(snapshot)
+        # What admitted groups not yet running are promised, over the cluster and per queue.
+        self.promises = Promises(self)
+        self.inqueue = self.promises.inqueue
+        self.queue_inqueue = self.promises.queue_inqueue
         for p in self.plugins:
             p.open(self)
 
-    # --- what groups are promised -------------------------------------------------------------------
-    def _promise(self, groups: Sequence[PodGroup]) -> None:
-        """Add what ``groups`` are owed to ``inqueue`` and their queues' entries: Volcano reserves
-        minResources less what a group already holds. All at once (integer sums: the order of the
-        additions does not matter), as the session opens with every Inqueue group."""
-        if not groups:
-            return
-        snap = self.snapshot
-        if len(groups) == 1:  # a group admitted by this cycle's enqueue: one vector is cheaper
-            g = groups[0]
-            v = self.owed(g)
-            self.inqueue += v
-            held = self.queue_inqueue.get(g.queue)
-            self.queue_inqueue[g.queue] = v if held is None else held + v
-            return
-        owed = snap.index.matrix([g.min_resources for g in groups])
-        for i, g in enumerate(groups):
-            for uid in snap.members.get(g.key, ()):
-                if snap.pods[uid].holds_resources or uid in self.plans:
-                    owed[i] -= self.vector(uid)
-        np.maximum(owed, 0, out=owed)
-        self.inqueue += owed.sum(axis=0)
-        by_queue: dict[str, list[int]] = {}
-        for i, g in enumerate(groups):
-            by_queue.setdefault(g.queue, []).append(i)
-        for q, rows in by_queue.items():
-            add = owed[rows].sum(axis=0)
-            self.queue_inqueue[q] = add if q not in self.queue_inqueue else self.queue_inqueue[q] + add
-
-    def owed(self, g: PodGroup) -> Vector:
-        """What an admitted group is promised: its minResources less what its pods hold or are planned."""
-        snap = self.snapshot
-        v = snap.index.vector(g.min_resources)
-        for uid in snap.members.get(g.key, ()):
-            if snap.pods[uid].holds_resources or uid in self.plans:
-                v -= self.vector(uid)
-        np.maximum(v, 0, out=v)
-        return v
-
-    def aside(self, key: GroupKey) -> Aside:
-        """What group ``key`` weighs on its queue as the cycle ends, for a cache that leaves it out of later
-        snapshots while nothing about it changes (see :class:`extender.core.snapshot.Aside`)."""
-        snap = self.snapshot
-        g = snap.groups[key]
-        names = snap.index.names
-        waiting = snap.request_sum([u for u in snap.members.get(key, ()) if snap.pods[u].waiting])
-        promised = key in self.result.admitted or (key in self.admitted and g.phase == "Inqueue")
-        owed = self.owed(g) if promised else None
-        return Aside(
-            queue=g.queue,
-            waiting={n: int(waiting[i]) for i, n in enumerate(names) if waiting[i]},
-            owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
-        )
-
     def admit(self, g: PodGroup) -> None:
+        """Admit ``g`` this cycle (enqueue): it is promised what it is owed."""
         self.admitted.add(g.key)
         self.result.admitted.add(g.key)
-        self._promise((g,))
+        self.promises.promise((g,))
 
     # --- per-pod helpers --------------------------------------------------------------------------
     def vector(self, uid: PodUID) -> Vector:
@@ -233,17 +177,6 @@ class Session:
         """Ask for a cycle at ``when`` (epoch seconds) though nothing changes: a rule waits for time."""
         if when > self.now:
             self.result.retry_at = when if self.result.retry_at is None else min(self.result.retry_at, when)
-
-    def moved(self, queue: str, request: Vector, row: int, count: int) -> None:
-        """Tell the ``placed`` listeners (Statement does, for every place, eviction and undo)."""
-        for p in self.listeners:
-            p.placed(self, queue, request, row, count)
-
-    def namespace_moved(self, namespace: str, v: Vector) -> None:
-        """``v`` more (or, negative, less) is held by ``namespace`` (Statement calls it, when
-        :attr:`namespace_ordered`)."""
-        d = self.namespace_delta.get(namespace)
-        self.namespace_delta[namespace] = v.copy() if d is None else d + v
 
     @property
     def running(self) -> RunningIndex:
@@ -292,10 +225,8 @@ class Session:
 
     def pod_scores(self, p: Pod, candidates: fit.Mask) -> Scores | None:
         """Summed :class:`PodScorer` scores for placing ``p`` among ``candidates``, or None."""
-        if not self._pod_scorers:
-            return None
         total: Scores | None = None
-        for scorer in self._pod_scorers:
+        for scorer in self.hooks.pod_score:
             s = scorer.pod_score(self, p, candidates)
             if s is not None:
                 total = s if total is None else total + s
@@ -308,100 +239,83 @@ class Session:
 
     # --- node fit and scores (extender.framework.node_cache) ----------------------------------------
     def fit_mask(self, request: Vector) -> fit.Mask:
-        return self._nodes.fit_mask(request)
-
-    def fits_at(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None) -> fit.Mask:
-        return self._nodes.fits_at(request, free, rows)
-
-    def fit_refusal(self, request: Vector, candidates: fit.Mask) -> str | None:
-        return self._nodes.fit_refusal(request, candidates)
+        return self.nodes.fit_mask(request)
 
     def scores(self, request: Vector) -> Scores:
-        return self._nodes.scores(request)
+        return self.nodes.scores(request)
 
     def scores_at(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows) -> Scores:
-        return self._nodes.scores_at(request, free, rows)
+        return self.nodes.scores_at(request, free, rows)
 
     def fraction(
         self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None, column: int
     ) -> Scores:
-        return self._nodes.fraction(request, free, rows, column)
-
-    def touched(self, node: int) -> None:
-        self._nodes.touched(node)
-
-    def touched_rows(self, nodes: Sequence[int]) -> None:
-        self._nodes.touched_rows(nodes)
+        return self.nodes.fraction(request, free, rows, column)
 
     # --- node masks and per-pod predicates (extender.framework.node_masks) --------------------------
-    def static_mask(self, c: NodeConstraints) -> fit.Mask:
-        return self._masks.static_mask(c)
-
     def pod_mask(self, p: Pod) -> fit.Mask:
-        return self._masks.pod_mask(p)
-
-    def queue_mask(self, qname: str) -> fit.Mask | None:
-        return self._masks.queue_mask(qname)
+        return self.masks.pod_mask(p)
 
     def queue_scores(self, qname: str | None) -> Scores | None:
-        return self._masks.queue_scores(qname)
-
-    def queue_mask_reason(self, qname: str) -> str:
-        return self._masks.queue_mask_reason(qname)
+        return self.masks.queue_scores(qname)
 
     def limit_mask(self, qname: str, request: Vector) -> fit.Mask | None:
-        return self._masks.limit_mask(qname, request)
-
-    def limit_reason(self, qname: str, request: Vector) -> str:
-        return self._masks.limit_reason(qname, request)
+        return self.masks.limit_mask(qname, request)
 
     def pod_fit(self, p: Pod, candidates: fit.Mask) -> fit.Mask | None:
-        return self._masks.pod_fit(p, candidates)
-
-    def pod_fit_reason(self, p: Pod, candidates: fit.Mask) -> str:
-        return self._masks.pod_fit_reason(p, candidates)
+        return self.masks.pod_fit(p, candidates)
 
     # --- order keys (extender.framework.order_keys) -------------------------------------------------
     def job_key(self, g: PodGroup) -> tuple[Any, ...]:
-        return self._keys.job_key(g)
+        return self.keys.job_key(g)
 
     def task_key(self, p: Pod) -> tuple[Any, ...]:
-        return self._keys.task_key(p)
+        return self.keys.task_key(p)
 
     def queue_key(self, q: Queue) -> tuple[Any, ...]:
-        return self._keys.queue_key(q)
+        return self.keys.queue_key(q)
 
     def namespace_key(self, namespace: str) -> tuple[Any, ...]:
-        return self._keys.namespace_key(namespace)
+        return self.keys.namespace_key(namespace)
 
     # --- votes (extender.framework.votes) -----------------------------------------------------------
     def enqueue_reject(self, g: PodGroup) -> str | None:
-        return self._votes.enqueue_reject(g)
+        return self.votes.enqueue_reject(g)
 
     def allocatable_reject(self, q: Queue, request: Vector) -> str | None:
-        return self._votes.allocatable_reject(q, request)
+        return self.votes.allocatable_reject(q, request)
 
     def victim_reject(self, pod: Pod) -> str | None:
-        return self._votes.victim_reject(pod)
+        return self.votes.victim_reject(pod)
 
     def overused(self, q: Queue) -> str | None:
-        return self._votes.overused(q)
+        return self.votes.overused(q)
 
     def preemptive_reject(self, q: Queue, request: Vector) -> str | None:
-        return self._votes.preemptive_reject(q, request)
+        return self.votes.preemptive_reject(q, request)
 
     def preemptable(self, preemptor: Pod, candidates: Sequence[Pod]) -> list[Pod]:
-        return self._votes.preemptable(preemptor, candidates)
+        return self.votes.preemptable(preemptor, candidates)
 
     def reclaimable(self, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
-        return self._votes.reclaimable(reclaimer, candidates)
+        return self.votes.reclaimable(reclaimer, candidates)
 
     def gang_domains(self, g: PodGroup) -> GangDomains | None:
-        return self._votes.gang_domains(g)
+        return self.votes.gang_domains(g)
 
     def gang_fence(self, g: PodGroup) -> fit.Mask | None:
-        return self._votes.gang_fence(g)
+        return self.votes.gang_fence(g)
 
     # --- tentative placement ------------------------------------------------------------------------
     def statement(self) -> Statement:
         return Statement(self)
+
+
+def _queue_used(snapshot: Snapshot) -> dict[str, Vector]:
+    """What each queue holds as the cycle opens: bound pods plus plans not yet bound (the snapshot's
+    totals), a zero vector for a queue holding nothing."""
+    r = len(snapshot.index)
+    used: dict[str, Vector] = {q: np.zeros(r, dtype=np.int64) for q in snapshot.queues}
+    for q, held in snapshot.queue_held.items():
+        used[q] = used.get(q, np.zeros(r, dtype=np.int64)) + held
+    return used

@@ -4,7 +4,8 @@ A :class:`Statement` applies each placement and eviction to the session's workin
 capacity, queue usage, plans, the inter-pod counts, the namespaces' deltas, the ``placed`` listeners), so
 the next decision of the same gang sees it; ``discard`` undoes them in reverse order, leaving that state
 exactly as it was, and ``commit`` writes them to the cycle's result. Every change of a row of ``free``
-goes through :meth:`Session.touched` (or ``touched_rows``), which keeps the fit and score caches exact.
+is told to the node cache (``ssn.nodes.touched`` or ``touched_rows``), which keeps the fit and score
+caches exact.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from extender.core.model import Pod, PodUID
+from extender.core.resources import Vector
 from extender.framework.result import Eviction
 
 if TYPE_CHECKING:
@@ -34,31 +36,31 @@ class Statement:
         ssn = self.ssn
         v = ssn.running.vector(pod)
         ssn.free[node] += v
-        ssn.touched(node)
+        ssn.nodes.touched(node)
         used = ssn.queue_used.get(queue)
         if used is not None:
             ssn.queue_used[queue] = used - v
         ssn.evicting[pod.uid] = node
         ssn.leaving.setdefault(node, set()).add(pod.uid)
         if ssn.namespace_ordered:
-            ssn.namespace_moved(pod.namespace, -v)
-        if ssn.listeners:
-            ssn.moved(queue, v, node, -1)
+            _namespace_moved(ssn, pod.namespace, -v)
+        if ssn.hooks.placed:
+            _moved(ssn, queue, v, node, -1)
         self.evicted.append((pod, node, queue, why))
 
     def place(self, uid: PodUID, node: int, queue: str) -> None:
         v = self.ssn.vector(uid)
         self.ssn.free[node] -= v
-        self.ssn.touched(node)
+        self.ssn.nodes.touched(node)
         used = self.ssn.queue_used.get(queue)
         self.ssn.queue_used[queue] = v.copy() if used is None else used + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         if self.ssn.rules_active:
             self.ssn._placed(uid, node, 1)
         if self.ssn.namespace_ordered:
-            self.ssn.namespace_moved(self.ssn.snapshot.pods[uid].namespace, v)
-        if self.ssn.listeners:
-            self.ssn.moved(queue, v, node, 1)
+            _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, v)
+        if self.ssn.hooks.placed:
+            _moved(self.ssn, queue, v, node, 1)
         self.ops.append((uid, node, queue))
 
     def place_run(self, uids: Sequence[PodUID], nodes: Sequence[int], queue: str) -> None:
@@ -72,13 +74,13 @@ class Statement:
             copies[node] = copies.get(node, 0) + 1
         for node, count in copies.items():
             ssn.free[node] -= v if count == 1 else count * v
-            if ssn.listeners:
-                ssn.moved(queue, v, node, count)
-        ssn.touched_rows(nodes)
+            if ssn.hooks.placed:
+                _moved(ssn, queue, v, node, count)
+        ssn.nodes.touched_rows(nodes)
         used = ssn.queue_used.get(queue)
         ssn.queue_used[queue] = len(uids) * v if used is None else used + len(uids) * v
         if ssn.namespace_ordered:
-            ssn.namespace_moved(ssn.snapshot.pods[uids[0]].namespace, len(uids) * v)
+            _namespace_moved(ssn, ssn.snapshot.pods[uids[0]].namespace, len(uids) * v)
         table = ssn.snapshot.nodes
         for uid, node in zip(uids, nodes, strict=True):
             ssn.plans[uid] = table[node].name
@@ -99,28 +101,28 @@ class Statement:
         for pod, node, queue, _ in reversed(self.evicted):
             v = ssn.running.vector(pod)
             ssn.free[node] -= v
-            ssn.touched(node)
+            ssn.nodes.touched(node)
             if queue in ssn.queue_used:
                 ssn.queue_used[queue] = ssn.queue_used[queue] + v
             del ssn.evicting[pod.uid]
             ssn.leaving[node].discard(pod.uid)
             if ssn.namespace_ordered:
-                ssn.namespace_moved(pod.namespace, v)
-            if ssn.listeners:
-                ssn.moved(queue, v, node, 1)
+                _namespace_moved(ssn, pod.namespace, v)
+            if ssn.hooks.placed:
+                _moved(ssn, queue, v, node, 1)
         self.evicted.clear()
         for uid, node, queue in reversed(self.ops):
             v = self.ssn.vector(uid)
             self.ssn.free[node] += v
-            self.ssn.touched(node)
+            self.ssn.nodes.touched(node)
             self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
             del self.ssn.plans[uid]
             if self.ssn.rules_active:
                 self.ssn._placed(uid, node, -1)
             if self.ssn.namespace_ordered:
-                self.ssn.namespace_moved(self.ssn.snapshot.pods[uid].namespace, -v)
-            if self.ssn.listeners:
-                self.ssn.moved(queue, v, node, -1)
+                _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, -v)
+            if self.ssn.hooks.placed:
+                _moved(self.ssn, queue, v, node, -1)
         self.ops.clear()
 
     def commit(self) -> None:
@@ -135,3 +137,16 @@ class Statement:
                 # Room there comes from pods still on it: the plan waits for them (and holds the room).
                 result.pipelined[uid] = frozenset(leaving)
         self.ops.clear()
+
+
+def _moved(ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
+    """Tell the ``placed`` listeners (for every place, eviction and undo; Volcano's Allocate and
+    Deallocate events)."""
+    for p in ssn.hooks.placed:
+        p.placed(ssn, queue, request, row, count)
+
+
+def _namespace_moved(ssn: Session, namespace: str, v: Vector) -> None:
+    """``v`` more (or, negative, less) is held by ``namespace`` (kept when ``ssn.namespace_ordered``)."""
+    d = ssn.namespace_delta.get(namespace)
+    ssn.namespace_delta[namespace] = v.copy() if d is None else d + v

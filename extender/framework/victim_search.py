@@ -126,7 +126,7 @@ def cheapest_victims(
     rooms = _rooms(ssn, mode, min_runtime, queue.name)
     if not len(rooms.rows):
         return None
-    could = mask[rooms.rows] & ssn.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
+    could = mask[rooms.rows] & ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
     rows = rooms.rows[could]
     if not len(rows):
         return None
@@ -238,4 +238,4 @@ def scores_for(ssn: Session, req: Vector, queue: Queue) -> npt.NDArray[np.float6
 
 def fits_on(ssn: Session, req: Vector, free: Vector, row: int) -> bool:
     """Whether node ``row`` with ``free`` free may take ``req``: resources and the node_fit plugins."""
-    return bool(ssn.fits_at(req, free[None, :], np.array([row], dtype=np.intp))[0])
+    return bool(ssn.nodes.fits_at(req, free[None, :], np.array([row], dtype=np.intp))[0])
