@@ -6,8 +6,10 @@ best-scored first, and on each takes the victims the plugins allow (``Mode.hook`
 hooks' tier rule) in victim order (lowest job priority, then lowest pod priority, then the youngest, then
 by name) until the pod fits. Gangs are kept whole: a running gang gives up members only down to
 ``minMember``, past that a victim goes only with the rest of its gang, every member of which the plugins
-must allow. Of the nodes compared, the one needing the least disruption wins: fewest gangs taken whole,
-then the lowest victim priority, then the fewest victims, then the node's score.
+must allow (Volcano's gang plugin instead refuses any victim that would break a gang; see
+:mod:`extender.framework.evict`). Of the nodes compared, the one needing the least disruption wins, as
+Volcano's preempt prefers the node whose victims matter least: fewest gangs taken whole, then the lowest
+victim priority, then the fewest victims, then the node's score.
 
 Per cycle, the candidates by node and the victim order are worked out once (kept in
 ``Session.victim_rooms``); a candidate's own group and pods already being evicted are left out when a
