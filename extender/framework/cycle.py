@@ -3,6 +3,9 @@
 The server's loop runs it in a worker thread over an immutable snapshot, the simulator runs it in a
 loop of its own, tests run it directly: the same decisions from the same inputs. ``now`` is the cycle's
 clock (seconds since the epoch), the only time a rule may look at.
+
+The conf's plugins are built afresh for every cycle (``CycleConf.tiers``: a plugin keeps per-cycle state
+from ``open`` on), and their hook tables (:class:`~extender.framework.hooks.Hooks`) with them.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from extender.core.snapshot import Snapshot
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, Session
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 
 # Outcomes that stand until something changes that could alter them (room freed, a queue or node
 # changed, the group itself changed): a cache may leave such groups out of later snapshots.
@@ -32,13 +37,13 @@ class CycleConf(Protocol):
 def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
     """Every configured action, in order, against ``snapshot``; with, for each group left waiting for a
     reason that stands, what it weighs on its queue while a cache leaves it out (``CycleResult.aside``)."""
-    ssn = Session(snapshot, conf.tiers(), now=now)
+    ssn = Session(snapshot, build_hooks(conf.tiers()), now=now)
     for act in conf.actions:
         act(ssn)
     for plugin in ssn.plugins:
         plugin.close(ssn)
     held = None if ssn.reservation is None else ssn.reservation.group
-    if ssn.fit_predicates:
+    if ssn.hooks.node_fit:
         # A plugin predicate on free capacity (resource-strategy-fit's proportional) can let a pod in
         # when others are placed (a GPU pod lowers the cpu kept for idle GPUs), not only when room is
         # freed: no refusal stands, every waiting group is looked at each cycle (as Volcano does).
@@ -47,5 +52,5 @@ def run_cycle(snapshot: Snapshot, conf: CycleConf, now: float) -> CycleResult:
         # A group holding a reservation is looked at every cycle: its reservation lasts only as long as
         # the cycles that keep it.
         if why.reason in _STANDING and key in snapshot.groups and key != held:
-            ssn.result.aside[key] = ssn.aside(key)
+            ssn.result.aside[key] = ssn.promises.aside(key)
     return ssn.result
