@@ -53,6 +53,16 @@ CASES = [
     ),
     ("controllers/state/cache.py", "import controllers.scheduling.executor", "controllers rooms"),
     (
+        "controllers/state/indexes.py",
+        "import controllers.state.cache",
+        "The store of watched objects is not the scheduler's cache",
+    ),
+    (
+        "controllers/reconcilers/flows.py",
+        "import controllers.kube.informer",
+        "Reconcilers read watched objects from the store",
+    ),
+    (
         "controllers/scheduling/scheduler.py",
         "import prometheus_client",
         "prometheus_client only in extender.server.metrics",
