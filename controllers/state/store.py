@@ -23,8 +23,10 @@ Invariants:
 - Objects the informer could not decode (metadata only) are remembered per kind as unreadable until the
   object is read or deleted (never acted on as if absent); subscribers are told of each report.
 - A subscriber that raises on a change is that change's problem: logged and counted, and every other
-  subscriber is still told. Nothing given to the store makes it raise (the metadata view is total; index
-  functions must be too).
+  subscriber is still told; a watch event's delivery then fails as a whole (:class:`SubscriberFailed`), so
+  the informer counts it as a handler error as it counts any. Nothing else given to the store makes it
+  raise (the metadata view is total; index functions must be too), and a LIST is never failed by a
+  subscriber.
 - A kind built ``indexed_only`` keeps only objects some index places (pods: most of a cluster's pods are
   no reconciler's business, and the cluster cache holds them parsed).
 """
@@ -88,6 +90,10 @@ class Kind:
     namespaced: bool = True
     indexes: tuple[Index, ...] = ()
     indexed_only: bool = False
+
+
+class SubscriberFailed(Exception):
+    """A subscriber raised on a watch event (logged where it happened; the others were told)."""
 
 
 def _ignore_listed(_kind: str) -> None:
@@ -209,10 +215,21 @@ class ObjectStore:
         return {name: self._handler(name) for name in self._held}
 
     def _handler(self, kind: str) -> Handler:
+        def event(apply: Callable[[str, Stored], None]) -> Callable[[Obj], None]:
+            def deliver(obj: Obj) -> None:
+                before = self.subscriber_errors
+                apply(kind, Stored.of(obj))
+                if self.subscriber_errors > before:
+                    raise SubscriberFailed(
+                        f"{self.subscriber_errors - before} subscriber(s) of {kind} failed"
+                    )
+
+            return deliver
+
         return Handler(
             replace=lambda objs: self._replace(kind, objs),
-            upsert=lambda obj: self._upsert(kind, Stored.of(obj)),
-            remove=lambda obj: self._remove(kind, Stored.of(obj)),
+            upsert=event(self._upsert),
+            remove=event(self._remove),
             unreadable=lambda metas: self._unreadable(kind, metas),
         )
 

@@ -23,7 +23,7 @@ from controllers.state.indexes import (
     watched_objects,
 )
 from controllers.state.meta import ObjectMeta, read_meta
-from controllers.state.store import Change, ObjectStore, Stored, Subscription
+from controllers.state.store import Change, ObjectStore, Stored, SubscriberFailed, Subscription
 
 Obj = dict[str, Any]
 
@@ -164,10 +164,12 @@ def test_a_subscriber_that_raises_is_contained(store: ObjectStore) -> None:
 
     store.subscribe(Subscription(kinds=frozenset({"jobs"}), changed=boom, listed=lambda _k: boom(None)))  # type: ignore[arg-type]
     told = Told(store, "jobs")
-    store.handlers()["jobs"].replace([job("a")])
-    store.handlers()["jobs"].upsert(job("b"))
-    assert [c.key for c in told.changes] == ["ns/a", "ns/b"] and told.listed == ["jobs"]
-    assert store.subscriber_errors == 3
+    store.handlers()["jobs"].replace([job("a")])  # a LIST is never failed by a subscriber
+    with pytest.raises(SubscriberFailed):  # a watch event is: the informer counts it
+        store.handlers()["jobs"].upsert(job("b"))
+    store.fetched("jobs", job("c"))
+    assert [c.key for c in told.changes] == ["ns/a", "ns/b", "ns/c"] and told.listed == ["jobs"]
+    assert store.subscriber_errors == 4
     with pytest.raises(ValueError, match="does not hold"):
         store.subscribe(Subscription(kinds=frozenset({"queues"}), changed=boom))
 

@@ -39,18 +39,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from kubernetes_asyncio import client as k8s
 
-from controllers.kube import paths
 from controllers.kube.client import KubeClient
+from tests.fakeapi.rest import Route, json_patch, kind_name, merge, route, selected, status
 
 Obj = dict[str, Any]
 CREATED_AT: Final = "2024-05-01T10:00:00Z"
 MERGE: Final = "application/merge-patch+json"
 STRATEGIC: Final = "application/strategic-merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
-
-# Every resource of the paths table, by (group/version prefix, plural).
-_RESOURCES: Final = {(r.prefix, r.plural): r for r in vars(paths).values() if isinstance(r, paths.Resource)}
-PREFIXES: Final = frozenset(prefix for prefix, _ in _RESOURCES)
 
 
 @dataclass(frozen=True)
@@ -61,122 +57,6 @@ class Recorded:
     content_type: str
     body: Any
     authorization: str | None = None
-
-
-@dataclass(frozen=True)
-class Route:
-    prefix: str
-    namespace: str | None
-    resource: str
-    name: str | None
-    subresource: str | None
-
-    @property
-    def collection(self) -> str:
-        ns = f"/namespaces/{self.namespace}" if self.namespace is not None else ""
-        return f"{self.prefix}{ns}/{self.resource}"
-
-    @property
-    def item(self) -> str:
-        return f"{self.collection}/{self.name}"
-
-    @property
-    def status(self) -> bool:
-        return self.subresource == "status"
-
-    def has_status(self) -> bool:
-        r = _RESOURCES.get((self.prefix, self.resource))
-        return r is not None and "status" in r.subresources
-
-
-def route(path: str) -> Route | None:
-    """``path`` read as kube-apiserver reads it; None for a group/version it does not serve."""
-    prefix = next((p for p in PREFIXES if path.startswith(p + "/")), None)
-    if prefix is None:
-        return None
-    parts = path[len(prefix) + 1 :].split("/")
-    namespace = None
-    if parts[0] == "namespaces" and len(parts) >= 3:
-        namespace, parts = parts[1], parts[2:]
-    name = parts[1] if len(parts) > 1 else None
-    return Route(prefix, namespace, parts[0], name, parts[2] if len(parts) > 2 else None)
-
-
-def merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge(out.get(key), value)
-    return out
-
-
-def _pointer(path: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
-
-
-def json_patch(doc: Any, ops: list[Obj]) -> Any:
-    """RFC 6902 (add, remove, replace, test); raises ValueError where the API server answers 422."""
-    doc = copy.deepcopy(doc)
-    for op in ops:
-        *parents, last = _pointer(str(op.get("path", "")))
-        cur = doc
-        for p in parents:
-            cur = cur[int(p)] if isinstance(cur, list) else cur[p]
-        kind = op.get("op")
-        if isinstance(cur, list):
-            i = len(cur) if last == "-" else int(last)
-            if kind == "add":
-                cur.insert(i, op.get("value"))
-            elif kind == "remove":
-                del cur[i]
-            elif kind == "replace":
-                cur[i] = op.get("value")
-            elif kind == "test" and cur[i] != op.get("value"):
-                raise ValueError(f"test failed at {op.get('path')}")
-        elif kind in ("add", "replace"):
-            if kind == "replace" and last not in cur:
-                raise ValueError(f"nothing to replace at {op.get('path')}")
-            cur[last] = op.get("value")
-        elif kind == "remove":
-            del cur[last]
-        elif kind == "test" and cur.get(last) != op.get("value"):
-            raise ValueError(f"test failed at {op.get('path')}")
-    return doc
-
-
-def _selected(obj: Obj, selector: str) -> bool:
-    """Equality-based label selectors (``a=b``, ``a!=b``, ``a``, ``!a``), as the API server reads them."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            ok = labels.get(key) != value
-        elif "=" in term:
-            key, value = term.split("=", 1)
-            ok = labels.get(key.rstrip("=")) == value
-        elif term.startswith("!"):
-            ok = term[1:] not in labels
-        else:
-            ok = term in labels
-        if not ok:
-            return False
-    return True
-
-
-def status(code: int, reason: str, message: str) -> web.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}  # fmt: skip
-    return web.json_response(body, status=code)
-
-
-def _kind_name(r: Route) -> str:
-    group = r.prefix.split("/")[2] if r.prefix.startswith("/apis/") else ""
-    return f"{r.resource}.{group}" if group else r.resource
 
 
 @dataclass
@@ -333,7 +213,7 @@ class FakeApiServer:
             return status(405, "MethodNotAllowed", "method not allowed")
         current = self.objects.get(r.item)
         if current is None:
-            return status(404, "NotFound", f'{_kind_name(r)} "{r.name}" not found')
+            return status(404, "NotFound", f'{kind_name(r)} "{r.name}" not found')
         if rec.method == "GET" and r.subresource is None:
             return web.Response(body=self._body(r.item), content_type="application/json")
         if rec.method == "DELETE" and r.subresource is None:
@@ -360,7 +240,7 @@ class FakeApiServer:
             if want is not None and want != current["metadata"]["resourceVersion"]:
                 message = "the object has been modified; please apply your changes to the latest version"
                 return status(
-                    409, "Conflict", f'Operation cannot be fulfilled on {_kind_name(r)} "{r.name}": {message}'
+                    409, "Conflict", f'Operation cannot be fulfilled on {kind_name(r)} "{r.name}": {message}'
                 )
             patch = {k: v for k, v in (rec.body or {}).items() if k != "metadata"}
             patch["metadata"] = {
@@ -387,7 +267,7 @@ class FakeApiServer:
             meta["namespace"] = r.namespace
         path = f"{r.collection}/{meta['name']}"
         if path in self.objects:
-            return status(409, "AlreadyExists", f'{_kind_name(r)} "{meta["name"]}" already exists')
+            return status(409, "AlreadyExists", f'{kind_name(r)} "{meta["name"]}" already exists')
         meta.update(uid=f"uid-{next(self._ids)}", creationTimestamp=CREATED_AT)
         obj["metadata"] = meta
         if r.has_status():
@@ -411,7 +291,7 @@ class FakeApiServer:
 
     def _list(self, r: Route, request: web.Request) -> web.Response:
         selector = request.query.get("labelSelector", "")
-        members = [p for p in self._members(r) if _selected(self.objects[p], selector)]
+        members = [p for p in self._members(r) if selected(self.objects[p], selector)]
         start = int(request.query.get("continue") or 0)
         limit = int(request.query.get("limit") or 0) or len(members)
         page = members[start : start + limit]
