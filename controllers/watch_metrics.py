@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controllers.kube.informer import Handler
+from controllers.state.meta import read_meta
 from extender.core.timestamps import epoch
 
 Obj = dict[str, Any]
@@ -32,18 +33,13 @@ _FINISHED_JOB = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 _FINISHED_POD = frozenset({"Succeeded", "Failed"})
 
 
-def _meta(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _section(obj: Obj, key: str) -> dict[str, Any]:
     value = obj.get(key)
     return value if isinstance(value, dict) else {}
 
 
 def _uid(obj: Obj) -> str:
-    return str(_meta(obj).get("uid") or "")
+    return read_meta(obj).uid
 
 
 class _Transitions:
@@ -101,7 +97,7 @@ class WatchMetrics:
                 ours(pod)
                 and not _section(pod, "spec").get("nodeName")
                 and _section(pod, "status").get("phase") not in _FINISHED_POD
-                and not _meta(pod).get("deletionTimestamp")
+                and not read_meta(pod).deleting
             )
 
         def bound(pod: Obj) -> bool:
@@ -122,7 +118,7 @@ class WatchMetrics:
         )
 
     def _waited(self, obj: Obj) -> float:
-        created = epoch(str(_meta(obj).get("creationTimestamp") or ""))
+        created = epoch(read_meta(obj).creation_timestamp)
         return max(0.0, self._clock() - created) if created else 0.0
 
     def handlers(self) -> dict[str, Handler]:

@@ -112,6 +112,16 @@ CASES = [
     ),
     ("controllers/scheduling/writes.py", "import controllers.scheduling.loop", "Scheduling room layers"),
     (
+        "controllers/state/indexes.py",
+        "import controllers.state.cache",
+        "The store of watched objects is not the scheduler's cache",
+    ),
+    (
+        "controllers/reconcilers/flows.py",
+        "import controllers.kube.informer",
+        "Reconcilers read watched objects from the store",
+    ),
+    (
         "controllers/scheduling/scheduler.py",
         "import prometheus_client",
         "prometheus_client only in extender.server.metrics",
