@@ -23,7 +23,7 @@ any pod: until then a cycle pays nothing for them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -76,6 +76,17 @@ class Eviction:
 
 
 @dataclass(slots=True)
+class CycleTimings:
+    """How long the parts of one cycle took, in seconds, when the cycle was given a clock (Volcano's
+    open-session, per-action and per-plugin latencies). Measured, never read by a rule."""
+
+    open_session: float = 0.0
+    actions: list[tuple[str, float]] = field(default_factory=list)
+    # (plugin, "OnSessionOpen" | "OnSessionClose", seconds), as Volcano labels its plugin latency.
+    plugins: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class CycleResult:
     placements: dict[PodUID, str] = field(default_factory=dict)
     admitted: set[GroupKey] = field(default_factory=set)
@@ -92,6 +103,8 @@ class CycleResult:
     retry_at: float | None = None
     # Annotations to write on placed pods before they bind (numa-aware's topology decision), by uid.
     annotations: dict[PodUID, dict[str, str]] = field(default_factory=dict)
+    # How long the cycle's parts took, when run_cycle was given a clock (metrics only).
+    timings: CycleTimings | None = None
 
 
 def _overrides(plugin: Plugin, hook: str) -> bool:
@@ -109,11 +122,13 @@ class Session:
         cache_keys: bool = True,
         batch: bool = True,
         now: float = 0.0,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
         computation, and ``batch`` off places every pod by itself (the caches and batches are exact: the
         tests compare). ``now``: the cycle's clock (seconds since the epoch), for rules that look at
-        time."""
+        time. ``clock``: a monotonic clock to time each plugin's ``open`` with (``open_seconds``, for
+        metrics); no rule reads it."""
         self.snapshot = snapshot
         self.now = now
         self.tiers = tiers
@@ -255,8 +270,12 @@ class Session:
         for q, v in snapshot.aside_owed.items():
             self.inqueue += v
             self.queue_inqueue[q] = v.copy() if q not in self.queue_inqueue else self.queue_inqueue[q] + v
+        self.open_seconds: list[tuple[str, float]] = []
         for p in self.plugins:
+            started = clock() if clock is not None else 0.0
             p.open(self)
+            if clock is not None:
+                self.open_seconds.append((p.name, clock() - started))
 
     def _promise(self, groups: Sequence[PodGroup]) -> None:
         """Add what ``groups`` are owed to ``inqueue`` and their queues' entries: Volcano reserves
