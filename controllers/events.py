@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
+from controllers.state.meta import read_meta
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +43,8 @@ class Ref:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any], *, api_version: str, kind: str) -> Ref:
-        meta = obj.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        return cls(
-            api_version=api_version,
-            kind=kind,
-            name=str(meta.get("name") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            uid=str(meta.get("uid") or ""),
-        )
+        meta = read_meta(obj)
+        return cls(api_version=api_version, kind=kind, name=meta.name, namespace=meta.namespace, uid=meta.uid)
 
 
 def micro_time(epoch: float) -> str:

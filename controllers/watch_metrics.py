@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from controllers.kube.informer import Handler
+from controllers.state.meta import read_meta
 from extender.core.timestamps import epoch
 
 Obj = dict[str, Any]
@@ -54,18 +55,13 @@ _FINISHED_POD = frozenset({"Succeeded", "Failed"})
 _COUNTED_ENDS = frozenset({"Completed", "Failed"})
 
 
-def _meta(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _section(obj: Obj, key: str) -> dict[str, Any]:
     value = obj.get(key)
     return value if isinstance(value, dict) else {}
 
 
 def _uid(obj: Obj) -> str:
-    return str(_meta(obj).get("uid") or "")
+    return read_meta(obj).uid
 
 
 class _Transitions:
@@ -129,7 +125,7 @@ class WatchMetrics:
                 ours(pod)
                 and not _section(pod, "spec").get("nodeName")
                 and _section(pod, "status").get("phase") not in _FINISHED_POD
-                and not _meta(pod).get("deletionTimestamp")
+                and not read_meta(pod).deleting
             )
 
         def has_node(pod: Obj) -> bool:
@@ -155,15 +151,15 @@ class WatchMetrics:
         self._job_phase = job_phase
 
     def _age(self, obj: Obj) -> float:
-        created = epoch(str(_meta(obj).get("creationTimestamp") or ""))
+        created = epoch(read_meta(obj).creation_timestamp)
         return max(0.0, self._clock() - created) if created else 0.0
 
     def _seen(self, kind: Literal["job", "podgroup"], obj: Obj, phase: Any) -> Seen:
-        meta = _meta(obj)
+        meta = read_meta(obj)
         return Seen(
             kind=kind,
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
+            namespace=meta.namespace,
+            name=meta.name,
             queue=str(_section(obj, "spec").get("queue") or self._default_queue),
             phase=str(phase or ""),
             seconds=self._age(obj),

@@ -30,6 +30,7 @@ from controllers.reconcilers.workload_groups import WorkloadGroupController
 from controllers.scheduling.kube_executor import KubeExecutor
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.state.cluster import cluster_state
+from controllers.state.indexes import watched_objects
 from controllers.watch_metrics import WatchMetrics
 from extender.api import labels as L
 from extender.api.limits import Limits
@@ -70,25 +71,28 @@ class Process:
         self.gates = gates
         state = cluster_state(settings.scheduling.scheduler_names, settings.scheduling.default_queue)
         self.cache = state.cache
+        # The raw objects the reconcilers read, fed once by the informers (controllers.state.store).
+        self.watched = watched_objects(settings.scheduling.scheduler_names)
         self.executor = KubeExecutor(client)
         self.liveness = Liveness()
         self.events = EventRecorder(client)
         self.limits = Limits(max_replicas=settings.scheduling.max_job_replicas)
         self.jobs = JobController(
             client,
+            self.watched,
             scheduler_names=settings.scheduling.scheduler_names,
             group_phase=self._group_phase,
             validate=lambda obj: job_problems(obj, self.limits),
             events=self.events,
         )
-        self.queue_commands = QueueCommandController(client)
+        self.queue_commands = QueueCommandController(client, self.watched)
         self.workload_groups = WorkloadGroupController(
-            client, scheduler_names=settings.scheduling.scheduler_names, events=self.events
+            client, self.watched, scheduler_names=settings.scheduling.scheduler_names, events=self.events
         )
-        self.flows = FlowController(client, events=self.events)
-        self.cronjobs = CronJobController(client, events=self.events)
+        self.flows = FlowController(client, self.watched, events=self.events)
+        self.cronjobs = CronJobController(client, self.watched, events=self.events)
         # HyperNode members the scheduler leaves out, as Warning Events on the HyperNode.
-        self.hypernode_problems = HyperNodeProblems(self.events)
+        self.hypernode_problems = HyperNodeProblems(self.events, self.watched)
         self.metrics = Metrics(version=_version())
         # What the loop and the watch report, observed under pumice's and Volcano's names.
         self.observers = Observers(self.metrics)
@@ -102,16 +106,8 @@ class Process:
             gone=self.observers.gone,
         )
         handlers = self.cache.handlers()
-        for name, h in (
-            *self.jobs.handlers().items(),
-            *self.workload_groups.handlers().items(),
-            *self.watch_metrics.handlers().items(),
-            *self.flows.handlers().items(),
-            *self.cronjobs.handlers().items(),
-            *self.hypernode_problems.handlers().items(),
-        ):
+        for name, h in (*self.watched.handlers().items(), *self.watch_metrics.handlers().items()):
             handlers[name] = tee(handlers[name], h) if name in handlers else h
-        handlers["commands"] = tee(handlers["commands"], self.queue_commands.handler())
         self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         # A loop that has not completed a pass for this long is reported unhealthy (see /healthz).
         self.scheduler = build_scheduler(

@@ -32,13 +32,13 @@ from controllers.kube.client import ApiError, KubeClient
 from controllers.tables import Obj, field, mapping, metadata, render_table, text
 from extender.api import labels as L
 from extender.core.status import UNSCHEDULABLE
-from extender.framework.actions import (
+from extender.framework.evict import WAITING_FOR_VICTIMS
+from extender.framework.reasons import (
     NOT_ADMITTED,
     NOT_ENOUGH_PODS,
     NOT_ENOUGH_RESOURCES,
     QUEUE_UNAVAILABLE,
 )
-from extender.framework.evict import WAITING_FOR_VICTIMS
 
 # What each reason pumice writes on a waiting PodGroup means for the user, in a line.
 REASON_HINTS: Final = {

@@ -23,13 +23,6 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-def object_key(obj: Any) -> str:
-    """``namespace/name`` of a raw namespaced object, however odd its metadata ("default" when unset)."""
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
 class ApiError(Exception):
     def __init__(self, status: int, body: Obj | str, method: str, path: str) -> None:
         self.status = status

@@ -2,10 +2,12 @@
 keeps ``status.active``/``lastScheduleTime``/``lastSuccessfulTime``, enforces the concurrency policy and the
 history limits. The decisions are :func:`extender.flows.cron.reconcile`'s (Kubernetes' CronJob semantics).
 
-It watches CronJobs and shares the process's Job watch. A CronJob is looked at when it or one of its jobs
-changes, and again just after its next schedule time (the plan's ``requeue_after``). The job of a run has a
-name fixed by its schedule time, so a restart between the create and the status write is refused (409) by
-the API server rather than run twice; the status write carries the CronJob's resourceVersion.
+It reads CronJobs and their vcjobs (by controlling CronJob) from the store of watched objects
+(:mod:`controllers.state.store`). A CronJob is looked at when it or one of its jobs changes, and again just
+after its next schedule time (the plan's ``requeue_after``). The job of a run has a name fixed by its
+schedule time, so a restart between the create and the status write is refused (409) by the API server
+rather than run twice; the status write carries the CronJob's resourceVersion, and its
+response is kept only while the CronJob is still there.
 
 The clock is injectable (``clock``): tests drive it; production uses the wall clock.
 """
@@ -15,24 +17,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
 from controllers.kube import paths
-from controllers.kube.client import ApiError, KubeClient, ignore_404, object_key
-from controllers.kube.informer import Handler
-from controllers.reconcilers.jobs import merge_patch
-from controllers.reconcilers.watched import meta as _meta
-from controllers.reconcilers.watched import namespace as _ns
-from controllers.reconcilers.watched import newer as _newer
-from controllers.reconcilers.watched import sync_contained
+from controllers.kube.client import ApiError, KubeClient, ignore_404
+from controllers.reconcilers.watched import merge_patch, sync_contained
+from controllers.state.indexes import CRONJOB, cronjob_of
+from controllers.state.meta import read_meta
+from controllers.state.store import Change, ObjectStore, Subscription
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.flows.cron import CRONJOB_KIND, CronPlan, CronWorld, parse_cronjob, reconcile
-from extender.flows.model import controller_name, controller_uid
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -41,15 +40,14 @@ CRONJOBS_PATH = paths.CRONJOBS.collection()
 FANOUT = 16
 
 
-def _cron_of(job: Mapping[str, Any]) -> str | None:
-    name = controller_name(job, kind=CRONJOB_KIND, group=L.BATCH_GROUP)
-    return f"{_ns(job)}/{name}" if name else None
+KINDS: Final = frozenset({"cronjobs", "jobs"})
 
 
 class CronJobController:
     def __init__(
         self,
         client: KubeClient,
+        store: ObjectStore,
         *,
         workers: int = 2,
         clock: Callable[[], float] = time.time,
@@ -57,73 +55,32 @@ class CronJobController:
         max_backoff: float = 300.0,
     ) -> None:
         self.client = client
+        self.store = store
         self.workers = workers
         self.clock = clock
         self.events = events
         self.queue: WorkQueue[str] = WorkQueue(base=0.5, cap=max_backoff)
-        self.cronjobs: dict[str, Obj] = {}
-        self.jobs: dict[str, dict[str, Obj]] = {}  # cronjob key -> job name -> job
-        self.synced = {"cronjobs": False, "jobs": False}
         self.stats = {"reconciles": 0, "conflicts": 0, "errors": 0, "jobs_created": 0, "jobs_deleted": 0}
+        store.subscribe(Subscription(kinds=KINDS, changed=self._changed, listed=self._listed))
 
     @property
     def ready(self) -> bool:
-        return all(self.synced.values())
+        return self.store.listed(*KINDS)
 
-    def handlers(self) -> dict[str, Handler]:
-        return {
-            "cronjobs": Handler(self._replace_cronjobs, self._upsert_cronjob, self._remove_cronjob),
-            "jobs": Handler(self._replace_jobs, self._upsert_job, self._remove_job),
-        }
-
-    def _mark(self, name: str) -> None:
-        self.synced[name] = True
-        if self.ready:
-            for key in self.cronjobs:
+    def _changed(self, change: Change) -> None:
+        if change.kind == "cronjobs":
+            if change.new is not None:  # a deleted CronJob's jobs go with it through their owner references
+                self.queue.add(change.key)
+            return
+        for s in (change.old, change.new):
+            key = cronjob_of(s) if s is not None else None
+            if key is not None:
                 self.queue.add(key)
 
-    def _upsert_cronjob(self, obj: Obj) -> None:
-        key = object_key(obj)
-        if _newer(obj, self.cronjobs.get(key)):
-            self.cronjobs[key] = obj
-            self.queue.add(key)
-
-    def _remove_cronjob(self, obj: Obj) -> None:
-        self.cronjobs.pop(object_key(obj), None)
-
-    def _replace_cronjobs(self, objs: Sequence[Obj]) -> None:
-        self.cronjobs = {}
-        for o in objs:
-            self._upsert_cronjob(o)
-        self._mark("cronjobs")
-
-    def _upsert_job(self, obj: Obj) -> None:
-        key = _cron_of(obj)
-        if key is None:
-            return
-        jobs = self.jobs.setdefault(key, {})
-        name = str(_meta(obj).get("name"))
-        if _newer(obj, jobs.get(name)):
-            jobs[name] = obj
-            self.queue.add(key)
-
-    def _remove_job(self, obj: Obj) -> None:
-        key = _cron_of(obj)
-        if key is None:
-            return
-        jobs = self.jobs.get(key, {})
-        name = str(_meta(obj).get("name"))
-        if name in jobs and _meta(jobs[name]).get("uid") == _meta(obj).get("uid"):
-            del jobs[name]
-        if not jobs:
-            self.jobs.pop(key, None)
-        self.queue.add(key)
-
-    def _replace_jobs(self, objs: Sequence[Obj]) -> None:
-        self.jobs = {}
-        for o in objs:
-            self._upsert_job(o)
-        self._mark("jobs")
+    def _listed(self, _kind: str) -> None:
+        if self.ready:
+            for key in self.store.keys("cronjobs"):
+                self.queue.add(key)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -140,18 +97,20 @@ class CronJobController:
             self.events.record(ref, type_=type_, reason=reason, note=note, action="Sync")
 
     async def sync(self, key: str) -> None:
-        obj = self.cronjobs.get(key)
-        if obj is None:
+        held = self.store.get("cronjobs", key)
+        if held is None:
             return  # its jobs go with it through their owner references
+        obj = held.obj
         try:
             cj = parse_cronjob(obj)
         except InvalidObject as e:
             self._event(obj, "Warning", "InvalidSpec", str(e))
             return
         jobs = [
-            j
-            for j in self.jobs.get(key, {}).values()
-            if controller_uid(j, kind=CRONJOB_KIND, group=L.BATCH_GROUP) == cj.uid
+            j.obj
+            for j in self.store.indexed("jobs", CRONJOB, key)
+            if (ref := j.meta.owner(CRONJOB_KIND, L.BATCH_GROUP, controller=True)) is not None
+            and ref.uid == cj.uid
         ]
         self.stats["reconciles"] += 1
         plan = reconcile(CronWorld(cronjob=cj, jobs=jobs, now=self.clock()))
@@ -165,7 +124,7 @@ class CronJobController:
         if plan.create_job is not None:
             try:
                 created = await self.client.post(paths.JOBS.collection(ns), plan.create_job)
-                self._upsert_job(created)
+                self.store.fetched("jobs", created)
                 self.stats["jobs_created"] += 1
                 log.info(
                     "cronjob run started", extra={"cronjob": key, "job": plan.create_job["metadata"]["name"]}
@@ -175,12 +134,11 @@ class CronJobController:
                     raise
         if plan.status is not None:
             body = {
-                "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
+                "metadata": {"resourceVersion": read_meta(obj).resource_version or None},
                 "status": merge_patch(obj.get("status") or {}, plan.status),
             }
-            self._upsert_cronjob(
-                await self.client.merge_patch(paths.CRONJOBS.status(name, namespace=ns), body)
-            )
+            path = paths.CRONJOBS.status(name, namespace=ns)
+            self.store.written("cronjobs", await self.client.merge_patch(path, body))
         if plan.requeue_after is not None:
             self.queue.add_after(key, plan.requeue_after)
 

@@ -1,12 +1,15 @@
 """The JobFlow controller: creates each flow's vcjobs from its JobTemplates in dependency order, keeps the
 flow's status, runs its HTTP/TCP dependency probes, deletes its jobs per ``jobRetainPolicy``.
 
-It watches JobFlows and JobTemplates itself and shares the process's Job and Pod watches (fed through
-:meth:`FlowController.handlers`). Every change marks a flow dirty: a job or pod event marks the flow that
-controls the job, a template event the flows of its namespace that name it. Workers take dirty flows one at
+It reads JobFlows, JobTemplates, vcjobs and pods from the store of watched objects
+(:mod:`controllers.state.store`: jobs by controlling JobFlow, pods by their job-name label, flows and
+templates by namespace) and is told of their changes. Every change marks a flow dirty: a job change marks
+the flow that controls the job, a pod change the flows probing its job, a template change the flows of its
+namespace that name it. Workers take dirty flows one at
 a time per flow, run the pure reconcile (:mod:`extender.flows.reconcile`) and perform its plan: probes
 started (they re-queue the flow when they answer), jobs created (409, already there, counts as done), the
-status written with the flow's resourceVersion (409: run again on fresh data), jobs deleted.
+status written with the flow's resourceVersion (409: run again on fresh data; the response is kept only
+while the flow is still there, so a flow deleted meanwhile is not brought back), jobs deleted.
 
 Restart safety: job names are ``<flow>-<template>`` and the reconcile reads which exist from the watch of
 jobs the flow controls, so a restart (or a stale cache) can only make the API server refuse a second
@@ -20,25 +23,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
 from controllers.kube import paths
-from controllers.kube.client import ApiError, KubeClient, ignore_404, object_key
-from controllers.kube.informer import Handler
-from controllers.reconcilers.jobs import merge_patch
+from controllers.kube.client import ApiError, KubeClient, ignore_404
 from controllers.reconcilers.probes import ProbeRunner
-from controllers.reconcilers.watched import meta as _meta
-from controllers.reconcilers.watched import namespace as _ns
-from controllers.reconcilers.watched import newer as _newer
-from controllers.reconcilers.watched import sync_contained
+from controllers.reconcilers.watched import merge_patch, sync_contained
+from controllers.state.indexes import JOB_LABEL, JOBFLOW, NAMESPACE, job_label, jobflow_of
+from controllers.state.meta import read_meta
+from controllers.state.store import Change, ObjectStore, Stored, Subscription
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.flows.dag import graph_problems
-from extender.flows.model import JOBFLOW_KIND, JobFlow, controller_name, controller_uid, parse_jobflow
+from extender.flows.model import JOBFLOW_KIND, JobFlow, parse_jobflow
 from extender.flows.probes import RESULT_TTL, PodEndpoint
 from extender.flows.reconcile import FlowPlan, FlowWorld, reconcile
 
@@ -50,29 +51,49 @@ JOBTEMPLATES_PATH = paths.JOBTEMPLATES.collection()
 FANOUT = 16
 
 
-def _flow_of(job: Mapping[str, Any]) -> str | None:
-    name = controller_name(job, kind=JOBFLOW_KIND, group=L.FLOW_GROUP)
-    return f"{_ns(job)}/{name}" if name else None
+KINDS: Final = frozenset({"jobflows", "jobtemplates", "jobs", "pods"})
 
 
-def _endpoint(pod: Mapping[str, Any]) -> PodEndpoint:
-    meta = _meta(pod)
-    ann = meta.get("annotations")
-    st = pod.get("status")
+def _endpoint(pod: Stored) -> PodEndpoint:
+    st = pod.obj.get("status")
     st = st if isinstance(st, Mapping) else {}
-    task = ann.get(L.TASK_SPEC_ANNOTATION) if isinstance(ann, Mapping) else None
     return PodEndpoint(
-        name=str(meta.get("name")),
-        task=task if isinstance(task, str) else "",
+        name=pod.meta.name,
+        task=pod.meta.annotations.get(L.TASK_SPEC_ANNOTATION, ""),
         ip=str(st.get("podIP") or ""),
-        phase="Terminating" if meta.get("deletionTimestamp") else str(st.get("phase") or "Pending"),
+        phase="Terminating" if pod.meta.deleting else str(st.get("phase") or "Pending"),
     )
+
+
+def _controller_uid(job: Stored) -> str | None:
+    ref = job.meta.owner(JOBFLOW_KIND, L.FLOW_GROUP, controller=True)
+    return ref.uid if ref is not None else None
+
+
+class Templates(Mapping[str, Mapping[str, Obj]]):
+    """The store's JobTemplates as namespace -> name -> template, read when asked."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    def __getitem__(self, namespace: str) -> Mapping[str, Obj]:
+        found = {t.meta.name: t.obj for t in self._store.indexed("jobtemplates", NAMESPACE, namespace)}
+        if not found:
+            raise KeyError(namespace)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store.index_values("jobtemplates", NAMESPACE))
+
+    def __len__(self) -> int:
+        return len(self._store.index_values("jobtemplates", NAMESPACE))
 
 
 class FlowController:
     def __init__(
         self,
         client: KubeClient,
+        store: ObjectStore,
         *,
         workers: int = 4,
         clock: Callable[[], float] = time.time,
@@ -81,136 +102,63 @@ class FlowController:
         max_backoff: float = 300.0,
     ) -> None:
         self.client = client
+        self.store = store
         self.workers = workers
         self.clock = clock
         self.events = events
         self.probes = probes or ProbeRunner(clock=clock)
         self.queue: WorkQueue[str] = WorkQueue(base=0.5, cap=max_backoff)
-        self.flows: dict[str, Obj] = {}
-        self.templates: dict[str, dict[str, Obj]] = {}  # namespace -> name -> JobTemplate
-        self.jobs: dict[str, dict[str, Obj]] = {}  # flow key -> job name -> job it controls
-        self.job_names: set[str] = set()  # every job, "ns/name" (a foreign job of a flow job's name)
-        self.pods: dict[str, dict[str, PodEndpoint]] = {}  # "ns/job" -> pod name -> endpoint
         self.deleted: dict[str, str] = {}  # flow key -> UID, for flows seen deleted
         self.waiting: dict[str, set[str]] = {}  # "ns/job" of a probe target -> flows waiting on it
-        self.synced = {"jobflows": False, "jobtemplates": False, "jobs": False, "pods": False}
         self.stats = {"reconciles": 0, "conflicts": 0, "errors": 0, "jobs_created": 0, "jobs_deleted": 0}
+        store.subscribe(Subscription(kinds=KINDS, changed=self._changed, listed=self._listed))
 
     @property
     def ready(self) -> bool:
-        return all(self.synced.values())
+        return self.store.listed(*KINDS)
+
+    @property
+    def templates(self) -> Templates:
+        """JobTemplates by namespace, then name (admission asks whether a flow's templates exist)."""
+        return Templates(self.store)
 
     def enqueue(self, key: str) -> None:
         self.queue.add(key)
 
-    # --- informer handlers ------------------------------------------------------------------------------
-    def handlers(self) -> dict[str, Handler]:
-        return {
-            "jobflows": Handler(self._replace_flows, self._upsert_flow, self._remove_flow),
-            "jobtemplates": Handler(self._replace_templates, self._upsert_template, self._remove_template),
-            "jobs": Handler(self._replace_jobs, self._upsert_job, self._remove_job),
-            "pods": Handler(self._replace_pods, self._upsert_pod, self._remove_pod),
-        }
+    # --- what the store tells ------------------------------------------------------------------------------
+    def _changed(self, change: Change) -> None:
+        if change.kind == "jobflows":
+            if change.new is not None:
+                self.enqueue(change.key)
+            elif not change.listed and change.old is not None:  # deleted: its jobs go (sync)
+                self.deleted[change.key] = change.old.meta.uid
+                self.enqueue(change.key)
+        elif change.kind == "jobtemplates":
+            if change.new is not None:
+                self._template_changed(change.new)
+        elif change.kind == "jobs":
+            for s in (change.old, change.new):
+                flow = jobflow_of(s) if s is not None else None
+                if flow is not None:
+                    self.enqueue(flow)
+        else:  # pods: the flows probing their job
+            for s in (change.old, change.new):
+                job = job_label(s) if s is not None else None
+                for flow in self.waiting.get(job or "", ()):
+                    self.enqueue(flow)
 
-    def _mark(self, name: str) -> None:
-        self.synced[name] = True
+    def _listed(self, _kind: str) -> None:
         if self.ready:
-            for key in self.flows:
+            for key in self.store.keys("jobflows"):
                 self.enqueue(key)
 
-    def _upsert_flow(self, obj: Obj) -> None:
-        key = object_key(obj)
-        if _newer(obj, self.flows.get(key)):
-            self.flows[key] = obj
-            self.enqueue(key)
-
-    def _remove_flow(self, obj: Obj) -> None:
-        key = object_key(obj)
-        self.flows.pop(key, None)
-        self.deleted[key] = str(_meta(obj).get("uid") or "")
-        self.enqueue(key)
-
-    def _replace_flows(self, objs: Sequence[Obj]) -> None:
-        self.flows = {}
-        for o in objs:
-            self._upsert_flow(o)
-        self._mark("jobflows")
-
-    def _template_changed(self, obj: Obj) -> None:
-        ns, name = _ns(obj), str(_meta(obj).get("name"))
-        for key, flow in self.flows.items():
-            spec = flow.get("spec")
+    def _template_changed(self, template: Stored) -> None:
+        ns = template.meta.namespace or "default"
+        for flow in self.store.indexed("jobflows", NAMESPACE, ns):
+            spec = flow.obj.get("spec")
             entries = spec.get("flows") if isinstance(spec, Mapping) else None
-            if key.startswith(f"{ns}/") and any(
-                isinstance(e, Mapping) and e.get("name") == name for e in (entries or ())
-            ):
-                self.enqueue(key)
-
-    def _upsert_template(self, obj: Obj) -> None:
-        self.templates.setdefault(_ns(obj), {})[str(_meta(obj).get("name"))] = obj
-        self._template_changed(obj)
-
-    def _remove_template(self, obj: Obj) -> None:
-        self.templates.get(_ns(obj), {}).pop(str(_meta(obj).get("name")), None)
-
-    def _replace_templates(self, objs: Sequence[Obj]) -> None:
-        self.templates = {}
-        for o in objs:
-            self._upsert_template(o)
-        self._mark("jobtemplates")
-
-    def _upsert_job(self, obj: Obj) -> None:
-        self.job_names.add(object_key(obj))
-        flow = _flow_of(obj)
-        if flow is None:
-            return
-        jobs = self.jobs.setdefault(flow, {})
-        name = str(_meta(obj).get("name"))
-        if _newer(obj, jobs.get(name)):
-            jobs[name] = obj
-            self.enqueue(flow)
-
-    def _remove_job(self, obj: Obj) -> None:
-        self.job_names.discard(object_key(obj))
-        flow = _flow_of(obj)
-        if flow is None:
-            return
-        jobs = self.jobs.get(flow, {})
-        name = str(_meta(obj).get("name"))
-        if name in jobs and _meta(jobs[name]).get("uid") == _meta(obj).get("uid"):
-            del jobs[name]
-        self.enqueue(flow)
-
-    def _replace_jobs(self, objs: Sequence[Obj]) -> None:
-        self.jobs, self.job_names = {}, set()
-        for o in objs:
-            self._upsert_job(o)
-        self._mark("jobs")
-
-    def _upsert_pod(self, obj: Obj) -> None:
-        labels = _meta(obj).get("labels")
-        job = labels.get(L.JOB_NAME_KEY) if isinstance(labels, Mapping) else None
-        if not isinstance(job, str):
-            return
-        key = f"{_ns(obj)}/{job}"
-        self.pods.setdefault(key, {})[str(_meta(obj).get("name"))] = _endpoint(obj)
-        for flow in self.waiting.get(key, ()):
-            self.enqueue(flow)
-
-    def _remove_pod(self, obj: Obj) -> None:
-        labels = _meta(obj).get("labels")
-        job = labels.get(L.JOB_NAME_KEY) if isinstance(labels, Mapping) else None
-        if isinstance(job, str):
-            pods = self.pods.get(f"{_ns(obj)}/{job}", {})
-            pods.pop(str(_meta(obj).get("name")), None)
-            if not pods:
-                self.pods.pop(f"{_ns(obj)}/{job}", None)
-
-    def _replace_pods(self, objs: Sequence[Obj]) -> None:
-        self.pods = {}
-        for o in objs:
-            self._upsert_pod(o)
-        self._mark("pods")
+            if any(isinstance(e, Mapping) and e.get("name") == template.meta.name for e in (entries or ())):
+                self.enqueue(flow.meta.key)
 
     # --- workers -------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -231,14 +179,20 @@ class FlowController:
 
     def world(self, flow: JobFlow) -> FlowWorld:
         key = f"{flow.namespace}/{flow.name}"
-        mine: dict[str, Obj] = {}
-        for name, job in self.jobs.get(key, {}).items():
-            if controller_uid(job, kind=JOBFLOW_KIND, group=L.FLOW_GROUP) == flow.uid:
-                mine[name] = job
+        mine = {
+            j.meta.name: j.obj
+            for j in self.store.indexed("jobs", JOBFLOW, key)
+            if _controller_uid(j) == flow.uid
+        }
         wanted = {flow.job_name(e.name) for e in flow.flows}
-        foreign = frozenset(n for n in wanted if n not in mine and f"{flow.namespace}/{n}" in self.job_names)
+        foreign = frozenset(
+            n for n in wanted if n not in mine and self.store.get("jobs", f"{flow.namespace}/{n}") is not None
+        )
         targets = {flow.job_name(t) for e in flow.flows for t in e.targets if not e.probe.empty}
-        pods = {n: list(self.pods.get(f"{flow.namespace}/{n}", {}).values()) for n in targets}
+        pods = {
+            n: [_endpoint(p) for p in self.store.indexed("pods", JOB_LABEL, f"{flow.namespace}/{n}")]
+            for n in targets
+        }
         return FlowWorld(
             flow=flow,
             templates=self.templates.get(flow.namespace, {}),
@@ -250,15 +204,16 @@ class FlowController:
         )
 
     async def sync(self, key: str) -> None:
-        obj = self.flows.get(key)
+        held = self.store.get("jobflows", key)
         gone = self.deleted.get(key)
-        if gone is not None and (obj is None or _meta(obj).get("uid") != gone):
+        if gone is not None and (held is None or held.meta.uid != gone):
             # The flow was deleted (and maybe made again under the same name): its jobs go first, so the
             # new flow does not find them in the way of its own.
             await self._cleanup(key, gone)
             self.deleted.pop(key, None)
-        if obj is None:
+        if held is None:
             return
+        obj = held.obj
         try:
             flow = parse_jobflow(obj)
         except InvalidObject as e:
@@ -289,17 +244,16 @@ class FlowController:
                         obj, "Warning", "JobCreateFailed", f"job {job['metadata']['name']}: {e}"[:1000]
                     )
                 raise
-            self._upsert_job(created)
+            self.store.fetched("jobs", created)
             self.stats["jobs_created"] += 1
             log.info("flow job created", extra={"flow": key, "job": job["metadata"]["name"]})
         if plan.status is not None:
             body = {
-                "metadata": {"resourceVersion": _meta(obj).get("resourceVersion")},
+                "metadata": {"resourceVersion": read_meta(obj).resource_version or None},
                 "status": merge_patch(obj.get("status") or {}, plan.status),
             }
-            self._upsert_flow(
-                await self.client.merge_patch(paths.JOBFLOWS.status(flow.name, namespace=ns), body)
-            )
+            path = paths.JOBFLOWS.status(flow.name, namespace=ns)
+            self.store.written("jobflows", await self.client.merge_patch(path, body))
             old = (obj.get("status") or {}).get("state", {}).get("phase")
             new = plan.status.get("state", {}).get("phase")
             if old != new:
@@ -329,10 +283,9 @@ class FlowController:
         """The flow is gone: delete the jobs it still controls (what the garbage collector does)."""
         ns = key.split("/", 1)[0]
         names = [
-            n
-            for n, j in self.jobs.get(key, {}).items()
-            if controller_uid(j, kind=JOBFLOW_KIND, group=L.FLOW_GROUP) == uid
-            and not _meta(j).get("deletionTimestamp")
+            j.meta.name
+            for j in self.store.indexed("jobs", JOBFLOW, key)
+            if _controller_uid(j) == uid and not j.meta.deleting
         ]
         if names:
             log.info("deleting jobs of a deleted flow", extra={"flow": key, "jobs": len(names)})

@@ -7,10 +7,10 @@ of one tier (``OverlappingMember``). Silently, on the scheduling path. This cont
 visible where a user looks (``kubectl describe hypernode``, ``kubectl get events``): one Warning Event per
 distinct problem on the object it concerns, whose note says what to fix.
 
-It shares the process's HyperNode and Node watches (:meth:`HyperNodeProblems.handlers`, teed beside the
-cluster cache) and keeps only what resolution reads: each HyperNode parsed (with its uid, for the Event's
-``regarding``) and each node's labels. A change that can alter the result (a HyperNode, a node added or
-removed, a node's labels) marks the set dirty; a node's status heartbeat does not. After both watches have
+It reads HyperNodes and Nodes from the store of watched objects (:mod:`controllers.state.store`) and is
+told of their changes. A change that can alter the result (a HyperNode as parsed, with its uid for the
+Event's ``regarding``; a node added or removed; a node's labels) marks the set dirty; a node's status
+heartbeat does not. After both watches have
 listed, a dirty set is resolved at most once per ``debounce`` seconds, in a worker thread over immutable
 inputs, off the scheduling path (filter and prioritize never wait for it, and it makes no API calls: the
 :class:`~controllers.events.EventRecorder` writes in the background).
@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from controllers.events import EventRecorder, Ref
 from controllers.kube import paths
-from controllers.kube.informer import Handler
+from controllers.state.store import Change, ObjectStore, Stored, Subscription
 from extender.core.errors import InvalidObject
 from extender.core.hypernode_report import by_object
 from extender.core.hypernodes import HYPERNODE, HyperNode, Problem, build_tree, parse_hypernode
@@ -42,14 +42,16 @@ Obj = Mapping[str, Any]
 _ACTION: Final = "Resolve"
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
+KINDS: Final = frozenset({"hypernodes", "nodes"})
 
 
-def _labels(obj: Obj) -> dict[str, str]:
-    labels = _meta(obj).get("labels")
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+def _parsed(s: Stored) -> tuple[str, HyperNode] | None:
+    """A HyperNode as resolution reads it, with its uid; None when it cannot be parsed (the cache logs
+    and counts it; it resolves to nothing)."""
+    try:
+        return s.meta.uid, parse_hypernode(s.obj)
+    except (InvalidObject, ValueError, TypeError, AttributeError, KeyError):
+        return None
 
 
 def problems_of(hypernodes: Sequence[HyperNode], labels: Mapping[str, Mapping[str, str]]) -> list[Problem]:
@@ -61,84 +63,47 @@ def problems_of(hypernodes: Sequence[HyperNode], labels: Mapping[str, Mapping[st
 
 
 class HyperNodeProblems:
-    def __init__(self, events: EventRecorder, *, debounce: float = 1.0) -> None:
+    def __init__(self, events: EventRecorder, store: ObjectStore, *, debounce: float = 1.0) -> None:
         self.events = events
+        self.store = store
         self.debounce = debounce
-        # name -> (uid, parsed) for every readable HyperNode; node name -> labels.
-        self.hypernodes: dict[str, tuple[str, HyperNode]] = {}
-        self.nodes: dict[str, dict[str, str]] = {}
-        self.synced = {"hypernodes": False, "nodes": False}
         # What was reported and still stands: (uid or kind/name, problem).
         self.reported: set[tuple[str, Problem]] = set()
         self.stats = {"passes": 0, "recorded": 0, "errors": 0}
         self._dirty = asyncio.Event()
+        self._nodes_listed = False
+        store.subscribe(Subscription(kinds=KINDS, changed=self._changed, listed=self._listed))
 
-    # --- informer handlers ------------------------------------------------------------------------------
-    def handlers(self) -> dict[str, Handler]:
-        return {
-            "hypernodes": Handler(self._replace_hypernodes, self._upsert_hypernode, self._remove_hypernode),
-            "nodes": Handler(self._replace_nodes, self._upsert_node, self._remove_node),
-        }
+    # --- what the store tells ------------------------------------------------------------------------------
+    def _changed(self, change: Change) -> None:
+        old, new = change.old, change.new
+        if change.kind == "hypernodes":
+            if (_parsed(old) if old else None) != (_parsed(new) if new else None):
+                self._dirty.set()
+        elif change.key and (
+            (old is None) != (new is None) or (old and new and old.meta.labels != new.meta.labels)
+        ):
+            self._dirty.set()  # a node came, went or was labelled; a status heartbeat changes neither
 
-    def _parsed(self, obj: Obj) -> tuple[str, str, HyperNode | None]:
-        meta = _meta(obj)
-        name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
-        try:
-            return name, uid, parse_hypernode(obj)
-        except (InvalidObject, ValueError, TypeError, AttributeError, KeyError):
-            return name, uid, None  # the cache logs and counts it; it resolves to nothing
-
-    def _replace_hypernodes(self, objs: Sequence[Obj]) -> None:
-        self.hypernodes = {}
-        for obj in objs:
-            self._upsert_hypernode(obj)
-        self.synced["hypernodes"] = True
-        self._dirty.set()
-
-    def _upsert_hypernode(self, obj: Obj) -> None:
-        name, uid, h = self._parsed(obj)
-        before = self.hypernodes.get(name)
-        if h is None:
-            self.hypernodes.pop(name, None)
-        else:
-            self.hypernodes[name] = (uid, h)
-        if self.hypernodes.get(name) != before:
+    def _listed(self, kind: str) -> None:
+        # Every HyperNode list is a pass (as before the store); a node re-list only for what it changed.
+        if kind == "hypernodes" or not self._nodes_listed:
             self._dirty.set()
-
-    def _remove_hypernode(self, obj: Obj) -> None:
-        if self.hypernodes.pop(str(_meta(obj).get("name") or ""), None) is not None:
-            self._dirty.set()
-
-    def _replace_nodes(self, objs: Sequence[Obj]) -> None:
-        nodes = {str(_meta(o).get("name") or ""): _labels(o) for o in objs}
-        nodes.pop("", None)
-        if nodes != self.nodes or not self.synced["nodes"]:
-            self.nodes = nodes
-            self._dirty.set()
-        self.synced["nodes"] = True
-
-    def _upsert_node(self, obj: Obj) -> None:
-        name = str(_meta(obj).get("name") or "")
-        labels = _labels(obj)
-        if name and self.nodes.get(name) != labels:  # a status heartbeat changes neither
-            self.nodes[name] = labels
-            self._dirty.set()
-
-    def _remove_node(self, obj: Obj) -> None:
-        if self.nodes.pop(str(_meta(obj).get("name") or ""), None) is not None:
-            self._dirty.set()
+        if kind == "nodes":
+            self._nodes_listed = True
 
     # --- the loop -------------------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return all(self.synced.values())
+        return self.store.listed(*KINDS)
 
     async def sync_once(self) -> int:
         """Resolve what the watches show and record an Event per problem not reported yet; how many."""
         self.stats["passes"] += 1
-        uids = {name: uid for name, (uid, _) in self.hypernodes.items()}
-        hypernodes = [h for _, h in self.hypernodes.values()]
-        labels = dict(self.nodes)
+        parsed = {s.meta.name: h for s in self.store.all("hypernodes") if (h := _parsed(s)) is not None}
+        uids = {name: uid for name, (uid, _) in parsed.items()}
+        hypernodes = [h for _, h in parsed.values()]
+        labels = {n.meta.name: dict(n.meta.labels) for n in self.store.all("nodes") if n.meta.name}
         if not hypernodes:
             current: list[Problem] = []
         else:

@@ -2,56 +2,46 @@
 
 ``OpenQueue`` and ``CloseQueue`` set the queue's ``status.state``, then the Command is deleted. Setting a
 state twice is harmless, so a crash between the two writes only repeats the first. Any other action is
-dropped (deleted) with a warning. It shares the process's Command watch with the job controller, which
-handles the Commands whose target is a Job.
+dropped (deleted) with a warning. It reads Commands from the store of watched objects
+(:mod:`controllers.state.store`), as the job controller does for the Commands whose target is a Job.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from controllers.kube import paths
-from controllers.kube.client import KubeClient, ignore_404, object_key
-from controllers.kube.informer import Handler
+from controllers.kube.client import KubeClient, ignore_404
+from controllers.state.store import Change, ObjectStore, Subscription
 from controllers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 _STATES = {"OpenQueue": "Open", "CloseQueue": "Closed"}
+_KIND: Final = "commands"
 
 
 def _targets_a_queue(obj: Obj) -> bool:
     target = obj.get("target")
-    return isinstance(target, dict) and target.get("kind") == "Queue"
+    return isinstance(target, Mapping) and target.get("kind") == "Queue"
 
 
 class QueueCommandController:
-    def __init__(self, client: KubeClient, *, workers: int = 2) -> None:
+    def __init__(self, client: KubeClient, store: ObjectStore, *, workers: int = 2) -> None:
         self.client = client
+        self.store = store
         self.workers = workers
-        self.commands: dict[str, Obj] = {}
         self.queue: WorkQueue[str] = WorkQueue(base=0.5, cap=60.0)
         self.errors = 0
+        store.subscribe(Subscription(kinds=frozenset({_KIND}), changed=self._changed))
 
-    def handler(self) -> Handler:
-        return Handler(self._replace, self._upsert, self._remove)
-
-    def _upsert(self, obj: Obj) -> None:
-        if _targets_a_queue(obj):
-            self.commands[object_key(obj)] = obj
-            self.queue.add(object_key(obj))
-
-    def _remove(self, obj: Obj) -> None:
-        self.commands.pop(object_key(obj), None)
-
-    def _replace(self, objs: Sequence[Obj]) -> None:
-        self.commands = {}
-        for o in objs:
-            self._upsert(o)
+    def _changed(self, change: Change) -> None:
+        if change.new is not None and _targets_a_queue(change.new.obj):
+            self.queue.add(change.key)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -71,9 +61,10 @@ class QueueCommandController:
             self.queue.add_after(key, delay)
 
     async def sync(self, key: str) -> None:
-        cmd = self.commands.get(key)
-        if cmd is None:
+        held = self.store.get(_KIND, key)
+        if held is None or not _targets_a_queue(held.obj):
             return
+        cmd = held.obj
         ns, name = key.split("/", 1)
         state = _STATES.get(str(cmd.get("action")))
         target = cmd.get("target")
@@ -86,4 +77,4 @@ class QueueCommandController:
         else:
             log.warning("dropping queue command", extra={"command": name, "action": cmd.get("action")})
         await ignore_404(self.client.delete(paths.COMMANDS.item(name, namespace=ns)))
-        self.commands.pop(key, None)
+        self.store.gone(_KIND, key)

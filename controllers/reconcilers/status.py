@@ -21,6 +21,7 @@ from controllers.kube.client import ApiError
 from controllers.scheduling.executor import Executor
 from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
+from controllers.state.meta import read_meta
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
 from extender.jobs.notices import same_reason
@@ -38,21 +39,21 @@ def _unschedulable(status: dict[str, Any]) -> tuple[str, str] | None:
 
 def _owner_job(raw: dict[str, Any]) -> Ref | None:
     """The vcjob a PodGroup belongs to (its controller reference), so its Events reach the job too."""
-    meta = raw.get("metadata") or {}
-    for r in meta.get("ownerReferences") or ():
-        if isinstance(r, dict) and r.get("kind") == "Job" and r.get("apiVersion") == paths.JOBS.api_version:
+    meta = read_meta(raw)
+    for r in meta.owner_references:
+        if r.kind == "Job" and r.api_version == paths.JOBS.api_version:
             return Ref(
                 api_version=paths.JOBS.api_version,
                 kind="Job",
-                name=str(r.get("name") or ""),
-                namespace=str(meta.get("namespace") or ""),
-                uid=str(r.get("uid") or ""),
+                name=r.name,
+                namespace=meta.namespace,
+                uid=r.uid,
             )
     return None
 
 
 def _rv(raw: dict[str, Any]) -> str:
-    return str((raw.get("metadata") or {}).get("resourceVersion") or "")
+    return read_meta(raw).resource_version
 
 
 class StatusWriter:

@@ -1,5 +1,5 @@
-"""Small readers of watched objects, and the contained sync, shared by the workflow controllers (JobFlow,
-CronJob)."""
+"""What the reconcilers share around a sync: the contained sync of the workflow controllers (JobFlow,
+CronJob) and the merge patch every status write is made of."""
 
 from __future__ import annotations
 
@@ -14,28 +14,20 @@ from controllers.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
-def namespace(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("namespace") or "default")
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    try:
-        return int(meta(obj).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-def newer(obj: Mapping[str, Any], cached: Mapping[str, Any] | None) -> bool:
-    """Whether a watch event may replace the cached object: not when it is older than the object our own
-    write returned (same UID, smaller resourceVersion)."""
-    if cached is None or meta(obj).get("uid") != meta(cached).get("uid"):
-        return True
-    return _rv(obj) >= _rv(cached)
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch (RFC 7386) turning ``old`` into ``new``: keys gone from ``new`` become null, so
+    a map such as ``taskStatusCount`` loses phases that no longer have pods instead of keeping them."""
+    out: dict[str, Any] = {}
+    for k, v in new.items():
+        o = old.get(k)
+        if isinstance(v, Mapping) and isinstance(o, Mapping):
+            out[k] = merge_patch(o, v)
+        else:
+            out[k] = v
+    for k in old:
+        if k not in new:
+            out[k] = None
+    return out
 
 
 async def sync_contained(

@@ -1,10 +1,10 @@
 """The workload PodGroup controller: a real PodGroup for every ReplicaSet, StatefulSet and batch Job whose
 pods are pumice's (Volcano's ``pg-controller``).
 
-It shares the process's Pod and PodGroup watches (the informers feed it through
-:meth:`WorkloadGroupController.handlers`) and keeps only pods of pumice's scheduler names whose controller
-owner is a workload kind and that name no other group (a pod that names one -- Spark's driver and
-executors, a vcjob's pods -- is someone else's). Work is keyed by owner (``ns/kind/name/uid``), so a
+It reads pods and PodGroups from the store of watched objects (:mod:`controllers.state.store`; its
+``WORKLOAD`` index places only pods of pumice's scheduler names whose controller owner is a workload kind
+and that name no other group: a pod that names one -- Spark's driver and executors, a vcjob's pods -- is
+someone else's) and is told of their changes. Work is keyed by owner (``ns/kind/name/uid``), so a
 1 000-replica Deployment costs one owner GET per sync, not one per pod. A sync:
 
 1. GETs the owner (its annotations size the group; a 404 means the garbage collector is on its way);
@@ -31,14 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 from controllers.events import EventRecorder, Ref
 from controllers.fanout import bounded
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, ignore_404
-from controllers.kube.informer import Handler
+from controllers.state.indexes import WORKLOAD, workload_of
+from controllers.state.meta import read_meta
+from controllers.state.store import Change, ObjectStore, Stored, Subscription
 from controllers.workqueue import WorkQueue
 from extender.core.errors import InvalidObject
 from extender.core.parse import pod_requests
@@ -50,7 +52,6 @@ from extender.core.workloads import (
     named_group,
     owner_group_name,
     spec_patch,
-    workload_owner,
 )
 
 log = logging.getLogger(__name__)
@@ -68,19 +69,14 @@ _SCALABLE: Final = frozenset({"ReplicaSet", "StatefulSet"})
 FANOUT: Final = 16
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
-def owner_key(namespace: str, owner: Owner) -> str:
-    return f"{namespace}/{owner.kind}/{owner.name}/{owner.uid}"
+KINDS: Final = frozenset({"pods", "podgroups"})
 
 
 class WorkloadGroupController:
     def __init__(
         self,
         client: KubeClient,
+        store: ObjectStore,
         *,
         scheduler_names: frozenset[str],
         events: EventRecorder | None = None,
@@ -89,100 +85,50 @@ class WorkloadGroupController:
         max_backoff: float = 300.0,
     ) -> None:
         self.client = client
+        self.store = store
         self.scheduler_names = scheduler_names
         self.events = events
         self.workers = workers
         self.resync = resync
         self.queue: WorkQueue[str] = WorkQueue(base=0.5, cap=max_backoff)
-        # Per owner key: its pods of ours (by pod name) and the owner reference they carry.
-        self.pods: dict[str, dict[str, Obj]] = {}
+        # Per owner key, the owner reference its pods carry (kept after its last pod went: the group of a
+        # ReplicaSet scaled to zero is deleted then).
         self.owners: dict[str, Owner] = {}
-        # Groups named like ours (podgroup-*), by namespace/name.
-        self.podgroups: dict[str, Obj] = {}
-        self.synced = {"pods": False, "podgroups": False}
         self.stats = {"syncs": 0, "created": 0, "updated": 0, "deleted": 0, "annotated": 0, "errors": 0}
+        store.subscribe(Subscription(kinds=KINDS, changed=self._changed, listed=self._listed))
 
     @property
     def ready(self) -> bool:
-        return all(self.synced.values())
+        return self.store.listed(*KINDS)
 
-    # --- informer handlers ------------------------------------------------------------------------------
-    def handlers(self) -> dict[str, Handler]:
-        return {
-            "pods": Handler(self._replace_pods, self._upsert_pod, self._remove_pod),
-            "podgroups": Handler(self._replace_podgroups, self._upsert_podgroup, self._remove_podgroup),
-        }
-
-    def _owned(self, obj: Mapping[str, Any]) -> tuple[str, Owner] | None:
-        """The owner key of a pod this controller looks after, or None."""
-        spec = obj.get("spec")
-        if not isinstance(spec, Mapping) or spec.get("schedulerName") not in self.scheduler_names:
-            return None
-        meta = _meta(obj)
-        owner = workload_owner(meta)
-        if owner is None:
-            return None
-        named = named_group(meta)
-        if named is not None and named != owner_group_name(owner):
-            return None  # it joined a group someone else made (Spark, LeaderWorkerSet)
-        return owner_key(str(meta.get("namespace") or "default"), owner), owner
-
-    def _upsert_pod(self, obj: Obj) -> None:
-        owned = self._owned(obj)
-        if owned is None:
-            return
-        key, owner = owned
-        self.pods.setdefault(key, {})[str(_meta(obj).get("name"))] = obj
-        self.owners[key] = owner
-        self.queue.add(key)
-
-    def _remove_pod(self, obj: Obj) -> None:
-        owned = self._owned(obj)
-        if owned is None:
-            return
-        key = owned[0]
-        pods = self.pods.get(key, {})
-        pods.pop(str(_meta(obj).get("name")), None)
-        if not pods:
-            self.pods.pop(key, None)
-        self.queue.add(key)
-
-    def _replace_pods(self, objs: Sequence[Obj]) -> None:
-        before = set(self.pods)
-        self.pods = {}
-        for o in objs:
-            owned = self._owned(o)
-            if owned is not None:
-                self.pods.setdefault(owned[0], {})[str(_meta(o).get("name"))] = o
-                self.owners[owned[0]] = owned[1]
-        self._mark("pods", before)
-
-    def _upsert_podgroup(self, obj: Obj) -> None:
-        name = str(_meta(obj).get("name") or "")
-        if name.startswith(PODGROUP_PREFIX):
-            self.podgroups[f"{_meta(obj).get('namespace') or 'default'}/{name}"] = obj
-
-    def _remove_podgroup(self, obj: Obj) -> None:
-        meta = _meta(obj)
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-        if self.podgroups.pop(key, None) is not None:
+    # --- what the store tells ------------------------------------------------------------------------------
+    def _changed(self, change: Change) -> None:
+        if change.kind == "pods":
+            for s in (change.old, change.new):
+                key = self._owner_key(s) if s is not None else None
+                if key is not None:
+                    self.queue.add(key)
+        elif (
+            change.removed and not change.listed and change.key.split("/", 1)[-1].startswith(PODGROUP_PREFIX)
+        ):
             # Deleted by hand while its pods live: make it again.
+            ns, name = change.key.split("/", 1)
             for k, owner in self.owners.items():
-                if k.startswith(f"{meta.get('namespace') or 'default'}/") and owner_group_name(owner) == (
-                    meta.get("name")
-                ):
+                if k.startswith(f"{ns}/") and owner_group_name(owner) == name:
                     self.queue.add(k)
 
-    def _replace_podgroups(self, objs: Sequence[Obj]) -> None:
-        self.podgroups = {}
-        for o in objs:
-            self._upsert_podgroup(o)
-        self._mark("podgroups", set())
+    def _owner_key(self, pod: Stored) -> str | None:
+        """The owner key of a pod this controller looks after (the store's ``WORKLOAD`` index), its owner
+        remembered."""
+        found = workload_of(pod, self.scheduler_names)
+        if found is None:
+            return None
+        self.owners[found[0]] = found[1]
+        return found[0]
 
-    def _mark(self, name: str, before: set[str]) -> None:
-        self.synced[name] = True
+    def _listed(self, _kind: str) -> None:
         if self.ready:
-            for key in set(self.pods) | before:
+            for key in self.store.index_values("pods", WORKLOAD):
                 self.queue.add(key)
 
     # --- workers -------------------------------------------------------------------------------------------
@@ -198,7 +144,7 @@ class WorkloadGroupController:
         while True:
             await asyncio.sleep(self.resync)
             if self.ready:
-                for key in list(self.pods):
+                for key in self.store.index_values("pods", WORKLOAD):
                     self.queue.add(key)
 
     async def _sync_contained(self, key: str) -> None:
@@ -230,7 +176,7 @@ class WorkloadGroupController:
             if e.status == 404:
                 return None
             raise
-        return obj if _meta(obj).get("uid") == owner.uid else None
+        return obj if read_meta(obj).uid == owner.uid else None
 
     async def sync(self, key: str) -> None:
         owner = self.owners.get(key)
@@ -239,8 +185,8 @@ class WorkloadGroupController:
         namespace = key.split("/", 1)[0]
         group_key = f"{namespace}/{owner_group_name(owner)}"
         pods = sorted(
-            self.pods.get(key, {}).values(),
-            key=lambda p: (str(_meta(p).get("creationTimestamp") or ""), str(_meta(p).get("name"))),
+            self.store.indexed("pods", WORKLOAD, key),
+            key=lambda p: (p.meta.creation_timestamp, p.meta.name),
         )
         self.stats["syncs"] += 1
         if not pods:
@@ -253,10 +199,10 @@ class WorkloadGroupController:
         desired = None
         for pod in pods:
             try:
-                requests = pod_requests(pod.get("spec") or {})
+                requests = pod_requests(pod.obj.get("spec") or {})
             except (InvalidObject, ValueError, TypeError, AttributeError):
                 continue  # the cache reports an unreadable pod; size the group from another
-            desired = desired_podgroup(pod, owner, owner_obj, requests)
+            desired = desired_podgroup(pod.obj, owner, owner_obj, requests)
             break
         if desired is None:
             log.warning("no readable pod to size a workload group from", extra={"owner": key})
@@ -268,27 +214,21 @@ class WorkloadGroupController:
                 self.events.record(
                     ref, type_="Warning", reason="InvalidAnnotation", note=problem, action="Sync"
                 )
-        existing = self.podgroups.get(group_key)
+        existing = self.store.get("podgroups", group_key)
         if existing is None:
             await self._create(namespace, desired.body, key)
         else:
-            patch = spec_patch(existing, desired)
+            patch = spec_patch(existing.obj, desired)
             if patch is not None:
                 path = paths.PODGROUPS.item(desired.name, namespace=namespace)
-                written = await self.client.merge_patch(path, patch)
-                # Unless the watch removed it meanwhile (deleted by hand: it is made again, not revived).
-                if _meta(self.podgroups.get(group_key) or {}).get("uid") == _meta(written).get("uid"):
-                    self._upsert_podgroup(written)
+                # Kept unless the watch removed it meanwhile (deleted by hand: it is made again, not revived).
+                self.store.written("podgroups", await self.client.merge_patch(path, patch))
                 self.stats["updated"] += 1
                 log.info(
                     "workload group updated",
                     extra={"owner": key, "podgroup": group_key, "spec": patch["spec"]},
                 )
-        todo = [
-            str(_meta(p).get("name"))
-            for p in pods
-            if named_group(_meta(p)) is None and not _meta(p).get("deletionTimestamp")
-        ]
+        todo = [p.meta.name for p in pods if named_group(p.meta.raw) is None and not p.meta.deleting]
         body = annotation_patch(desired.name)
         await bounded(
             [
@@ -306,7 +246,7 @@ class WorkloadGroupController:
             if e.status != 409:
                 raise
             return  # made already (by us before a restart): the watch brings it, the next sync compares
-        self._upsert_podgroup(created)
+        self.store.fetched("podgroups", created)
         self.stats["created"] += 1
         spec = body["spec"]
         log.info(
@@ -323,7 +263,7 @@ class WorkloadGroupController:
         """The owner's last pod went: delete its group if it is a ReplicaSet or StatefulSet at zero replicas
         (a Deployment's old ReplicaSet after a rollout), as Volcano does. A gone owner's group is the garbage
         collector's; a finished Job keeps its group, as it keeps its pods' record."""
-        if group_key not in self.podgroups or owner.kind not in _SCALABLE:
+        if self.store.get("podgroups", group_key) is None or owner.kind not in _SCALABLE:
             return
         owner_obj = await self._get_owner(namespace, owner)
         if owner_obj is None:
@@ -333,6 +273,6 @@ class WorkloadGroupController:
         if replicas == 0:
             name = group_key.split("/", 1)[1]
             await ignore_404(self.client.delete(paths.PODGROUPS.item(name, namespace=namespace)))
-            self.podgroups.pop(group_key, None)
+            self.store.gone("podgroups", group_key)
             self.stats["deleted"] += 1
             log.info("workload group deleted: scaled to zero", extra={"podgroup": group_key})

@@ -22,7 +22,7 @@ from controllers.scheduling.shared import SchedulingState
 from controllers.scheduling.writes import Writes
 from extender.core.model import GroupKey, GroupPhase, PodUID
 from extender.core.snapshot import Snapshot, pod_group_key
-from extender.framework.session import CycleResult
+from extender.framework.result import CycleResult
 
 
 def stale_groups(shared: SchedulingState, snap: Snapshot, result: CycleResult) -> set[GroupKey]:

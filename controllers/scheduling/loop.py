@@ -34,7 +34,7 @@ from controllers.scheduling.writes import Writes
 from extender.core.model import GroupKey
 from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult
+from extender.framework.result import CycleResult
 from extender.plugins.registry import SchedulerConf
 
 log = logging.getLogger(__name__)

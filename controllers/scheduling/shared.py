@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from controllers.state.cluster import ClusterState
 from extender.core.model import GroupKey, PodUID
 from extender.core.snapshot import Aside, pod_group_key
-from extender.framework.session import Eviction, Unschedulable
+from extender.framework.result import Eviction, Unschedulable
 from extender.plugins.registry import SchedulerConf
 
 

@@ -28,7 +28,7 @@ from controllers.scheduling.executor import Executor
 from controllers.scheduling.shared import SchedulingState
 from extender.core.model import GroupKey, Pod
 from extender.core.timestamps import rfc3339
-from extender.framework.session import Eviction
+from extender.framework.result import Eviction
 
 log = logging.getLogger(__name__)
 

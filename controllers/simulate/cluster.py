@@ -37,7 +37,7 @@ from extender.api import wire
 from extender.core.gang import MemberCounts, is_admitted, next_phase
 from extender.core.model import GroupKey, GroupPhase, Pod, PodUID, group_key
 from extender.core.snapshot import pod_group_key
-from extender.framework.session import Eviction
+from extender.framework.result import Eviction
 from extender.plugins.registry import SchedulerConf
 
 Obj = dict[str, Any]

@@ -1,94 +1,60 @@
-"""Raw Kubernetes objects (decoded JSON) into the frozen model.
+"""Raw Kubernetes objects (decoded JSON) into the frozen model: Pods, Nodes, PodGroups, Queues,
+PriorityClasses, ResourceQuotas and PodDisruptionBudgets.
 
-The only place in the core that reads raw dicts. Every function raises :class:`InvalidObject` naming the
-field when the object cannot be read, so the cache can log and skip it and a handler can answer 400.
+With :mod:`extender.core.parse_affinity` (a pod's node and inter-pod constraints), the domain parsers it
+calls (GPU, NUMA, network topology) and the field readers of :mod:`extender.core.fields`, the only place
+in the core that reads raw dicts: objects are parsed once, when they enter the cache, never in a handler.
+Every function raises :class:`InvalidObject` naming the field when the object cannot be read, so the cache
+can log and skip it and a handler can answer 400. Defaults are the API server's and Volcano's (a missing
+``minMember`` is 1, a missing queue the default queue, an unknown phase Pending or Unknown).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
-from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject, InvalidQuantity
+from extender.core.fields import Obj
+from extender.core.fields import int_field as _int
+from extender.core.fields import list_field as _list
+from extender.core.fields import list_item as _item
+from extender.core.fields import metadata as _meta
 from extender.core.fields import object_field as _map
+from extender.core.fields import positive_duration as _positive_duration
+from extender.core.fields import resource_list as _resources
 from extender.core.gpus import gpu_request, node_gpus, pod_hold
 from extender.core.hypernodes import parse_network_topology
 from extender.core.model import (
-    Affinity,
     Condition,
     GroupPhase,
-    LabelSelector,
     Node,
-    NodeConstraints,
     NodeGroupAffinity,
     Pod,
-    PodAffinityTerm,
     PodGroup,
     PodPhase,
     PodScoring,
     PodUID,
-    PreferredNodeTerm,
     PriorityClass,
     Queue,
     QueueState,
-    Requirement,
-    SpreadConstraint,
     Taint,
-    Toleration,
-    WeightedPodAffinityTerm,
 )
 from extender.core.numa import numa_request
+from extender.core.parse_affinity import label_selector, node_constraints, pod_affinity
 from extender.core.quantity import to_units
 from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
-from extender.core.resources import add, parse_resource_list
+from extender.core.resources import add
 from extender.core.timestamps import epoch
 from extender.core.workloads import pod_group_name
-
-Obj = Mapping[str, Any]
 
 # Volcano's keys: a job's SLA on its PodGroup (the first key that reads wins), a queue's HDRF position.
 SLA_WAITING_TIME_KEYS: Final = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
-
-
-def _list(obj: Obj, key: str, where: str) -> list[Any]:
-    v = obj.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise InvalidObject(f"{where}.{key}: expected a list, got {type(v).__name__}")
-    return v
-
-
-def _item(v: object, where: str) -> Obj:
-    """A list element that must be an object."""
-    if not isinstance(v, Mapping):
-        raise InvalidObject(f"{where}: expected an object, got {type(v).__name__}")
-    return v
-
-
-def _resources(raw: object, where: str) -> dict[str, int]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InvalidObject(f"{where}: expected a resource list")
-    try:
-        return parse_resource_list(raw)
-    except InvalidQuantity as e:
-        raise InvalidObject(f"{where}: {e}") from None
-
-
-def _meta(obj: Obj, kind: str) -> Obj:
-    _item(obj, kind)
-    meta = _map(obj, "metadata", kind)
-    if not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise InvalidObject(f"{kind}.metadata.name: required")
-    return meta
 
 
 def pod_requests(spec: Obj) -> dict[str, int]:
@@ -110,167 +76,6 @@ def pod_requests(spec: Obj) -> dict[str, int]:
     total = add(total, _resources(spec.get("overhead"), "spec.overhead"))
     total["pods"] = 1
     return {k: v for k, v in total.items() if v}
-
-
-def _requirement(raw: object, is_field: bool, where: str) -> Requirement:
-    raw = _item(raw, where)
-    key, op = raw.get("key"), raw.get("operator")
-    if not isinstance(key, str) or not isinstance(op, str):
-        raise InvalidObject(f"{where}: key and operator are required")
-    values = _list(raw, "values", where)
-    return Requirement(key=key, operator=op, values=tuple(str(v) for v in values), field=is_field)
-
-
-def node_constraints(spec: Obj) -> NodeConstraints:
-    selector = tuple(sorted((str(k), str(v)) for k, v in _map(spec, "nodeSelector", "spec").items()))
-    terms: tuple[tuple[Requirement, ...], ...] | None = None
-    node_aff = _map(_map(spec, "affinity", "spec"), "nodeAffinity", "spec.affinity")
-    required = _map(node_aff, "requiredDuringSchedulingIgnoredDuringExecution", "spec.affinity.nodeAffinity")
-    if required:
-        where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-        parsed: list[tuple[Requirement, ...]] = []
-        for j, raw_term in enumerate(_list(required, "nodeSelectorTerms", where)):
-            at = f"{where}[{j}]"
-            term = _item(raw_term, at)
-            parsed.append(
-                tuple(
-                    [_requirement(r, False, at) for r in _list(term, "matchExpressions", at)]
-                    + [_requirement(r, True, at) for r in _list(term, "matchFields", at)]
-                )
-            )
-        terms = tuple(parsed)
-    tolerations = tuple(
-        Toleration(
-            key=str(t.get("key") or ""),
-            operator=str(t.get("operator") or "Equal"),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-        for t in (
-            _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
-        )
-    )
-    return NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations)
-
-
-def _selector(raw: object, where: str) -> LabelSelector | None:
-    """A metav1.LabelSelector; None when absent (which pod affinity and spread read as "no pod")."""
-    if raw is None:
-        return None
-    sel = _item(raw, where)
-    labels = tuple(sorted((str(k), str(v)) for k, v in _map(sel, "matchLabels", where).items()))
-    exprs = tuple(
-        _requirement(r, False, f"{where}.matchExpressions[{i}]")
-        for i, r in enumerate(_list(sel, "matchExpressions", where))
-    )
-    return LabelSelector(match_labels=labels, match_expressions=exprs)
-
-
-def _with_label_keys(
-    sel: LabelSelector | None, pod_labels: Mapping[str, str], keys: list[Any], operator: str
-) -> LabelSelector | None:
-    """``sel`` narrowed by ``matchLabelKeys`` (In) or ``mismatchLabelKeys`` (NotIn): each key the pod
-    has a label for becomes ``key <operator> (the pod's value)``, as kube-apiserver merges them."""
-    if sel is None:
-        return None
-    extra = tuple(
-        Requirement(key=str(k), operator=operator, values=(pod_labels[str(k)],))
-        for k in keys
-        if str(k) in pod_labels
-    )
-    if not extra:
-        return sel
-    return LabelSelector(match_labels=sel.match_labels, match_expressions=sel.match_expressions + extra)
-
-
-def _pod_term(raw: object, namespace: str, pod_labels: Mapping[str, str], where: str) -> PodAffinityTerm:
-    term = _item(raw, where)
-    key = term.get("topologyKey")
-    if not isinstance(key, str):
-        raise InvalidObject(f"{where}.topologyKey: required")
-    ns_selector = _selector(term.get("namespaceSelector"), f"{where}.namespaceSelector")
-    namespaces = frozenset(str(n) for n in _list(term, "namespaces", where))
-    if not namespaces and ns_selector is None:
-        namespaces = frozenset({namespace})  # neither given: the declaring pod's own namespace
-    sel = _selector(term.get("labelSelector"), f"{where}.labelSelector")
-    sel = _with_label_keys(sel, pod_labels, _list(term, "matchLabelKeys", where), "In")
-    sel = _with_label_keys(sel, pod_labels, _list(term, "mismatchLabelKeys", where), "NotIn")
-    return PodAffinityTerm(
-        topology_key=key, selector=sel, namespaces=namespaces, namespace_selector=ns_selector
-    )
-
-
-def _pod_terms(
-    block: Obj, namespace: str, pod_labels: Mapping[str, str], where: str
-) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
-    req_where = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
-    required = tuple(
-        _pod_term(t, namespace, pod_labels, f"{req_where}[{i}]")
-        for i, t in enumerate(_list(block, "requiredDuringSchedulingIgnoredDuringExecution", where))
-    )
-    preferred: list[WeightedPodAffinityTerm] = []
-    pref_where = f"{where}.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, raw in enumerate(_list(block, "preferredDuringSchedulingIgnoredDuringExecution", where)):
-        at = f"{pref_where}[{i}]"
-        w = _item(raw, at)
-        term = _pod_term(w.get("podAffinityTerm"), namespace, pod_labels, f"{at}.podAffinityTerm")
-        preferred.append(WeightedPodAffinityTerm(weight=_int(w, "weight", at, 0), term=term))
-    return required, tuple(preferred)
-
-
-def _spread(raw: object, pod_labels: Mapping[str, str], where: str) -> SpreadConstraint:
-    c = _item(raw, where)
-    key = c.get("topologyKey")
-    if not isinstance(key, str):
-        raise InvalidObject(f"{where}.topologyKey: required")
-    sel = _selector(c.get("labelSelector"), f"{where}.labelSelector")
-    return SpreadConstraint(
-        max_skew=_int(c, "maxSkew", where, 1),
-        topology_key=key,
-        selector=_with_label_keys(sel, pod_labels, _list(c, "matchLabelKeys", where), "In"),
-        hard=c.get("whenUnsatisfiable", "DoNotSchedule") != "ScheduleAnyway",
-        min_domains=_int(c, "minDomains", where, 1),
-        honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
-        honor_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
-    )
-
-
-def pod_affinity(spec: Obj, namespace: str, pod_labels: Mapping[str, str]) -> Affinity | None:
-    """Inter-pod (anti-)affinity, topology spread and preferred node affinity; None when the pod has none."""
-    aff = _map(spec, "affinity", "spec")
-    required, preferred = _pod_terms(
-        _map(aff, "podAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAffinity"
-    )
-    required_anti, preferred_anti = _pod_terms(
-        _map(aff, "podAntiAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAntiAffinity"
-    )
-    spread = tuple(
-        _spread(c, pod_labels, f"spec.topologySpreadConstraints[{i}]")
-        for i, c in enumerate(_list(spec, "topologySpreadConstraints", "spec"))
-    )
-    node_aff = _map(aff, "nodeAffinity", "spec.affinity")
-    where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    preferred_nodes: list[PreferredNodeTerm] = []
-    for i, raw in enumerate(_list(node_aff, "preferredDuringSchedulingIgnoredDuringExecution", where)):
-        at = f"{where}[{i}]"
-        w = _item(raw, at)
-        pref = _map(w, "preference", at)
-        reqs = tuple(
-            [_requirement(r, False, f"{at}.preference") for r in _list(pref, "matchExpressions", at)]
-            + [_requirement(r, True, f"{at}.preference") for r in _list(pref, "matchFields", at)]
-        )
-        weight = _int(w, "weight", at, 0)
-        if weight and reqs:  # a zero weight or an empty term is a no-op, as in kube-scheduler
-            preferred_nodes.append(PreferredNodeTerm(weight=weight, requirements=reqs))
-    out = Affinity(
-        required=required,
-        required_anti=required_anti,
-        preferred=tuple(t for t in preferred if t.weight),
-        preferred_anti=tuple(t for t in preferred_anti if t.weight),
-        spread=spread,
-        preferred_nodes=tuple(preferred_nodes),
-    )
-    return None if out == Affinity() else out
 
 
 def _task(ann: Obj, labels: Mapping[str, str]) -> str:
@@ -403,33 +208,10 @@ def _conditions(status: Obj) -> tuple[Condition, ...]:
     )
 
 
-def _int(obj: Obj, key: str, where: str, default: int) -> int:
-    v = obj.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InvalidObject(f"{where}.{key}: expected an integer, got {v!r}")
-    return v
-
-
 def _sla_waiting_time(ann: Obj) -> float | None:
     """The job's own SLA in seconds: the first of Volcano's keys that reads as a positive Go duration.
     An unreadable one is skipped, as Volcano skips it, rather than refusing the whole PodGroup."""
     return _positive_duration(ann, SLA_WAITING_TIME_KEYS)
-
-
-def _positive_duration(ann: Obj, keys: tuple[str, ...]) -> float | None:
-    for key in keys:
-        raw = ann.get(key)
-        if raw is None:
-            continue
-        try:
-            seconds = parse_duration(str(raw))
-        except ValueError:
-            continue
-        if seconds > 0:
-            return seconds
-    return None
 
 
 def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
@@ -569,7 +351,7 @@ def parse_pod_disruption_budget(obj: Obj) -> DisruptionBudget:
     return DisruptionBudget(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta["name"]),
-        selector=_selector(spec.get("selector"), "spec.selector"),
+        selector=label_selector(spec.get("selector"), "spec.selector"),
         disruptions_allowed=_int(status, "disruptionsAllowed", "status", 0),
         disrupted=frozenset(str(k) for k in _map(status, "disruptedPods", "status")),
     )

@@ -8,8 +8,9 @@ against one snapshot. Matrices are ``nodes x resources`` int64 (see :class:`Reso
 - ``reserved``: requests of our waiting pods already planned onto the node (a plan is a reservation that
   every later decision respects).
 
-Pods on nodes (:class:`Residents`) are what inter-pod affinity and topology spread count: bound,
-unfinished pods of any scheduler and planned pods of ours, with their labels and inter-pod terms.
+Pods on nodes (:class:`~extender.core.residents.Residents`) are what inter-pod affinity and topology
+spread count: bound, unfinished pods of any scheduler and planned pods of ours, with their labels and
+inter-pod terms.
 
 Every pod's request vector is a row of one read-only matrix (``requests``), filled a resource column at a
 time when the snapshot is built: the totals above and the cycle's sums are sums of its rows, not of
@@ -45,6 +46,7 @@ from extender.core.model import (
 )
 from extender.core.numa import NumaTopology
 from extender.core.quota import ResourceQuota
+from extender.core.residents import Residents
 from extender.core.resources import ResourceIndex, Vector
 from extender.core.topology import TopologyIndex
 
@@ -65,69 +67,6 @@ def implicit_group(pod: Pod, default_queue: str) -> PodGroup:
         created=pod.created,
         implicit=True,
     )
-
-
-class Residents:
-    """The pods on nodes, with their node rows: bound and unfinished (any scheduler's), or waiting with a
-    live plan. Worked out on first use, and the pods with inter-pod terms separately from the rest: a
-    cycle that places only pods without inter-pod rules walks the cluster's pods once, looking for terms
-    that could match them, and never matches a selector against the others."""
-
-    def __init__(self, pods: Iterable[Pod], plans: Mapping[PodUID, str], node_pos: Mapping[str, int]) -> None:
-        self._pods = tuple(pods)
-        self._plans = plans
-        self._node_pos = node_pos
-        self._all: tuple[tuple[Pod, int], ...] | None = None
-        self._with_terms: tuple[tuple[Pod, int], ...] | None = None
-        self._by_namespace: dict[str, list[tuple[Pod, int]]] | None = None
-        self._by_label: dict[tuple[str, str, str], list[tuple[Pod, int]]] | None = None
-
-    def _row(self, p: Pod) -> int | None:
-        if p.holds_resources:
-            return self._node_pos.get(p.node_name)
-        if p.waiting:
-            node = self._plans.get(p.uid)
-            return None if node is None else self._node_pos.get(node)
-        return None
-
-    def all(self) -> tuple[tuple[Pod, int], ...]:
-        if self._all is None:
-            placed = ((p, self._row(p)) for p in self._pods)
-            self._all = tuple((p, r) for p, r in placed if r is not None)
-        return self._all
-
-    def by_namespace(self) -> Mapping[str, list[tuple[Pod, int]]]:
-        """The same, by namespace: most terms look in one namespace only."""
-        if self._by_namespace is None:
-            out: dict[str, list[tuple[Pod, int]]] = {}
-            for p, r in self.all():
-                out.setdefault(p.namespace, []).append((p, r))
-            self._by_namespace = out
-        return self._by_namespace
-
-    def by_label(self) -> Mapping[tuple[str, str, str], list[tuple[Pod, int]]]:
-        """The same by (namespace, label key, value): a selector's first ``matchLabels`` pair names the
-        only pods it can match, whatever the cluster's size."""
-        if self._by_label is None:
-            out: dict[tuple[str, str, str], list[tuple[Pod, int]]] = {}
-            for p, r in self.all():
-                for k, v in p.labels.items():
-                    out.setdefault((p.namespace, k, v), []).append((p, r))
-            self._by_label = out
-        return self._by_label
-
-    def with_terms(self) -> tuple[tuple[Pod, int], ...]:
-        """Those whose own inter-pod terms may concern an incoming pod (anti-affinity symmetry, scores)."""
-        if self._with_terms is None:
-            if self._all is not None:
-                self._with_terms = tuple(
-                    (p, r) for p, r in self._all if p.affinity is not None and p.affinity.has_pod_terms
-                )
-            else:
-                termed = (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
-                placed = ((p, self._row(p)) for p in termed)
-                self._with_terms = tuple((p, r) for p, r in placed if r is not None)
-        return self._with_terms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,8 +46,8 @@ _INFORMERS: Final = (
 )
 _WATCHED: Final = ("get", "list", "watch")
 _PLUGIN_OBJECTS: Final = (
-    "controllers.reconcilers.jobs:JobController._apply",
-    "controllers.reconcilers.jobs:_PLUGIN_RESOURCES",
+    "controllers.reconcilers.job_writes:JobWrites._apply",
+    "controllers.reconcilers.job_writes:_PLUGIN_RESOURCES",
 )
 _STATUS_WRITES: Final = (
     "controllers.reconcilers.status:StatusWriter._pending_writes",
@@ -268,7 +268,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs/status",
         verbs=("patch",),
-        code=("controllers.reconcilers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.job_writes:JobWrites.status",),
         why="a job's phase, conditions and task counts (resourceVersion-guarded); InvalidSpec for a job "
         "pumice cannot run as written",
     ),
@@ -283,7 +283,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=BATCH_GROUP,
         resource="jobs",
         verbs=("delete",),
-        code=("controllers.reconcilers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.job_writes:JobWrites.rest",),
         why="ttlSecondsAfterFinished: a finished job is deleted when its TTL expires",
     ),
     Grant(
@@ -365,8 +365,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="pods",
         verbs=("create",),
         code=(
-            "controllers.reconcilers.jobs:JobController.perform",
-            "controllers.reconcilers.jobs:JobController._create",
+            "controllers.reconcilers.job_writes:JobWrites.rest",
+            "controllers.reconcilers.job_writes:JobWrites._create",
         ),
         why="a job's task pods",
     ),
@@ -375,8 +375,8 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="pods",
         verbs=("delete",),
         code=(
-            "controllers.reconcilers.jobs:JobController.perform",
-            "controllers.reconcilers.jobs:JobController._cleanup",
+            "controllers.reconcilers.job_writes:JobWrites.rest",
+            "controllers.reconcilers.job_writes:JobWrites.cleanup",
         ),
         why="pods of a restarted, scaled-down or finished job, and of a job that was deleted",
     ),
@@ -384,14 +384,14 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group=SCHEDULING_GROUP,
         resource="podgroups",
         verbs=("create", "patch"),
-        code=("controllers.reconcilers.jobs:JobController.perform",),
+        code=("controllers.reconcilers.job_writes:JobWrites.rest",),
         why="a job's PodGroup, and its minMember/minResources when the job changes",
     ),
     Grant(
         group=SCHEDULING_GROUP,
         resource="podgroups",
         verbs=("delete",),
-        code=("controllers.reconcilers.jobs:JobController._cleanup",),
+        code=("controllers.reconcilers.job_writes:JobWrites.cleanup",),
         why="the PodGroup of a deleted job",
     ),
     Grant(
@@ -399,7 +399,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         resource="commands",
         verbs=("delete",),
         code=(
-            "controllers.reconcilers.jobs:JobController.perform",
+            "controllers.reconcilers.job_writes:JobWrites.rest",
             "controllers.reconcilers.queue_commands:QueueCommandController.sync",
         ),
         why="a Command is deleted once carried out",
@@ -445,7 +445,7 @@ GRANTS: Final[tuple[Grant, ...]] = (
         group="",
         resource="secrets",
         verbs=("get",),
-        code=("controllers.reconcilers.jobs:JobController._ssh_key",),
+        code=("controllers.reconcilers.job_ssh:ssh_key",),
         why="ssh plugin: reuse the key pair in <job>-ssh after a restart",
     ),
     Grant(

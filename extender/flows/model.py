@@ -19,8 +19,8 @@ from typing import Any, Final
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
 from extender.core.fields import list_field as _list
+from extender.core.fields import list_item as _item
 from extender.core.fields import object_field as _map
-from extender.core.fields import object_item as _item
 
 Obj = Mapping[str, Any]
 

@@ -10,24 +10,25 @@
 Pods are placed one after the other, each on the best node for it as the pods before it left the
 cluster (Volcano's per-task loop). A run of a gang's identical pods (one request, one node mask, no
 inter-pod rules, no per-pod scores) is placed as a batch that lands every pod where that loop would
-(:func:`_place_run`); ``batch=False`` keeps the loop, which the tests compare against.
+(:func:`extender.framework.place.place_run`); ``batch=False`` keeps the loop, which the tests compare
+against. A gang's minimum is placed by :func:`extender.framework.gang_allocate.allocate_group`; this
+module holds the turns between queues and groups (:class:`_Turns`), the extra pods of whole gangs, and
+the actions' entry points.
+
+Invariants: a queue that is overused takes no turn; a closed queue keeps what runs and starts nothing;
+a group's extra pods never go before another group's gang minimum in the same queue.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
-import numpy as np
-import numpy.typing as npt
-
-from extender.core import fit
 from extender.core.hierarchy import parent_loop
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue, QueueState
-from extender.core.resources import Vector
 from extender.core.timestamps import epoch
+from extender.framework import place
+from extender.framework.gang_allocate import allocate_group
 from extender.framework.gangs import (
     admitted_by_queue,
     counts_toward_gang,
@@ -36,15 +37,11 @@ from extender.framework.gangs import (
     unplanned_waiting,
 )
 from extender.framework.lines import Line
-from extender.framework.plugin import GangDomains, Rows, Scores
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
 from extender.framework.reserve import reserve
-from extender.framework.session import Session, Statement, Unschedulable
-
-# Condition reasons (Volcano's where it has one).
-NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
-NOT_ENOUGH_PODS: Final = "NotEnoughTasks"
-QUEUE_UNAVAILABLE: Final = "QueueUnavailable"
-NOT_ADMITTED: Final = "NotEnqueued"
+from extender.framework.result import Unschedulable
+from extender.framework.session import Session
+from extender.framework.statement import Statement
 
 
 def _queue_problem(ssn: Session, g: PodGroup) -> str | None:
@@ -75,404 +72,6 @@ def enqueue(ssn: Session) -> None:
             ssn.result.unschedulable[g.key] = Unschedulable(NOT_ADMITTED, reason)
             continue
         ssn.admit(g)
-
-
-def _place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -> str | None:
-    """Place ``p`` on the best feasible node; None on success, else why not."""
-    req = ssn.vector(p.uid)
-    smask = ssn.pod_mask(p)
-    rules = ssn.pod_rules(p)
-    allowed = rules.allowed(p) if rules is not None else None
-    ok = smask if allowed is None else smask & allowed
-    room = ssn.fit_mask(req)
-    mask = ok & room
-    qname = ssn.pod_queue(p)
-    limit = None if qname is None else ssn.limit_mask(qname, req)
-    if limit is not None:
-        mask &= limit
-    if not mask.any():
-        if rules is not None and allowed is not None and smask.any() and not ok.any():
-            return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
-        held = ssn.reservation
-        if held is not None and (held.rows & ssn.static_mask(p.constraints) & room).any():
-            return held.describe()
-        if qname is not None and (why := _queue_refuses(ssn, p, qname)) is not None:
-            return why
-        if qname is not None and limit is not None and (ok & room).any():
-            return ssn.limit_reason(qname, req)
-        refusal = ssn.fit_refusal(req, ok)
-        if refusal is not None:
-            return refusal
-        short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
-        if short is None:
-            return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
-        if rules is not None and allowed is not None and (refused := smask & room & ~allowed).any():
-            # The nodes with room are the ones the rules refuse: that is the part a user can change.
-            return f"{short.describe()}; nodes with room refused by its inter-pod rules: " + rules.explain(
-                p, refused
-            )
-        return short.describe()
-    own = ssn.pod_fit(p, mask)
-    if own is not None:
-        if not (mask & own).any():
-            return ssn.pod_fit_reason(p, mask)
-        mask = mask & own
-    scores = ssn.scores(req)
-    bonus = ssn.queue_scores(qname)
-    if bonus is not None:
-        scores = scores + bonus  # (the same sum _best_nodes makes for a batch)
-    extra = ssn.pod_scores(p, mask)
-    if extra is not None:
-        scores = scores + extra
-    best = int(np.argmax(np.where(mask, scores, -np.inf)))
-    stmt_place(p.uid, best)
-    return None
-
-
-def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
-    """Why the queue's node rules (``node_mask`` plugins) leave ``p`` no node its own constraints allow,
-    or None when they do not decide it."""
-    qm = ssn.queue_mask(qname)
-    if qm is None:
-        return None
-    static = ssn.static_mask(p.constraints)
-    if not static.any() or (static & qm).any():
-        return None
-    return ssn.queue_mask_reason(qname)
-
-
-# Pods placed per step of a batch: bounds the hypothetical rows scored at once (at most its square).
-_STEP: Final = 32
-# Up to this many best nodes are found by repeated argmax; more by a partition of the candidates.
-_ARGMAX_TOP: Final = 8
-
-
-def _place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -> int | None:
-    """Place the pods of ``run`` (one request vector, node constraints and refused nodes, no inter-pod
-    rules) where :func:`_place_one` would put them one after the other; how many it placed, a prefix of
-    ``run`` (the next one fits nowhere), or None when these pods cannot be batched: the session's plugins
-    do not allow it, or ``queue`` may not take the whole run (the loop then finds the pod it stops at).
-
-    Why the result is the same: placing a pod changes the free capacity, the fit and the score of one node
-    only, so each step of the loop takes the best (highest score, then lowest row) among the nodes not yet
-    used, at their first score, and the nodes already used, at the score they have with the copies they
-    took. Only the ``len(run)`` best nodes at the start can ever be taken (a node further down the order
-    has a better unused one ahead of it at every step), and each of them can take at most
-    ``free // request`` copies; their scores with ``j`` more copies are the scores of hypothetical rows
-    (``free - j * request``), bit-for-bit what the loop would compute (row-local scorers). A heap of those
-    sequences then replays the loop's choices without rescoring the cluster after each pod. The capacity
-    check is additive (see Plugin.additive_allocatable), so the run's total passing means every pod's
-    own check would; and no per-pod score speaks for these pods (see PodScorer).
-    """
-    p = run[0]
-    req = ssn.vector(p.uid)
-    if not ssn.batchable or ssn.negative_request(p.uid) or ssn.pod_rules(p) is not None:
-        return None
-    if ssn.allocatable_reject(queue, len(run) * req) is not None:
-        return None
-    if ssn.limit_mask(queue.name, req) is not None:
-        return None  # caps that follow each placement (node_limit): pod by pod
-    static = ssn.pod_mask(p)
-    if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
-        return None
-    if ssn.pod_fit(p, np.zeros_like(static)) is not None:  # (over no node: whether it judges the pod)
-        return None  # judged pod by pod (Plugin.pod_fit): the run too
-    done = 0
-    while done < len(run):
-        step = run[done : done + _STEP]
-        nodes = _best_nodes(ssn, req, static & ssn.fit_mask(req), len(step), ssn.queue_scores(queue.name))
-        if nodes:
-            stmt.place_run([q.uid for q in step[: len(nodes)]], nodes, queue.name)
-        done += len(nodes)
-        if len(nodes) < len(step):
-            break
-    return done
-
-
-def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores | None) -> list[int]:
-    """The nodes (rows) ``b`` pods requesting ``req`` would take one after the other among ``mask``, by
-    the session's scores plus the queue's (``bonus``; see :func:`_place_run`); fewer when the pods run out
-    of room."""
-    scores = ssn.scores(req)
-    if bonus is not None:
-        scores = scores + bonus
-    top = _top(mask, scores, b)
-    if not top:
-        return []
-    rows = np.asarray(top, dtype=np.intp)
-    # The k-th best is taken the first time only once the k better ones have been: b - k at most.
-    copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
-    if most and ssn.fit_predicates:
-        # A node predicate on free capacity (node_fit) may refuse a copy resources would allow: a node
-        # takes copies up to the first it refuses (nothing else changes that node during the run).
-        ok = ssn.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
-        for k, c in enumerate(copies):
-            for j in range(1, c):
-                if not ok[k][j - 1]:
-                    copies[k] = j
-                    break
-    seq_scores = ssn.scores_at(req, grid, rows.repeat(most)) if most else None
-    if seq_scores is not None and bonus is not None:
-        seq_scores = seq_scores + bonus[rows.repeat(most)]
-    seq = [] if seq_scores is None else seq_scores.tolist()
-    return _replay(top, scores[rows].tolist(), copies, seq, most, b)
-
-
-def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
-    """The ``b`` best rows of ``mask`` by score, then lowest row (fewer if the mask has fewer)."""
-    if not mask.any():
-        return []  # (also a cluster without nodes, where argmax has nothing to look at)
-    if b <= _ARGMAX_TOP:
-        masked = np.where(mask, scores, -np.inf)
-        top: list[int] = []
-        for _ in range(b):
-            k = int(masked.argmax())
-            if not mask[k] or k in top:
-                break
-            top.append(k)
-            masked[k] = -np.inf
-        return top
-    cand = np.flatnonzero(mask)
-    if len(cand) > b:
-        # The b best by score; equal scores at the cut are all kept, for the row order to decide.
-        cand_scores = scores[cand]
-        kth = np.partition(cand_scores, len(cand) - b)[len(cand) - b]
-        cand = cand[cand_scores >= kth]
-    out: list[int] = cand[np.lexsort((cand, -scores[cand]))[:b]].tolist()
-    return out
-
-
-def _ahead(
-    ssn: Session, req: Vector, rows: Rows, caps: list[int]
-) -> tuple[list[int], int, npt.NDArray[np.int64]]:
-    """How many copies of ``req`` each of ``rows`` can take (what fits, at most its cap), and the
-    hypothetical rows free - j * req (j = 1, 2, ...) to score each one with the copies before it on it:
-    a full grid, ``most`` rows per node (the rows past a node's copies are scored and never read). A
-    handful of nodes: plain ints are cheaper than arrays for the counts."""
-    free = ssn.free[rows]
-    asked = [(c, r) for c, r in enumerate(req.tolist()) if r > 0]
-    copies = [min([cap, *(f[c] // r for c, r in asked)]) for cap, f in zip(caps, free.tolist(), strict=True)]
-    most = max(copies) - 1
-    steps: npt.NDArray[np.int64] = np.arange(1, most + 1, dtype=np.int64)[:, None] * req
-    grid: npt.NDArray[np.int64] = free[:, None, :] - steps
-    return copies, most, grid.reshape(-1, len(req))
-
-
-def _replay(
-    nodes: list[int], first: list[float], copies: list[int], seq: list[float], most: int, b: int
-) -> list[int]:
-    """The loop's choices, ``b`` of them at most: each time the best (score, then lowest row) of each
-    candidate's next copy, its score with the copies before it being ``seq[k * most + j - 1]``."""
-    heap = [(-s, n, k) for k, (s, n) in enumerate(zip(first, nodes, strict=True))]
-    heapq.heapify(heap)
-    out: list[int] = []
-    taken = [0] * len(nodes)
-    while heap and len(out) < b:
-        _, n, k = heapq.heappop(heap)
-        out.append(n)
-        taken[k] += 1
-        if taken[k] < copies[k]:
-            heapq.heappush(heap, (-seq[k * most + taken[k] - 1], n, k))
-    return out
-
-
-def _changes_with_placements(p: Pod) -> bool:
-    """Whether ``p`` may fit after more pods are placed although it does not now: required pod affinity
-    (a matching pod arrives) and hard topology spread (other domains fill up). Every other rule only
-    narrows as pods are placed."""
-    a = p.affinity
-    return a is not None and bool(a.required or a.hard_spread)
-
-
-def _base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
-    """What decides where ``p`` may go and how nodes score for it, inter-pod rules aside (its own scoring
-    table too: a run's pods must all have none, or the same one, see PodScorer)."""
-    return (
-        ssn.vector(p.uid).tobytes(),
-        p.constraints,
-        ssn.snapshot.refused.get(p.uid, frozenset()),
-        p.scoring,
-        p.numa,
-        p.gpu,
-    )
-
-
-def _shape(ssn: Session, p: Pod) -> tuple[object, ...]:
-    """What decides whether ``p`` fits now: pods of one shape fit or fail alike."""
-    base = _base_shape(ssn, p)
-    if p.affinity is None and not ssn.rules_active:
-        return base
-    # Its own rules, and the namespace and labels other pods' terms select by.
-    return (*base, p.affinity, p.namespace, tuple(sorted(p.labels.items())))
-
-
-def _run(
-    ssn: Session,
-    pending: Sequence[Pod],
-    i: int,
-    failed: set[tuple[object, ...]],
-    placed: int,
-    need: int,
-    left: dict[str, int],
-    retrying: int,
-) -> Sequence[Pod]:
-    """``pending[i]`` and the pods after it that allocate_group's loop would try next, one after the other,
-    were each of them placed: the same task, base shape and no inter-pod rules, and none of the loop's
-    checks (gang complete, task complete, too few pods left, shape failed) stopping it first."""
-    p = pending[i]
-    base = _base_shape(ssn, p)
-    task_left = left.get(p.task, 0)
-    j = i + 1
-    while j < len(pending):
-        q = pending[j]
-        done = placed + j - i  # placed once pods i..j-1 are
-        task_left = max(0, task_left - 1)
-        if q.task != p.task or q.affinity is not None or _base_shape(ssn, q) != base:
-            break
-        if done >= need and task_left == 0:
-            break  # the gang, or this task's minimum, is complete: the loop stops or passes over it
-        if done + len(pending) - j + retrying < need:
-            break
-        if ssn.rules_active and _shape(ssn, q) in failed:
-            break  # (otherwise q's shape is p's, which has not failed)
-        j += 1
-    return pending[i:j]
-
-
-def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
-    """Plan the gang minimum of ``g`` all at once, or nothing (recording why); inside one of the
-    network topology domains a plugin names for it, when one does (:func:`_allocate_in_domains`)."""
-    domains = ssn.gang_domains(g)
-    if domains is None:
-        _allocate_whole(ssn, g, queue)
-    else:
-        _allocate_in_domains(ssn, g, queue, domains)
-
-
-def _allocate_in_domains(ssn: Session, g: PodGroup, queue: Queue, domains: GangDomains) -> None:
-    """Volcano's HyperNode gradients: the gang inside each candidate in turn (its pods' node masks
-    narrowed to the candidate's rows), the first that holds it committed; each failed try is discarded by
-    :func:`_allocate_whole` itself. None holding it: placed anywhere (``spread``) or left waiting with the
-    plugin's refusal and what the first try lacked."""
-    tried: tuple[str, str] | None = None
-    for name, rows in domains.candidates:
-        ssn.domain = ssn.rows_mask(rows)
-        try:
-            _allocate_whole(ssn, g, queue)
-        finally:
-            ssn.domain = None
-        if g.key in ssn.result.ready:
-            return
-        why = ssn.result.unschedulable.get(g.key)
-        if why is None or why.reason != NOT_ENOUGH_RESOURCES:
-            return  # nothing to place, or pods missing: no domain changes that
-        del ssn.result.unschedulable[g.key]
-        if tried is None:
-            tried = (name, why.message)
-    if domains.spread:
-        _allocate_whole(ssn, g, queue)
-        return
-    msg = domains.refusal if tried is None else f"{domains.refusal}; in {tried[0]}: {tried[1]}"
-    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
-
-
-def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue) -> None:
-    """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
-    snap = ssn.snapshot
-    members = [snap.pods[u] for u in snap.members.get(g.key, ())]
-    need, task_need = gang_need(ssn, g, members)
-    if need == 0 and not task_need:
-        return
-    waiting = ordered_waiting(ssn, members, task_need)
-    if g.implicit and not waiting:
-        return  # a plain pod that is bound, finished or going away: nothing to plan, nothing to report
-    have = g.min_member - need
-    problems: list[str] = []
-    if len(waiting) < need:
-        exist = have + len(waiting)
-        problems.append(f"gang {exist}/{g.min_member}: waiting for {g.min_member - exist} more pods")
-    for task, n in sorted(task_need.items()):
-        task_exist = g.min_task_member[task] - n + sum(p.task == task for p in waiting)
-        if task_exist < g.min_task_member[task]:
-            problems.append(
-                f"task {task}: {task_exist}/{g.min_task_member[task]} pods, "
-                f"waiting for {g.min_task_member[task] - task_exist} more"
-            )
-    if problems:
-        ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_PODS, "; ".join(problems))
-        return
-    stmt = ssn.statement()
-    placed = 0
-    left = dict(task_need)
-
-    def place(uid: PodUID, node: int) -> None:
-        stmt.place(uid, node, g.queue)
-
-    # Within the statement free capacity and queue usage only shrink: a pod just like one that failed
-    # (same request, same node constraints, same inter-pod rules and labels) fails too, so it is not
-    # tried again. A pod whose rules can loosen as others are placed is retried after any progress.
-    failed: set[tuple[object, ...]] = set()
-    why_not: dict[PodUID, str] = {}
-    pending = waiting
-    while pending:
-        retry: list[Pod] = []
-        progress = False
-        i = -1
-        while i + 1 < len(pending):
-            i += 1
-            p = pending[i]
-            if placed >= need and not any(left.values()):
-                break
-            if placed >= need and left.get(p.task, 0) == 0:
-                continue
-            if placed + len(pending) - i + len(retry) < need:
-                break  # too few pods left to make the gang
-            loosens = p.affinity is not None and _changes_with_placements(p)
-            shape = _shape(ssn, p)
-            if not loosens and shape in failed:
-                continue
-            if ssn.batchable and p.affinity is None:
-                run = _run(ssn, pending, i, failed, placed, need, left, len(retry))
-                batched = _place_run(ssn, stmt, queue, run) if len(run) > 1 else None
-                if batched:
-                    # As the loop below would have, pod by pod; the next pod (if any of the run is left,
-                    # one that fits nowhere) goes through the loop for its reason.
-                    if why_not:
-                        for q in run[:batched]:
-                            why_not.pop(q.uid, None)
-                    progress = True
-                    placed += batched
-                    if left.get(p.task, 0) > 0:
-                        left[p.task] = max(0, left[p.task] - batched)
-                    i += batched - 1
-                    continue
-            problem = ssn.allocatable_reject(queue, ssn.vector(p.uid))
-            if problem is None:
-                problem = _place_one(ssn, place, p)
-            if problem is not None:
-                if loosens:
-                    retry.append(p)
-                else:
-                    failed.add(shape)
-                why_not.setdefault(p.uid, problem)
-                continue
-            if why_not:
-                why_not.pop(p.uid, None)
-            progress = True
-            placed += 1
-            if left.get(p.task, 0) > 0:
-                left[p.task] -= 1
-        if not progress or (placed >= need and not any(left.values())):
-            break
-        pending = retry
-    first_problem = next(iter(why_not.values()), None)
-    if placed >= need and not any(left.values()):
-        stmt.commit()
-        ssn.result.ready.add(g.key)
-        return
-    stmt.discard()
-    msg = f"gang {have + placed}/{g.min_member} placeable: {first_problem or 'no room'}"
-    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -605,14 +204,14 @@ def _place_extras(ssn: Session, g: PodGroup, queue: Queue, *, every: bool) -> bo
     while i + 1 < len(extras):
         i += 1
         p = extras[i]
-        shape = _shape(ssn, p)
+        shape = place.shape(ssn, p)
         if shape in failed:
             continue
         if every and ssn.batchable and p.affinity is None:
             run = _extras_run(ssn, extras, i)
             if len(run) > 1:
                 stmt = ssn.statement()
-                n = _place_run(ssn, stmt, queue, run)
+                n = place.place_run(ssn, stmt, queue, run)
                 if n is not None:
                     stmt.commit()
                     placed |= n > 0
@@ -626,10 +225,10 @@ def _place_extras(ssn: Session, g: PodGroup, queue: Queue, *, every: bool) -> bo
             continue
         stmt = ssn.statement()
 
-        def place(uid: PodUID, node: int, stmt: Statement = stmt) -> None:
+        def put(uid: PodUID, node: int, stmt: Statement = stmt) -> None:
             stmt.place(uid, node, queue.name)
 
-        if _place_one(ssn, place, p) is None:
+        if place.place_one(ssn, put, p) is None:
             stmt.commit()
             placed = True
             if not every:
@@ -667,10 +266,10 @@ def backfill(ssn: Session) -> None:
                     continue
                 stmt = ssn.statement()
 
-                def place(uid: PodUID, node: int, stmt: Statement = stmt, q: str = qname) -> None:
+                def put(uid: PodUID, node: int, stmt: Statement = stmt, q: str = qname) -> None:
                     stmt.place(uid, node, q)
 
-                if _place_one(ssn, place, p) is None:
+                if place.place_one(ssn, put, p) is None:
                     stmt.commit()
 
 
@@ -680,9 +279,9 @@ def _requests_anything(p: Pod) -> bool:
 
 def _extras_run(ssn: Session, extras: Sequence[Pod], i: int) -> Sequence[Pod]:
     """``extras[i]`` and the pods after it of the same base shape without inter-pod rules."""
-    base = _base_shape(ssn, extras[i])
+    base = place.base_shape(ssn, extras[i])
     j = i + 1
-    while j < len(extras) and extras[j].affinity is None and _base_shape(ssn, extras[j]) == base:
+    while j < len(extras) and extras[j].affinity is None and place.base_shape(ssn, extras[j]) == base:
         j += 1
     return extras[i:j]
 

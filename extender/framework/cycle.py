@@ -2,9 +2,14 @@
 
 The server's loop runs it in a worker thread over an immutable snapshot, the simulator runs it in a
 loop of its own, tests run it directly: the same decisions from the same inputs. ``now`` is the cycle's
-clock (seconds since the epoch), the only time a rule may look at. Given a ``clock`` (a monotonic one,
-``time.perf_counter``), the cycle also times its parts into ``CycleResult.timings`` for the metrics:
-opening the session, each action, each plugin's open and close. Nothing decides by those times.
+clock (seconds since the epoch), the only time a rule may look at.
+
+The conf's plugins are built afresh for every cycle (``CycleConf.tiers``: a plugin keeps per-cycle state
+from ``open`` on), and their hook tables (:class:`~extender.framework.hooks.Hooks`) with them.
+
+Given a ``clock`` (a monotonic one, ``time.perf_counter``), the cycle also times its parts into
+``CycleResult.timings`` for the metrics: opening the session, each action, each plugin's open and close.
+Nothing decides by those times.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from extender.core.snapshot import Snapshot
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, CycleTimings, Session
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.result import CycleResult, CycleTimings
+from extender.framework.session import Session
 
 # Outcomes that stand until something changes that could alter them (room freed, a queue or node
 # changed, the group itself changed): a cache may leave such groups out of later snapshots.
@@ -41,7 +48,7 @@ def run_cycle(
     reason that stands, what it weighs on its queue while a cache leaves it out (``CycleResult.aside``).
     ``clock``: time the cycle's parts into ``CycleResult.timings`` (see the module docstring)."""
     if clock is None:
-        ssn = Session(snapshot, conf.tiers(), now=now)
+        ssn = Session(snapshot, build_hooks(conf.tiers()), now=now)
         for act in conf.actions:
             act(ssn)
         for plugin in ssn.plugins:
@@ -49,7 +56,7 @@ def run_cycle(
     else:
         ssn = _timed(snapshot, conf, now, clock)
     held = None if ssn.reservation is None else ssn.reservation.group
-    if ssn.fit_predicates:
+    if ssn.hooks.node_fit:
         # A plugin predicate on free capacity (resource-strategy-fit's proportional) can let a pod in
         # when others are placed (a GPU pod lowers the cpu kept for idle GPUs), not only when room is
         # freed: no refusal stands, every waiting group is looked at each cycle (as Volcano does).
@@ -58,14 +65,14 @@ def run_cycle(
         # A group holding a reservation is looked at every cycle: its reservation lasts only as long as
         # the cycles that keep it.
         if why.reason in _STANDING and key in snapshot.groups and key != held:
-            ssn.result.aside[key] = ssn.aside(key)
+            ssn.result.aside[key] = ssn.promises.aside(key)
     return ssn.result
 
 
 def _timed(snapshot: Snapshot, conf: CycleConf, now: float, clock: Callable[[], float]) -> Session:
     """The actions and the plugins' close of :func:`run_cycle`, each timed with ``clock``."""
     started = clock()
-    ssn = Session(snapshot, conf.tiers(), now=now, clock=clock)
+    ssn = Session(snapshot, build_hooks(conf.tiers()), now=now, clock=clock)
     timings = CycleTimings(open_session=clock() - started)
     timings.plugins.extend((name, "OnSessionOpen", s) for name, s in ssn.open_seconds)
     for name, act in zip(conf.action_names, conf.actions, strict=True):

@@ -42,7 +42,7 @@ def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str
     ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
     not take the room another task's minimum needs)."""
     waiting = [p for p in members if p.waiting and p.uid not in ssn.plans]
-    if ssn.task_ordered:
+    if ssn.hooks.task_order:
         # Plugins' keys (task-topology) between priority and age, as in Volcano's usual tiers.
         waiting.sort(key=lambda p: (-p.priority, *ssn.task_key(p), p.created, p.name))
     else:

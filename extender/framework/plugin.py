@@ -1,7 +1,10 @@
 """The extension points a plugin may implement, and the tier rules that combine them.
 
-A plugin overrides only the hooks it needs; the base returns "no opinion" for each. Tier rules (written
-once, here and in :mod:`extender.framework.session`):
+A plugin overrides only the hooks it needs; the base returns "no opinion" for each. Which plugins take
+part in which hook is worked out once for a conf's plugins (:mod:`extender.framework.hooks`). Tier rules
+(written once, here, and carried out by the session's parts: :mod:`extender.framework.votes` for the vote,
+victim and domain hooks, :mod:`extender.framework.order_keys` for the order hooks,
+:mod:`extender.framework.node_cache` and :mod:`extender.framework.node_masks` for scores and predicates):
 
 - order hooks (``job_order``, ``queue_order``): keys are concatenated in tier/plugin order and compared
   lexicographically, so the first plugin that tells two jobs apart decides, as in Volcano;

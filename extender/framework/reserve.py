@@ -75,8 +75,8 @@ def reserve(ssn: Session, after: float) -> Reservation | None:
         if p.holds_resources:
             end = math.inf if p.expected_runtime is None else epoch(p.created) + p.expected_runtime
             ends[row] = max(ends[row], end)
-    allowed = ssn.static_mask(pods[0].constraints)
-    if (qm := ssn.queue_mask(g.queue)) is not None:
+    allowed = ssn.masks.static_mask(pods[0].constraints)
+    if (qm := ssn.masks.queue_mask(g.queue)) is not None:
         allowed = allowed & qm  # never hold nodes the queue's node rules keep it off
     rows = np.flatnonzero(allowed)
     order = rows[np.lexsort((rows, ends[rows]))]

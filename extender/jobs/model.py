@@ -19,9 +19,9 @@ from typing import Any, Final
 from extender.api import labels as L
 from extender.core.durations import parse_duration
 from extender.core.errors import InvalidObject
+from extender.core.fields import list_field as _list
 
 # The core parser's readers: same errors, naming the field, as for PodGroups and Queues.
-from extender.core.fields import list_field as _list
 from extender.core.fields import object_field as _map
 
 Obj = Mapping[str, Any]

@@ -53,22 +53,16 @@ import numpy.typing as npt
 
 from extender.core.errors import ConfigError
 from extender.core.fit import Mask
-from extender.core.gpus import (
-    MEMORY,
-    NUMBER,
-    POLICIES,
-    SHARE,
-    VGPU,
+from extender.core.gpu_cards import (
     CardUse,
     Choice,
-    GpuRequest,
-    NodeGpus,
     ShareMatrix,
     decide,
     device_annotations,
     hold_positions,
     take,
 )
+from extender.core.gpus import MEMORY, NUMBER, POLICIES, SHARE, VGPU, GpuRequest, NodeGpus
 from extender.core.model import Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key

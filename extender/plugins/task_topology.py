@@ -70,7 +70,8 @@ from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
 from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin, Rows, Scores
-from extender.framework.session import Session, Unschedulable
+from extender.framework.result import Unschedulable
+from extender.framework.session import Session
 
 NAME: Final = "task-topology"
 _MAX_NODE_SCORE: Final = 100.0

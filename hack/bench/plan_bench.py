@@ -33,7 +33,8 @@ from extender.core.model import (
 )
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf, load_conf
 
 GiB = 2**30

@@ -14,18 +14,17 @@ import socket
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from admission.webhooks import webhook_configurations
 from controllers.kube import version as kube_version
-from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.client import KubeClient
 from controllers.reconcilers import bootstrap
 from extender.api import crds
 from extender.api.versions import (
@@ -56,6 +55,7 @@ from extender.deploy.scheduler_config import (
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.main import main as pumice_main
 from extender.process.tls import MutualTLSBundle, service_dns_names
+from tests.fakeapi import FakeApiServer
 
 K8S_SRC_DIRS = (
     Path("/opt/k8s-src/staging/src/k8s.io/kube-scheduler/config"),
@@ -1223,18 +1223,6 @@ def test_version_spelling_and_support() -> None:
         check_supported(parse_version("1.21"))
 
 
-class _VersionClient:
-    def __init__(self, answer: dict[str, str] | ApiError) -> None:
-        self.answer = answer
-        self.paths: list[str] = []
-
-    async def get(self, path: str) -> dict[str, str]:
-        self.paths.append(path)
-        if isinstance(self.answer, ApiError):
-            raise self.answer
-        return self.answer
-
-
 @pytest.mark.parametrize(
     ("answer", "gates", "match"),
     [
@@ -1244,16 +1232,19 @@ class _VersionClient:
         ({"major": "2", "minor": "0"}, True, True),
         # Unreadable: assume the oldest supported release, so nothing is registered it would refuse.
         ({"major": "one"}, False, False),
-        (ApiError(403, {"message": "forbidden"}, "GET", "/version"), False, False),
+        (403, False, False),  # forbidden
     ],
 )
 async def test_serve_reads_features_by_the_same_rule(
-    answer: dict[str, str] | ApiError, gates: bool, match: bool
+    answer: dict[str, str] | int, gates: bool, match: bool, fake_api: FakeApiServer, kube: KubeClient
 ) -> None:
-    client = _VersionClient(answer)
-    got = await bootstrap.server_features(cast(KubeClient, client))
+    if isinstance(answer, int):
+        fake_api.fail["/version"] = answer
+    else:
+        fake_api.version = answer
+    got = await bootstrap.server_features(kube)
     assert (got.scheduling_gates, got.match_conditions) == (gates, match)
-    assert client.paths == ["/version"]
+    assert [r.path for r in fake_api.requests] == ["/version"]
 
 
 # --- per-release output -------------------------------------------------------------------------------------
@@ -1497,22 +1488,15 @@ def _kubeconfig(path: Path, server: str) -> Path:
     return path
 
 
-async def test_cluster_version_asks_the_api_server(aiohttp_server: Any, tmp_path: Path) -> None:
-    """The real I/O path (kubeconfig, client, GET /version) that ``pumice`` hands the CLI, against a
-    stand-in API server."""
-    seen: list[tuple[str, str | None]] = []
-
-    async def version(request: web.Request) -> web.Response:
-        seen.append((request.path, request.headers.get("Authorization")))
-        return web.json_response({"major": "1", "minor": "27", "gitVersion": "v1.27.3"})
-
-    app = web.Application()
-    app.router.add_get("/version", version)
-    server = await aiohttp_server(app)
-    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.port}")
+async def test_cluster_version_asks_the_api_server(fake_api: FakeApiServer, tmp_path: Path) -> None:
+    """The real I/O path (kubeconfig, client, GET /version) that ``pumice`` hands the CLI, against the
+    in-process API server."""
+    fake_api.version = {"major": "1", "minor": "27", "gitVersion": "v1.27.3"}
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", fake_api.url)
     # The CLI runs its own event loop, as under `pumice`: off this test's loop.
     got = await asyncio.to_thread(kube_version.cluster_version, str(kubeconfig))
     assert got == KubernetesVersion(1, 27, 3)
+    seen = [(r.path, r.authorization) for r in fake_api.requests]
     assert seen == [("/version", "Bearer t")]
 
 

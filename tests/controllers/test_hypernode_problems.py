@@ -9,39 +9,33 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
-from kubernetes_asyncio import client as k8s
 
 from controllers.events import EventRecorder
 from controllers.kube.client import KubeClient
 from controllers.reconcilers.hypernode_problems import HyperNodeProblems
-from tests.cli.conftest import FakeApiServer
+from controllers.state.indexes import watched_objects
 from tests.core.test_hypernodes import exact, hn, regex
+from tests.fakeapi import FakeApiServer
 
 EVENTS = "/apis/events.k8s.io/v1"
 Obj = dict[str, Any]
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[FakeApiServer]:
-    fake = FakeApiServer()
-    server = TestServer(fake.app())
-    await server.start_server()
-    fake.url = str(server.make_url("")).rstrip("/")
-    yield fake
-    await server.close()
+def api(fake_api: FakeApiServer) -> FakeApiServer:
+    return fake_api
 
 
 @pytest.fixture
-async def recorder(api: FakeApiServer) -> AsyncIterator[EventRecorder]:
-    cfg = k8s.Configuration()
-    cfg.host = api.url
-    client = KubeClient(cfg, pool=2)
-    events = EventRecorder(client)
+async def recorder(kube: KubeClient) -> AsyncIterator[EventRecorder]:
+    events = EventRecorder(kube)
     task = asyncio.create_task(events.run())
     yield events
     task.cancel()
-    await client.close()
+
+
+def problems(events: Any, **kw: Any) -> HyperNodeProblems:
+    return HyperNodeProblems(events, watched_objects(frozenset({"volcano"})), **kw)
 
 
 def with_uid(obj: Obj, uid: str) -> Obj:
@@ -66,7 +60,7 @@ def broken() -> list[Obj]:
 
 
 def events(api: FakeApiServer) -> list[Obj]:
-    return [o for (prefix, *_), o in api.objects.items() if prefix == EVENTS]
+    return [o for path, o in api.objects.items() if path.startswith(f"{EVENTS}/")]
 
 
 async def flushed(rec: EventRecorder, api: FakeApiServer, writes: int) -> None:
@@ -80,8 +74,8 @@ async def flushed(rec: EventRecorder, api: FakeApiServer, writes: int) -> None:
 async def test_one_event_per_problem_on_its_hypernode_and_no_repeats(
     api: FakeApiServer, recorder: EventRecorder
 ) -> None:
-    c = HyperNodeProblems(recorder)
-    h = c.handlers()
+    c = problems(recorder)
+    h = c.store.handlers()
     h["nodes"].replace(NODES)
     h["hypernodes"].replace(broken())
     assert await c.sync_once() == 3
@@ -112,8 +106,8 @@ async def test_one_event_per_problem_on_its_hypernode_and_no_repeats(
 async def test_a_problem_that_goes_and_returns_is_reported_again(
     api: FakeApiServer, recorder: EventRecorder
 ) -> None:
-    c = HyperNodeProblems(recorder)
-    h = c.handlers()
+    c = problems(recorder)
+    h = c.store.handlers()
     h["nodes"].replace(NODES)
     h["hypernodes"].replace(broken())
     assert await c.sync_once() == 3
@@ -137,8 +131,8 @@ async def test_a_recreated_hypernode_is_a_new_object() -> None:
         def record(self, ref: Any, *, type_: str, reason: str, note: str, action: str) -> None:
             recorded.append((ref.uid, reason))
 
-    c = HyperNodeProblems(Spy())  # type: ignore[arg-type]  # only record() is used
-    h = c.handlers()
+    c = problems(Spy())
+    h = c.store.handlers()
     h["nodes"].replace(NODES)
     h["hypernodes"].replace([with_uid(hn("s0", 1, regex("(bad")), "u1")])
     await c.sync_once()
@@ -154,8 +148,8 @@ async def test_odd_objects_never_stop_it_and_heartbeats_are_not_changes() -> Non
         def record(self, ref: Any, *, type_: str, reason: str, note: str, action: str) -> None:
             recorded.append(ref.name)
 
-    c = HyperNodeProblems(Spy(), debounce=0.01)  # type: ignore[arg-type]  # only record() is used
-    h = c.handlers()
+    c = problems(Spy(), debounce=0.01)
+    h = c.store.handlers()
     odd: list[Any] = [
         {"metadata": "nope"},
         {"metadata": {"name": "t"}, "spec": {"tier": "x"}},

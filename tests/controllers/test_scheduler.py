@@ -14,8 +14,8 @@ from controllers.scheduling.scheduler import Scheduler, build_scheduler
 from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from extender.core.model import group_key
-from extender.framework.actions import NOT_ADMITTED
 from extender.framework.cycle import run_cycle
+from extender.framework.reasons import NOT_ADMITTED
 from extender.plugins.registry import load_conf
 
 

@@ -1,6 +1,6 @@
-"""The workload PodGroup controller against an in-memory API server: one group per owner, sized from the
-owner's annotations, pods annotated, idempotent across restarts, scaled-to-zero groups deleted, one bad
-owner never stops the others."""
+"""The workload PodGroup controller against the in-process API server (tests.fakeapi): one group per owner,
+sized from the owner's annotations, pods annotated, idempotent across restarts, scaled-to-zero groups
+deleted, one bad owner never stops the others."""
 
 from __future__ import annotations
 
@@ -10,64 +10,13 @@ from typing import Any, cast
 import pytest
 
 from controllers.events import EventRecorder, Ref
-from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.client import KubeClient
 from controllers.reconcilers.workload_groups import WorkloadGroupController
+from controllers.state.indexes import watched_objects
+from tests.fakeapi import FakeApiServer
 
 Obj = dict[str, Any]
 PG = "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups"
-
-
-class FakeApi:
-    """Objects by path; POST to a collection stores ``collection/name``; merge patches are shallow-deep."""
-
-    def __init__(self, objects: dict[str, Obj]) -> None:
-        self.objects = objects
-        self.calls: list[tuple[str, str]] = []
-        self.fail: dict[str, int] = {}
-
-    def _check(self, method: str, path: str) -> None:
-        self.calls.append((method, path))
-        if path in self.fail:
-            raise ApiError(self.fail[path], {"message": "boom"}, method, path)
-
-    async def get(self, path: str) -> Obj:
-        self._check("GET", path)
-        if path not in self.objects:
-            raise ApiError(404, {"message": "not found"}, "GET", path)
-        return self.objects[path]
-
-    async def post(self, path: str, body: Obj) -> Obj:
-        self._check("POST", path)
-        item = f"{path}/{body['metadata']['name']}"
-        if item in self.objects:
-            raise ApiError(409, {"message": "exists"}, "POST", path)
-        self.objects[item] = body
-        return body
-
-    async def merge_patch(self, path: str, body: Obj) -> Obj:
-        self._check("PATCH", path)
-        if path not in self.objects:
-            raise ApiError(404, {"message": "not found"}, "PATCH", path)
-        self.objects[path] = _merge(self.objects[path], body)
-        return self.objects[path]
-
-    async def delete(self, path: str) -> Obj:
-        self._check("DELETE", path)
-        if self.objects.pop(path, None) is None:
-            raise ApiError(404, {"message": "not found"}, "DELETE", path)
-        return {}
-
-
-def _merge(old: Obj, patch: Obj) -> Obj:
-    out = dict(old)
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, dict) and isinstance(old.get(k), dict):
-            out[k] = _merge(old[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def rs(name: str, uid: str, replicas: int = 3, annotations: dict[str, str] | None = None) -> Obj:
@@ -104,10 +53,14 @@ def rs_path(name: str) -> str:
     return f"/apis/apps/v1/namespaces/ns/replicasets/{name}"
 
 
-def world(*pods: Obj, owners: tuple[Obj, ...] = ()) -> FakeApi:
-    objects = {pod_path(p["metadata"]["name"]): p for p in pods}
-    objects.update({rs_path(o["metadata"]["name"]): o for o in owners})
-    return FakeApi(objects)
+def world(api: FakeApiServer, *pods: Obj, owners: tuple[Obj, ...] = ()) -> FakeApiServer:
+    """The API server holding these pods and owners, and nothing else."""
+    api.objects.clear()
+    for p in pods:
+        api.seed(pod_path(p["metadata"]["name"]), p)
+    for o in owners:
+        api.seed(rs_path(o["metadata"]["name"]), o)
+    return api
 
 
 class Events:
@@ -118,18 +71,19 @@ class Events:
         self.seen.append((f"{ref.kind}/{ref.name}", type_, reason, note))
 
 
-def controller(api: FakeApi, events: Events | None = None) -> WorkloadGroupController:
+def controller(kube: KubeClient, events: Events | None = None) -> WorkloadGroupController:
     return WorkloadGroupController(
-        cast(KubeClient, api),
+        kube,
+        watched_objects(frozenset({"volcano"})),
         scheduler_names=frozenset({"volcano"}),
         workers=2,
         events=cast(EventRecorder, events),
     )
 
 
-async def settle(wg: WorkloadGroupController, api: FakeApi) -> None:
+async def settle(wg: WorkloadGroupController, api: FakeApiServer) -> None:
     """Feed the watches from the fake API's pods and groups, run the workers until the queue is idle."""
-    h = wg.handlers()
+    h = wg.store.handlers()
     h["pods"].replace([o for p, o in api.objects.items() if "/pods/" in p])
     h["podgroups"].replace([o for p, o in api.objects.items() if "/podgroups/" in p])
     task = asyncio.create_task(wg.run())
@@ -144,13 +98,16 @@ async def settle(wg: WorkloadGroupController, api: FakeApi) -> None:
             await task
 
 
-async def test_one_group_per_owner_sized_from_its_annotations() -> None:
+async def test_one_group_per_owner_sized_from_its_annotations(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
     api = world(
+        fake_api,
         *(rs_pod(f"web-{i}", "web", "u1") for i in range(3)),
         rs_pod("db-0", "db", "u2"),
         owners=(rs("web", "u1", annotations={"scheduling.volcano.sh/group-min-member": "3"}), rs("db", "u2")),
     )
-    wg = controller(api)
+    wg = controller(kube)
     await settle(wg, api)
     web = api.objects[f"{PG}/podgroup-u1"]
     assert web["spec"] == {"minMember": 3, "minResources": {"cpu": "3", "memory": "3Gi", "pods": "3"}}
@@ -160,37 +117,43 @@ async def test_one_group_per_owner_sized_from_its_annotations() -> None:
         ann = api.objects[pod_path(f"web-{i}")]["metadata"]["annotations"]
         assert ann["scheduling.k8s.io/group-name"] == "podgroup-u1"
     # One owner GET per owner, not per pod.
-    assert sum(1 for m, p in api.calls if m == "GET" and "replicasets" in p) == 2
+    assert sum(1 for m, p in api.hits() if m == "GET" and "replicasets" in p) == 2
     assert wg.stats["created"] == 2 and wg.stats["annotated"] == 4
 
 
-async def test_restart_is_idempotent_and_follows_a_changed_annotation() -> None:
-    api = world(*(rs_pod(f"web-{i}", "web", "u1") for i in range(2)), owners=(rs("web", "u1"),))
-    await settle(controller(api), api)
-    api.calls.clear()
+async def test_restart_is_idempotent_and_follows_a_changed_annotation(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
+    api = world(fake_api, *(rs_pod(f"web-{i}", "web", "u1") for i in range(2)), owners=(rs("web", "u1"),))
+    await settle(controller(kube), api)
+    api.requests.clear()
     # A restart: nothing to create, nothing to annotate again.
-    wg = controller(api)
+    wg = controller(kube)
     await settle(wg, api)
-    assert [m for m, _ in api.calls] == ["GET"] and wg.stats["created"] == 0
+    assert [m for m, _ in api.hits()] == ["GET"] and wg.stats["created"] == 0
     # The owner's min-member changes: the group follows.
     api.objects[rs_path("web")]["metadata"]["annotations"]["scheduling.volcano.sh/group-min-member"] = "2"
-    await settle(controller(api), api)
+    await settle(controller(kube), api)
     assert api.objects[f"{PG}/podgroup-u1"]["spec"]["minMember"] == 2
     assert api.objects[f"{PG}/podgroup-u1"]["spec"]["minResources"]["cpu"] == "2"
 
 
-async def test_pods_in_someone_elses_group_and_other_schedulers_are_left_alone() -> None:
+async def test_pods_in_someone_elses_group_and_other_schedulers_are_left_alone(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
     api = world(
+        fake_api,
         rs_pod("spark-1", "s", "u3", **{"scheduling.k8s.io/group-name": "spark-a-podgroup"}),
         rs_pod("plain-1", "p", "u4", scheduler="default-scheduler"),
         owners=(rs("s", "u3"), rs("p", "u4")),
     )
-    await settle(controller(api), api)
-    assert api.calls == []
+    await settle(controller(kube), api)
+    assert api.hits() == []
 
 
-async def test_a_bad_owner_does_not_stop_the_others() -> None:
+async def test_a_bad_owner_does_not_stop_the_others(fake_api: FakeApiServer, kube: KubeClient) -> None:
     api = world(
+        fake_api,
         rs_pod("bad-1", "bad", "u5"),
         rs_pod("good-1", "good", "u6"),
         owners=(
@@ -200,7 +163,7 @@ async def test_a_bad_owner_does_not_stop_the_others() -> None:
     )
     api.fail[rs_path("bad")] = 500
     events = Events()
-    wg = controller(api, events)
+    wg = controller(kube, events)
     await settle(wg, api)
     assert f"{PG}/podgroup-u6" in api.objects and f"{PG}/podgroup-u5" not in api.objects
     assert wg.stats["errors"] >= 1 and wg.queue.failures
@@ -210,26 +173,28 @@ async def test_a_bad_owner_does_not_stop_the_others() -> None:
     assert "'x' is not an integer >= 1" in events.seen[0][3]
 
 
-async def test_a_gone_or_replaced_owner_gets_no_group() -> None:
-    api = world(rs_pod("web-1", "web", "u1"), owners=(rs("web", "other-uid"),))
-    await settle(controller(api), api)
+async def test_a_gone_or_replaced_owner_gets_no_group(fake_api: FakeApiServer, kube: KubeClient) -> None:
+    api = world(fake_api, rs_pod("web-1", "web", "u1"), owners=(rs("web", "other-uid"),))
+    await settle(controller(kube), api)
     assert not any("/podgroups/" in p for p in api.objects)
-    api = world(rs_pod("web-1", "web", "u1"))
-    await settle(controller(api), api)
+    api = world(fake_api, rs_pod("web-1", "web", "u1"))
+    await settle(controller(kube), api)
     assert not any("/podgroups/" in p for p in api.objects)
 
 
-async def test_group_of_a_replicaset_scaled_to_zero_is_deleted() -> None:
+async def test_group_of_a_replicaset_scaled_to_zero_is_deleted(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
     pod = rs_pod("web-1", "web", "u1")
-    api = world(pod, owners=(rs("web", "u1", replicas=1),))
-    wg = controller(api)
+    api = world(fake_api, pod, owners=(rs("web", "u1", replicas=1),))
+    wg = controller(kube)
     await settle(wg, api)
     assert f"{PG}/podgroup-u1" in api.objects
     task = asyncio.create_task(wg.run())
     try:
         api.objects[rs_path("web")]["spec"]["replicas"] = 0
         del api.objects[pod_path("web-1")]
-        wg.handlers()["pods"].remove(pod)
+        wg.store.handlers()["pods"].remove(pod)
         for _ in range(100):
             await asyncio.sleep(0.005)
             if f"{PG}/podgroup-u1" not in api.objects:
@@ -241,14 +206,14 @@ async def test_group_of_a_replicaset_scaled_to_zero_is_deleted() -> None:
     assert f"{PG}/podgroup-u1" not in api.objects and wg.stats["deleted"] == 1
 
 
-async def test_a_group_deleted_by_hand_is_made_again() -> None:
-    api = world(rs_pod("web-1", "web", "u1"), owners=(rs("web", "u1"),))
-    wg = controller(api)
+async def test_a_group_deleted_by_hand_is_made_again(fake_api: FakeApiServer, kube: KubeClient) -> None:
+    api = world(fake_api, rs_pod("web-1", "web", "u1"), owners=(rs("web", "u1"),))
+    wg = controller(kube)
     await settle(wg, api)
     group = api.objects.pop(f"{PG}/podgroup-u1")
     task = asyncio.create_task(wg.run())
     try:
-        wg.handlers()["podgroups"].remove(group)
+        wg.store.handlers()["podgroups"].remove(group)
         for _ in range(100):
             await asyncio.sleep(0.005)
             if f"{PG}/podgroup-u1" in api.objects:

@@ -19,7 +19,8 @@ from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_pri
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.core.timestamps import epoch
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf, load_conf
 
 Raw = dict[str, Any]

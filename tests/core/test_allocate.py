@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from extender.framework.actions import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
-from extender.framework.session import CycleResult
+from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
+from extender.framework.result import CycleResult
 from tests.core.builders import GPU, T0, conf_with, gang, node, placed, pod, podgroup, queue, run
 
 Raw = dict[str, Any]

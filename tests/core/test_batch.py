@@ -1,7 +1,7 @@
 """Placing a gang's identical pods as a batch gives exactly what placing them one by one gives.
 
 The allocate and backfill actions place a run of identical pods (one request, one node mask, no inter-pod
-rules) in one step (``extender.framework.actions._place_run``); ``batch=False`` keeps the pod-by-pod loop.
+rules) in one step (``extender.framework.place.place_run``); ``batch=False`` keeps the pod-by-pod loop.
 Over random clusters and confs, including ones where batching must stand aside (inter-pod rules,
 PreferNoSchedule taints that give per-pod scores, queues at capability), both give the same placements
 in the same order, the same reasons and the same admitted and ready groups. Scores that change as a node
@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
-from extender.framework import actions
-from extender.framework.session import CycleResult, Session
+from extender.framework import place
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
 from tests.core.builders import (
     GPU,
@@ -184,7 +185,7 @@ def test_batched_placement_equals_one_by_one(seed: int, which: int) -> None:
 def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many pods each batch placed (a spy on the batch step)."""
     placed: list[int] = []
-    real: Callable[..., int | None] = actions._place_run
+    real: Callable[..., int | None] = place.place_run
 
     def spy(*args: object) -> int | None:
         n = real(*args)
@@ -192,7 +193,7 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             placed.append(n)
         return n
 
-    monkeypatch.setattr(actions, "_place_run", spy)
+    monkeypatch.setattr(place, "place_run", spy)
     return placed
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extender.framework.actions import NOT_ADMITTED, QUEUE_UNAVAILABLE
+from extender.framework.reasons import NOT_ADMITTED, QUEUE_UNAVAILABLE
 from tests.core.builders import GPU, T0, conf_with, node, pod, podgroup, priority_class, queue, run
 
 Raw = dict[str, Any]

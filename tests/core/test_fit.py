@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from extender.core import fit
 from extender.core.model import Node, NodeConstraints, Requirement, Taint, Toleration
-from extender.core.parse import node_constraints, parse_node
+from extender.core.parse import parse_node
+from extender.core.parse_affinity import node_constraints
 from extender.core.resources import ResourceIndex
 from extender.core.topology import TopologyIndex
 from tests.core.builders import GPU, node, pod, podgroup, run

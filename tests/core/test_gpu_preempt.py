@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.framework.session import CycleResult
+from extender.framework.result import CycleResult
 from tests.core.builders import Raw, conf_with, node, placed, pod, podgroup, priority_class, queue, run
 
 GPUS = {"volcano.sh/gpu-memory": "32000", "volcano.sh/gpu-number": "2"}  # two cards of 16000

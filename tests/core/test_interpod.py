@@ -15,8 +15,8 @@ import pytest
 from extender.core.interpod import PodsOnNodes
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import build_snapshot
-from extender.framework.actions import NOT_ENOUGH_RESOURCES
 from extender.framework.cycle import run_cycle
+from extender.framework.reasons import NOT_ENOUGH_RESOURCES
 from extender.framework.session import Session
 from extender.plugins.registry import load_conf
 from tests.core.builders import (

@@ -23,7 +23,8 @@ from extender.api import labels as L
 from extender.core import fit
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
 from tests.core.builders import GPU, Raw, conf_of, conf_with, node, pod, podgroup, queue, replay, snapshot
 

@@ -16,7 +16,8 @@ from extender.core.interpod import PodsOnNodes
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
 from tests.core.builders import (
     GPU,

@@ -8,7 +8,7 @@ from extender.core.hypernodes import HyperNodeSet, parse_hypernode
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult
+from extender.framework.result import CycleResult
 from extender.plugins.registry import load_conf
 from tests.core.builders import NOW, Raw, conf_with, node, pod, podgroup, priority_class, queue
 from tests.core.test_hypernodes import exact, hn

@@ -1,11 +1,12 @@
-"""The JobFlow and CronJob controllers against an in-memory API: what they create, write and delete, that a
-restart creates no duplicate, and that HTTP/TCP probes really connect (to a local server)."""
+"""The JobFlow and CronJob controllers against the in-process API server (tests.fakeapi): what they create,
+write and delete, that a restart creates no duplicate, and that HTTP/TCP probes really connect (to a local
+server)."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,10 @@ from controllers.kube.client import ApiError, KubeClient
 from controllers.reconcilers.cronjobs import CronJobController
 from controllers.reconcilers.flows import FlowController
 from controllers.reconcilers.probes import ProbeRunner, probe_once
+from controllers.state.indexes import watched_objects
 from extender.core.timestamps import epoch
 from extender.flows.probes import ProbeRequest
+from tests.fakeapi import FakeApiServer
 from tests.flows.builders import entry, flow, template
 
 Obj = dict[str, Any]
@@ -23,96 +26,50 @@ NS = "default"
 JOBS = paths.JOBS.collection(NS)
 
 
-def _merge(old: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict) or not isinstance(old, dict):
-        return copy.deepcopy(patch)
-    out = dict(old)
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = _merge(out.get(k), v)
-    return out
-
-
-class FakeApi:
-    """Objects by path; POST stores ``collection/name`` (409 if there); status patches check the RV."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
-        self.calls: list[tuple[str, str]] = []
-        self.rv = 10
-
-    def put(self, path: str, obj: Obj) -> Obj:
-        self.rv += 1
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")
-        obj["metadata"].setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
-        self.objects[path] = obj
-        return obj
-
-    async def post(self, path: str, body: Obj) -> Obj:
-        self.calls.append(("POST", path))
-        item = f"{path}/{body['metadata']['name']}"
-        if item in self.objects:
-            raise ApiError(409, {"message": "exists"}, "POST", path)
-        return self.put(item, body)
-
-    async def merge_patch(self, path: str, body: Obj) -> Obj:
-        self.calls.append(("PATCH", path))
-        item = path.removesuffix("/status")
-        obj = self.objects[item]
-        want = (body.get("metadata") or {}).get("resourceVersion")
-        if want is not None and want != obj["metadata"]["resourceVersion"]:
-            raise ApiError(409, {"message": "conflict"}, "PATCH", path)
-        merged = _merge(obj, {k: v for k, v in body.items() if k != "metadata"})
-        return self.put(item, merged)
-
-    async def request(self, method: str, path: str, body: Obj | None = None) -> Obj:
-        self.calls.append((method, path))
-        if self.objects.pop(path, None) is None:
-            raise ApiError(404, {"message": "not found"}, method, path)
-        return {}
-
-    def jobs(self) -> dict[str, Obj]:
-        return {p.rsplit("/", 1)[1]: o for p, o in self.objects.items() if p.startswith(JOBS + "/")}
+def put(api: FakeApiServer, path: str, obj: Obj) -> Obj:
+    """Store ``obj`` in the API server (created at the flows' epoch unless it says when)."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+    return api.seed(path, obj)
 
 
 EXAMPLE = (entry("a"), entry("b", "a"), entry("c", "b"), entry("d", "b"), entry("e", "c", "d"))
 
 
-def controller(api: FakeApi) -> FlowController:
-    c = FlowController(cast(KubeClient, api), clock=lambda: epoch("2026-01-01T01:00:00Z"))
+def controller(api: FakeApiServer, kube: KubeClient) -> FlowController:
+    store = watched_objects(frozenset({"volcano"}))
+    c = FlowController(kube, store, clock=lambda: epoch("2026-01-01T01:00:00Z"))
     flows = [o for p, o in api.objects.items() if "/jobflows/" in p]
-    c.handlers()["jobflows"].replace(flows)
-    c.handlers()["jobtemplates"].replace([template(n) for n in "abcde"])
-    c.handlers()["jobs"].replace(list(api.jobs().values()))
-    c.handlers()["pods"].replace([])
+    store.handlers()["jobflows"].replace(flows)
+    store.handlers()["jobtemplates"].replace([template(n) for n in "abcde"])
+    store.handlers()["jobs"].replace(list(api.under(JOBS).values()))
+    store.handlers()["pods"].replace([])
     return c
 
 
-def set_phase(api: FakeApi, c: FlowController, name: str, phase: str) -> None:
+def set_phase(api: FakeApiServer, c: FlowController, name: str, phase: str) -> None:
     path = f"{JOBS}/{name}"
     obj = copy.deepcopy(api.objects[path])
     obj["status"] = {"state": {"phase": phase}}
-    c.handlers()["jobs"].upsert(api.put(path, obj))
+    c.store.handlers()["jobs"].upsert(put(api, path, obj))
 
 
-async def test_flow_runs_in_order_and_a_restart_duplicates_nothing() -> None:
-    api = FakeApi()
-    api.put(paths.JOBFLOWS.item("test", namespace=NS), flow("test", *EXAMPLE))
-    c = controller(api)
+async def test_flow_runs_in_order_and_a_restart_duplicates_nothing(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
+    api = fake_api
+    put(api, paths.JOBFLOWS.item("test", namespace=NS), flow("test", *EXAMPLE))
+    c = controller(api, kube)
     await c.sync("default/test")
-    assert sorted(api.jobs()) == ["test-a"]
+    assert sorted(api.under(JOBS)) == ["test-a"]
     # pumice restarts: a new controller from what the API server holds creates nothing new.
-    c = controller(api)
+    c = controller(api, kube)
     await c.sync("default/test")
-    assert sorted(api.jobs()) == ["test-a"]
-    assert [m for m, p in api.calls if m == "POST"] == ["POST"]
+    assert sorted(api.under(JOBS)) == ["test-a"]
+    assert [m for m, p in api.hits() if m == "POST"] == ["POST"]
     set_phase(api, c, "test-a", "Completed")
     await c.sync("default/test")
-    assert sorted(api.jobs()) == ["test-a", "test-b"]
+    assert sorted(api.under(JOBS)) == ["test-a", "test-b"]
     for name in ("test-b", "test-c", "test-d", "test-e"):
         if f"{JOBS}/{name}" not in api.objects:
             await c.sync("default/test")
@@ -121,38 +78,42 @@ async def test_flow_runs_in_order_and_a_restart_duplicates_nothing() -> None:
     stored = api.objects[paths.JOBFLOWS.item("test", namespace=NS)]
     assert stored["status"]["state"] == {"phase": "Succeed"}
     assert stored["status"]["completedJobs"] == [f"test-{x}" for x in "abcde"]
-    owner = api.jobs()["test-e"]["metadata"]["ownerReferences"][0]
+    owner = api.under(JOBS)["test-e"]["metadata"]["ownerReferences"][0]
     assert owner["kind"] == "JobFlow" and owner["uid"] == "flow-uid"
 
 
-async def test_stale_flow_write_conflicts_and_a_deleted_flow_loses_its_jobs() -> None:
-    api = FakeApi()
-    stored = api.put(paths.JOBFLOWS.item("f", namespace=NS), flow("f", entry("a")))
-    c = controller(api)
+async def test_stale_flow_write_conflicts_and_a_deleted_flow_loses_its_jobs(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
+    api = fake_api
+    stored = put(api, paths.JOBFLOWS.item("f", namespace=NS), flow("f", entry("a")))
+    c = controller(api, kube)
     # The flow changed on the server since the cache saw it: the status write must be refused.
-    api.put(paths.JOBFLOWS.item("f", namespace=NS), stored)
+    put(api, paths.JOBFLOWS.item("f", namespace=NS), stored)
     with pytest.raises(ApiError) as caught:
         await c.sync("default/f")
     assert caught.value.status == 409
-    c = controller(api)
+    c = controller(api, kube)
     await c.sync("default/f")
-    assert list(api.jobs()) == ["f-a"]
-    old_job = api.jobs()["f-a"]
-    c.handlers()["jobflows"].remove(api.objects.pop(paths.JOBFLOWS.item("f", namespace=NS)))
+    assert list(api.under(JOBS)) == ["f-a"]
+    old_job = api.under(JOBS)["f-a"]
+    c.store.handlers()["jobflows"].remove(api.objects.pop(paths.JOBFLOWS.item("f", namespace=NS)))
     # Made again under the same name before the deletion was handled: the old flow's job is deleted
     # first, and the new flow makes its own once the watch shows the old one gone.
     again = flow("f", entry("a"), uid="flow-uid-2")
-    c.handlers()["jobflows"].upsert(api.put(paths.JOBFLOWS.item("f", namespace=NS), again))
+    c.store.handlers()["jobflows"].upsert(put(api, paths.JOBFLOWS.item("f", namespace=NS), again))
     await c.sync("default/f")
-    assert api.jobs() == {}
-    c.handlers()["jobs"].remove(old_job)
+    assert api.under(JOBS) == {}
+    c.store.handlers()["jobs"].remove(old_job)
     await c.sync("default/f")
-    new_job = api.jobs()["f-a"]
+    new_job = api.under(JOBS)["f-a"]
     assert new_job["metadata"]["ownerReferences"][0]["uid"] == "flow-uid-2"
 
 
-async def test_cron_controller_creates_once_and_writes_status() -> None:
-    api = FakeApi()
+async def test_cron_controller_creates_once_and_writes_status(
+    fake_api: FakeApiServer, kube: KubeClient
+) -> None:
+    api = fake_api
     cj = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "CronJob",
@@ -163,25 +124,26 @@ async def test_cron_controller_creates_once_and_writes_status() -> None:
             "jobTemplate": {"spec": {"tasks": []}},
         },
     }
-    api.put(paths.CRONJOBS.item("cj", namespace=NS), cj)
+    put(api, paths.CRONJOBS.item("cj", namespace=NS), cj)
     now = [epoch("2026-01-01T00:01:10Z")]
 
     def make() -> CronJobController:
-        c = CronJobController(cast(KubeClient, api), clock=lambda: now[0])
-        c.handlers()["cronjobs"].replace([o for p, o in api.objects.items() if "/cronjobs/" in p])
-        c.handlers()["jobs"].replace(list(api.jobs().values()))
+        store = watched_objects(frozenset({"volcano"}))
+        c = CronJobController(kube, store, clock=lambda: now[0])
+        store.handlers()["cronjobs"].replace([o for p, o in api.objects.items() if "/cronjobs/" in p])
+        store.handlers()["jobs"].replace(list(api.under(JOBS).values()))
         return c
 
     c = make()
     await c.sync("default/cj")
     name = f"cj-{int(epoch('2026-01-01T00:01:00Z') // 60)}"
-    assert list(api.jobs()) == [name]
+    assert list(api.under(JOBS)) == [name]
     status = api.objects[paths.CRONJOBS.item("cj", namespace=NS)]["status"]
     assert status["lastScheduleTime"] == "2026-01-01T00:01:00Z" and status["active"][0]["name"] == name
     now[0] = epoch("2026-01-01T00:02:10Z")  # next minute: Forbid, the first run is still active
     c = make()
     await c.sync("default/cj")
-    assert list(api.jobs()) == [name]
+    assert list(api.under(JOBS)) == [name]
 
 
 async def test_probes_really_connect() -> None:

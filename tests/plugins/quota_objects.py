@@ -18,7 +18,8 @@ from extender.core.parse import (
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
 from extender.framework.plugin import Plugin
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from tests.core.builders import NOW, Raw, conf_of, queue
 
 

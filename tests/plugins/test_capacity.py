@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from extender.core.hierarchy import QueueTree
 from extender.core.model import Pod, PodUID, group_key
 from extender.core.parse import parse_queue
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
-from extender.framework.session import CycleResult, Session, Unschedulable
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.result import CycleResult, Unschedulable
+from extender.framework.session import Session
 from extender.plugins.capacity import CapacityPlugin
 from extender.plugins.registry import load_conf
 from tests.core.builders import Raw, node, pod, podgroup, queue, run

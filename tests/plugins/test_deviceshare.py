@@ -17,14 +17,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.core import gpu_cards as C
 from extender.core import gpus as G
 from extender.core.errors import ConfigError
-from extender.core.gpus import Card, CardUse, ContainerAsk, GpuHold, GpuRequest, NodeGpus
+from extender.core.gpu_cards import CardUse
+from extender.core.gpus import Card, ContainerAsk, GpuHold, GpuRequest, NodeGpus
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.deviceshare import DeviceSharePlugin
 from extender.plugins.registry import NOT_YET, PLUGINS, load_conf
 from tests.core.builders import NOW, Raw, conf_with, node, pod, podgroup, queue
@@ -441,7 +444,7 @@ def _used(*spec: tuple[int, int] | int | str) -> list[CardUse]:
 def test_decide_memory(policy: str, used: tuple[Any, ...], amount: int, card: int | None, why: str) -> None:
     use = _used(*used)
     before = [replace(u) for u in use]
-    got = G.decide(_share(1000, 1000, 1000), use, GpuRequest(kind=G.MEMORY, amount=amount), policy, "")
+    got = C.decide(_share(1000, 1000, 1000), use, GpuRequest(kind=G.MEMORY, amount=amount), policy, "")
     assert got.taken == (None if card is None else ((card, amount, 0),))
     assert got.why == why
     assert use == before  # deciding is a trial
@@ -458,7 +461,7 @@ def test_decide_memory(policy: str, used: tuple[Any, ...], amount: int, card: in
     ],
 )
 def test_decide_number(used: tuple[Any, ...], amount: int, taken: tuple[int, ...] | None, why: str) -> None:
-    got = G.decide(_share(1000, 1000, 1000), _used(*used), GpuRequest(kind=G.NUMBER, amount=amount), "", "")
+    got = C.decide(_share(1000, 1000, 1000), _used(*used), GpuRequest(kind=G.NUMBER, amount=amount), "", "")
     assert got.taken == (None if taken is None else tuple((i, 0, 0) for i in taken))
     assert got.why == why
 
@@ -467,26 +470,26 @@ def test_scores_by_policy() -> None:
     """binpack scores the chosen card's fullness, spread an idle card; number: cards left idle."""
     cards = _share(1000, 1000)
     ask = GpuRequest(kind=G.MEMORY, amount=100)
-    assert G.decide(cards, _used(400, 0), ask, "binpack", "").score == 40.0
-    assert G.decide(cards, _used(400, 0), ask, "spread", "").score == 100.0
-    assert G.decide(cards, _used(400, (200, 1)), ask, "spread", "").score == 0.0
-    assert G.decide(cards, _used(400, 0), ask, "", "").score == 0.0
+    assert C.decide(cards, _used(400, 0), ask, "binpack", "").score == 40.0
+    assert C.decide(cards, _used(400, 0), ask, "spread", "").score == 100.0
+    assert C.decide(cards, _used(400, (200, 1)), ask, "spread", "").score == 0.0
+    assert C.decide(cards, _used(400, 0), ask, "", "").score == 0.0
     number = GpuRequest(kind=G.NUMBER, amount=1)
-    assert G.decide(cards, _used(0, 0), number, "binpack", "").score == 50.0
-    assert G.decide(cards, _used(100, 0), number, "binpack", "").score == 100.0
-    assert G.decide(cards, _used(0, 0), number, "spread", "").score == 50.0
-    assert G.decide(cards, _used(100, 0), number, "spread", "").score == 0.0
+    assert C.decide(cards, _used(0, 0), number, "binpack", "").score == 50.0
+    assert C.decide(cards, _used(100, 0), number, "binpack", "").score == 100.0
+    assert C.decide(cards, _used(0, 0), number, "spread", "").score == 50.0
+    assert C.decide(cards, _used(100, 0), number, "spread", "").score == 0.0
 
 
 def test_no_cards_of_the_family() -> None:
     ask = GpuRequest(kind=G.VGPU, containers=(ContainerAsk(count=1, memory=1),))
-    assert G.decide(None, [], ask, "", "").why == "no vGPU cards (annotation volcano.sh/node-vgpu-register)"
+    assert C.decide(None, [], ask, "", "").why == "no vGPU cards (annotation volcano.sh/node-vgpu-register)"
     assert (
-        G.decide(_share(1000), _used(0), ask, "", "").why
+        C.decide(_share(1000), _used(0), ask, "", "").why
         == "no vGPU cards (annotation volcano.sh/node-vgpu-register)"
     )
     share = GpuRequest(kind=G.MEMORY, amount=1)
-    assert G.decide(
+    assert C.decide(
         NodeGpus(vgpu=(Card(key="a", index=0, memory=9, slots=1, type="NVIDIA"),)), [CardUse()], share, "", ""
     ).why == ("no shared GPU cards")
 
@@ -655,7 +658,7 @@ def test_decide_vgpu(
 ) -> None:
     use = _vuse(*used)
     before = [replace(u, groups=dict(u.groups)) for u in use]
-    got = G.decide(V3, use, request_, policy, "")
+    got = C.decide(V3, use, request_, policy, "")
     assert got.taken == taken
     assert why in got.why
     assert (got.why == "") is (taken is not None)
@@ -664,9 +667,9 @@ def test_decide_vgpu(
 
 def test_vgpu_type_must_be_nvidia() -> None:
     cards = _vcards(("MLU-a", 4, 8000, "MLU370"), ("GPU-b", 4, 8000, "NVIDIA-A100"))
-    got = G.decide(cards, _vuse((0, 0, 0), (0, 0, 0)), _ask(ContainerAsk(count=2, memory=1)), "", "")
+    got = C.decide(cards, _vuse((0, 0, 0), (0, 0, 0)), _ask(ContainerAsk(count=2, memory=1)), "", "")
     assert got.taken is None
-    assert G.decide(
+    assert C.decide(
         cards, _vuse((0, 0, 0), (0, 0, 0)), _ask(ContainerAsk(count=1, memory=1)), "", ""
     ).taken == ((1, 1, 0),)
 
@@ -674,15 +677,15 @@ def test_vgpu_type_must_be_nvidia() -> None:
 def test_vgpu_zero_slots_take_nobody() -> None:
     """A card registered with 0 sharers takes no pod (Volcano: Number <= UsedNum)."""
     cards = _vcards(("GPU-a", 0, 8000, "NVIDIA"))
-    assert G.decide(cards, [CardUse()], _ask(ContainerAsk(count=1, memory=1)), "", "").taken is None
+    assert C.decide(cards, [CardUse()], _ask(ContainerAsk(count=1, memory=1)), "", "").taken is None
 
 
 def test_vgpu_mode_must_match() -> None:
     gpus = replace(V3, mode="hami-core")
-    got = G.decide(gpus, _vuse(*IDLE), _ask(ContainerAsk(count=1, memory=1), mode="mig"), "", "")
+    got = C.decide(gpus, _vuse(*IDLE), _ask(ContainerAsk(count=1, memory=1), mode="mig"), "", "")
     assert got.taken is None
     assert got.why == "vGPU mode mig asked, the node's is hami-core"
-    assert G.decide(gpus, _vuse(*IDLE), _ask(ContainerAsk(count=1, memory=1), mode="hami-core"), "", "").taken
+    assert C.decide(gpus, _vuse(*IDLE), _ask(ContainerAsk(count=1, memory=1), mode="hami-core"), "", "").taken
 
 
 def test_vgpu_group_spread() -> None:
@@ -690,9 +693,9 @@ def test_vgpu_group_spread() -> None:
     use = _vuse(*IDLE)
     use[2].groups["ns/g"] = 1
     spread = _ask(ContainerAsk(count=1, memory=1), group_spread=True)
-    assert G.decide(V3, use, spread, "", "ns/g").taken == ((1, 1, 0),)
-    assert G.decide(V3, use, spread, "", "ns/h").taken == ((2, 1, 0),)
-    assert G.decide(V3, use, replace(spread, group_spread=False), "", "ns/g").taken == ((2, 1, 0),)
+    assert C.decide(V3, use, spread, "", "ns/g").taken == ((1, 1, 0),)
+    assert C.decide(V3, use, spread, "", "ns/h").taken == ((2, 1, 0),)
+    assert C.decide(V3, use, replace(spread, group_spread=False), "", "ns/g").taken == ((2, 1, 0),)
 
 
 def test_take_and_hold_positions_round_trip() -> None:
@@ -700,26 +703,26 @@ def test_take_and_hold_positions_round_trip() -> None:
     gpus = NodeGpus(vgpu=V3.vgpu)
     use = _vuse(*IDLE)
     ask = _ask(ContainerAsk(count=2, memory=1000, cores=20), ContainerAsk(count=1, memory=500))
-    choice = G.decide(gpus, use, ask, "", "ns/g")
+    choice = C.decide(gpus, use, ask, "", "ns/g")
     assert choice.taken is not None
-    G.take(use, choice.taken, False, "ns/g", 1)
+    C.take(use, choice.taken, False, "ns/g", 1)
     assert [(u.memory, u.cores, u.sharers, u.groups) for u in use] == [
         (0, 0, 0, {}),
         (1000, 20, 1, {"ns/g": 1}),
         (1500, 20, 2, {"ns/g": 2}),
     ]
-    notes = G.device_annotations(gpus, ask, choice.taken, "n1", NOW)
+    notes = C.device_annotations(gpus, ask, choice.taken, "n1", NOW)
     assert notes[G.VGPU_IDS] == "GPU-c,NVIDIA,1000,20:GPU-b,NVIDIA,1000,20:;GPU-c,NVIDIA,500,0:"
     hold = G.pod_hold(notes, ask)
     assert hold is not None
-    assert G.hold_positions({c.key: i for i, c in enumerate(gpus.vgpu)}, hold) == choice.taken
-    G.take(use, choice.taken, False, "ns/g", -1)
+    assert C.hold_positions({c.key: i for i, c in enumerate(gpus.vgpu)}, hold) == choice.taken
+    C.take(use, choice.taken, False, "ns/g", -1)
     assert use == _vuse(*IDLE)
 
 
 def test_hold_positions_skip_cards_gone() -> None:
     hold = GpuHold(family=G.SHARE, cards=(("0", 100, 0), ("3", 100, 0)))
-    assert G.hold_positions({"0": 0, "1": 1}, hold) == ((0, 100, 0),)
+    assert C.hold_positions({"0": 0, "1": 1}, hold) == ((0, 100, 0),)
 
 
 # --- the invariant, by hypothesis ---------------------------------------------------------------------
@@ -784,14 +787,14 @@ def test_decide_and_take_never_overfill_a_card(
     for request, policy, group, leaves in steps:
         if 0 <= leaves < len(placed):  # an earlier pod leaves: its cards come back
             taken, whole, g = placed.pop(leaves)
-            G.take(use, taken, whole, g, -1)
-        choice = G.decide(gpus, use, request, policy, group)
+            C.take(use, taken, whole, g, -1)
+        choice = C.decide(gpus, use, request, policy, group)
         if choice.taken is None:
             assert choice.why
             continue
         assert 0.0 <= choice.score <= 100.0
         whole = request.kind == G.NUMBER
-        G.take(use, choice.taken, whole, group, 1)
+        C.take(use, choice.taken, whole, group, 1)
         placed.append((choice.taken, whole, group))
         # Recount every card from the pods on it: the running use must agree and stay within the card.
         for i, card in enumerate(cards):
@@ -846,12 +849,12 @@ def test_the_share_matrix_judges_as_decide_does(
 ) -> None:
     """The plugin judges gpushare pods over a node x card matrix: fit and score are decide's, row by row."""
     gpus, use, rows = nodes
-    matrix = G.ShareMatrix(rows, gpus)
+    matrix = C.ShareMatrix(rows, gpus)
     for row, u in use.items():
         matrix.update(row, u)
     fit, score = matrix.judge(request_, policy)
     for row in range(rows):
-        choice = G.decide(gpus.get(row), use.get(row, []), request_, policy, "")
+        choice = C.decide(gpus.get(row), use.get(row, []), request_, policy, "")
         assert bool(fit[row]) is (choice.taken is not None), row
         assert score[row] == pytest.approx(choice.score if choice.taken is not None else 0.0), row
 

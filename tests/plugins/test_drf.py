@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.core.model import Pod, PodUID
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.plugins.drf import DrfPlugin
 from tests.core.builders import (
     GPU,

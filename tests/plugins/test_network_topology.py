@@ -19,7 +19,8 @@ from extender.core.model import NetworkTopology
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
-from extender.framework.session import CycleResult, Session
+from extender.framework.result import CycleResult
+from extender.framework.session import Session
 from extender.jobs.model import parse_job
 from extender.jobs.reconcile import podgroup_spec
 from extender.plugins.registry import load_conf

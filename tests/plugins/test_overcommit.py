@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.core.errors import ConfigError
-from extender.framework.actions import NOT_ADMITTED
+from extender.framework.reasons import NOT_ADMITTED
 from extender.plugins.registry import load_conf
 from tests.core.builders import conf_with, node, pod, podgroup, run
 

@@ -10,7 +10,8 @@ import pytest
 
 from controllers.state.cluster import cluster_state
 from extender.core.model import PodUID
-from extender.framework.session import Eviction, Session
+from extender.framework.result import Eviction
+from extender.framework.session import Session
 from extender.plugins.pdb import PdbPlugin
 from tests.core.builders import Raw, conf_with, node, pod, podgroup, priority_class, queue
 from tests.plugins.quota_objects import budget, run_with, session_with

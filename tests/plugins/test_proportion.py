@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.proportion import ProportionPlugin
 from tests.core.builders import Raw, conf_with, gang, node, pod, podgroup, queue, run
 from tests.plugins.helpers import queue_of, session

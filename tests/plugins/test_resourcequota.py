@@ -12,8 +12,9 @@ from controllers.state.cluster import cluster_state
 from extender.core.errors import InvalidObject
 from extender.core.model import GroupKey, PodGroup
 from extender.core.parse import parse_resource_quota
-from extender.framework.actions import NOT_ADMITTED, enqueue
+from extender.framework.actions import enqueue
 from extender.framework.plugin import Plugin
+from extender.framework.reasons import NOT_ADMITTED
 from extender.framework.session import Session
 from extender.plugins.registry import load_conf
 from extender.plugins.resourcequota import ResourcequotaPlugin

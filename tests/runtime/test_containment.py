@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
 
 from controllers.events import EventRecorder
+from controllers.kube import paths
 from controllers.kube.client import KubeClient, UnreadableResponse
 from controllers.kube.informer import Handler, Informer
 from controllers.liveness import Liveness
@@ -21,8 +21,9 @@ from controllers.reconcilers.jobs import JOBS_PATH, JobController
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
+from controllers.state.indexes import watched_objects
 from extender.plugins.registry import load_conf
-from tests.runtime.fakekube import FakeKube, deep_bytes, serve
+from tests.fakeapi import FakeApiServer, serving
 
 Obj = dict[str, Any]
 
@@ -71,15 +72,22 @@ def job_pod(jobname: str, ns: str = "ns") -> Obj:
     }
 
 
-@contextlib.asynccontextmanager
-async def kube(fake: FakeKube) -> AsyncIterator[KubeClient]:
-    gen = serve(fake)
-    client = await gen.__anext__()
-    try:
-        yield client
-    finally:
-        with contextlib.suppress(StopAsyncIteration):
-            await gen.__anext__()
+def deep_bytes(obj: Obj, levels: int) -> bytes:
+    """``obj`` with a value nested ``levels`` deep, encoded by hand: kube-apiserver stores it, orjson will
+    neither encode nor decode past 1024 levels."""
+    body = orjson.dumps(obj)
+    inner = b'{"a":' * levels + b'"x"' + b"}" * levels
+    return body[:-1] + b',"spec":{"deep":' + inner + b"}}"
+
+
+def put(fake: FakeApiServer, obj: Obj, raw: bytes | None = None) -> Obj:
+    """Store a job in the API server (``raw``: the bytes it serves for it instead)."""
+    meta = obj["metadata"]
+    return fake.seed(paths.JOBS.item(meta["name"], namespace=meta["namespace"]), obj, raw)
+
+
+def kube(fake: FakeApiServer) -> contextlib.AbstractAsyncContextManager[KubeClient]:
+    return serving(fake)
 
 
 class Collect:
@@ -109,10 +117,10 @@ async def _until(cond: Any, limit: float = 5.0) -> None:
 async def test_an_undecodable_list_is_never_an_empty_one() -> None:
     """A job nested > 1024 levels made the jobs LIST undecodable; the client turned it into {} and the
     job controller then deleted the pods of healthy jobs. Now: the fallback lists one by one."""
-    fake = FakeKube(JOBS_PATH)
-    fake.put(job("good-1"))
-    fake.put(job("good-2"))
-    fake.put(job("deep"), deep_bytes(job("deep"), 1500))
+    fake = FakeApiServer()
+    put(fake, job("good-1"))
+    put(fake, job("good-2"))
+    put(fake, job("deep"), deep_bytes(job("deep"), 1500))
     async with kube(fake) as client:
         with pytest.raises(UnreadableResponse):
             await client.get(JOBS_PATH)
@@ -129,7 +137,7 @@ async def test_an_undecodable_list_is_never_an_empty_one() -> None:
 
 
 async def test_a_handler_that_raises_on_one_object_does_not_stop_the_stream() -> None:
-    fake = FakeKube(JOBS_PATH)
+    fake = FakeApiServer()
     fake.watch_lines = [
         orjson.dumps({"type": "ADDED", "object": job("poison")}),
         orjson.dumps({"type": "ADDED", "object": job("fine")}),
@@ -147,8 +155,8 @@ async def test_a_handler_that_raises_on_one_object_does_not_stop_the_stream() ->
 
 
 async def test_an_undecodable_watch_event_relists() -> None:
-    fake = FakeKube(JOBS_PATH)
-    fake.put(job("a"))
+    fake = FakeApiServer()
+    put(fake, job("a"))
     fake.watch_lines = [b'{"type": "ADDED", "object": ' + b"[" * 1500]
     async with kube(fake) as client:
         got = Collect()
@@ -162,9 +170,10 @@ async def test_an_undecodable_watch_event_relists() -> None:
 
 
 def _controller(client: KubeClient, **kw: Any) -> JobController:
-    jc = JobController(client, scheduler_names=frozenset({"volcano"}), workers=2, **kw)
+    store = watched_objects(frozenset({"volcano"}))
+    jc = JobController(client, store, scheduler_names=frozenset({"volcano"}), workers=2, **kw)
     for h in ("commands", "podgroups"):
-        jc.handlers()[h].replace([])
+        store.handlers()[h].replace([])
     return jc
 
 
@@ -177,41 +186,41 @@ async def _drain(jc: JobController) -> None:
         await task
 
 
-def _pod_deletes(fake: FakeKube) -> list[str]:
-    return [p for m, p in fake.requests if m == "DELETE" and "/pods/" in p]
+def _pod_deletes(fake: FakeApiServer) -> list[str]:
+    return [p for m, p in fake.hits() if m == "DELETE" and "/pods/" in p]
 
 
 async def test_a_job_missing_from_a_list_keeps_its_pods_unless_the_api_says_it_is_gone() -> None:
-    fake = FakeKube(JOBS_PATH)
-    fake.put(job("alive"))  # exists, though the LIST below does not show it
+    fake = FakeApiServer()
+    put(fake, job("alive"))  # exists, though the LIST below does not show it
     async with kube(fake) as client:
         jc = _controller(client)
-        jc.handlers()["jobs"].replace([job("alive")])
-        jc.handlers()["pods"].replace([job_pod("gone")])
-        jc.handlers()["jobs"].replace([])  # a re-list that lost "alive" (cut short, or unreadable)
+        jc.store.handlers()["jobs"].replace([job("alive")])
+        jc.store.handlers()["pods"].replace([job_pod("gone")])
+        jc.store.handlers()["jobs"].replace([])  # a re-list that lost "alive" (cut short, or unreadable)
         await _drain(jc)
     # "alive" was confirmed by a GET and kept; "gone" answered 404 and only then were its pods cleaned up.
-    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/alive") in fake.requests
-    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/gone") in fake.requests
+    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/alive") in fake.hits()
+    assert ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/ns/jobs/gone") in fake.hits()
     assert _pod_deletes(fake) == ["/api/v1/namespaces/ns/pods/gone-w-0"]
     assert "ns/alive" in jc.jobs and jc.stats["pods_deleted"] == 1
 
 
 async def test_an_unreadable_job_is_left_alone_and_reported() -> None:
-    fake = FakeKube(JOBS_PATH)
-    fake.put(job("deep"), deep_bytes(job("deep"), 1500))
+    fake = FakeApiServer()
+    put(fake, job("deep"), deep_bytes(job("deep"), 1500))
     async with kube(fake) as client:
         events = EventRecorder(client)
         jc = _controller(client, events=events)
-        jc.handlers()["pods"].replace([job_pod("deep")])
-        jc.handlers()["jobs"].replace([])  # as if the list lost it: the GET cannot be read either
+        jc.store.handlers()["pods"].replace([job_pod("deep")])
+        jc.store.handlers()["jobs"].replace([])  # as if the list lost it: the GET cannot be read either
         await _drain(jc)
         ev = asyncio.create_task(events.run())
-        jc.handlers()["jobs"].unreadable([{"metadata": {"name": "deep", "namespace": "ns"}}])
+        jc.store.handlers()["jobs"].unreadable([{"metadata": {"name": "deep", "namespace": "ns"}}])
         await _until(lambda: events.written >= 1)
         ev.cancel()
     assert _pod_deletes(fake) == [] and "ns/deep" in jc.unreadable
-    assert any(b["reason"] == "Unreadable" for _, b in fake.posted)
+    assert any(b["reason"] == "Unreadable" for _, b in fake.posted())
 
 
 async def test_a_job_whose_sync_raises_is_retried_and_the_others_carry_on(
@@ -227,43 +236,43 @@ async def test_a_job_whose_sync_raises_is_retried_and_the_others_carry_on(
         return real(world)
 
     monkeypatch.setattr(jobs_module, "reconcile", reconcile)
-    fake = FakeKube(JOBS_PATH)
+    fake = FakeApiServer()
     for name in ("poison", "fine"):
-        fake.put(job(name))
+        put(fake, job(name))
     async with kube(fake) as client:
         events = EventRecorder(client)
         jc = _controller(client, events=events)
-        jc.handlers()["pods"].replace([])
-        jc.handlers()["jobs"].replace([orjson.loads(raw) for raw in fake.items.values()])
+        jc.store.handlers()["pods"].replace([])
+        jc.store.handlers()["jobs"].replace(list(fake.objects.values()))
         ev = asyncio.create_task(events.run())
         await _drain(jc)
         await _until(lambda: events.written >= 1)
         ev.cancel()
     assert jc.stats["errors"] >= 1 and jc.queue.failures.get("ns/poison", 0) >= 1
     assert "ns/fine" not in jc.queue.failures
-    assert any(p.endswith("/podgroups") for p, _ in fake.posted), "the healthy job got its PodGroup"
-    notes = [b["note"] for _, b in fake.posted if b.get("reason") == "SyncFailed"]
+    assert any(p.endswith("/podgroups") for p, _ in fake.posted()), "the healthy job got its PodGroup"
+    notes = [b["note"] for _, b in fake.posted() if b.get("reason") == "SyncFailed"]
     assert notes and "RuntimeError: unexpected" in notes[0]
 
 
 async def test_an_invalid_job_gets_a_reason_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeKube(JOBS_PATH)
+    fake = FakeApiServer()
     bad = job("bad")
     bad["spec"]["tasks"][0]["replicas"] = "many"
-    fake.put(bad)
+    put(fake, bad)
     async with kube(fake) as client:
         jc = _controller(client, validate=lambda obj: ["spec.tasks[0].replicas: must be an integer"])
-        jc.handlers()["pods"].replace([])
-        jc.handlers()["jobs"].replace([bad])
+        jc.store.handlers()["pods"].replace([])
+        jc.store.handlers()["jobs"].replace([bad])
         await _drain(jc)
-    stored = orjson.loads(fake.items[("ns", "bad")])
+    stored = fake.objects[paths.JOBS.item("bad", namespace="ns")]
     state = stored["status"]["state"]
     assert {k: state[k] for k in ("phase", "reason", "message")} == {
         "phase": "Pending",
         "reason": "InvalidSpec",
         "message": "spec.tasks[0].replicas: must be an integer",
     }
-    assert not any(p.endswith(("/pods", "/podgroups")) for p, _ in fake.posted)
+    assert not any(p.endswith(("/pods", "/podgroups")) for p, _ in fake.posted())
 
 
 def test_a_podgroup_with_an_absurd_quantity_is_skipped_and_reported() -> None:

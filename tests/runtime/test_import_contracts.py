@@ -38,6 +38,7 @@ CASES = [
     ),
     ("extender/core/model.py", "import controllers.state.cache", "The scheduling core is pure"),
     ("extender/api/labels.py", "import extender.core.model", "Core layers"),
+    ("extender/framework/votes.py", "import extender.framework.place", "The session stays below the actions"),
     ("extender/jobs/reconcile.py", "import aiohttp", "The scheduling core is pure"),
     ("controllers/reconcilers/jobs.py", "import aiohttp", "aiohttp only at the I/O edges"),
     ("admission/pods.py", "import extender.server.app", "Admission, the extender server and the controllers"),
@@ -110,6 +111,16 @@ CASES = [
         "The scheduling code writes through the Executor port",
     ),
     ("controllers/scheduling/writes.py", "import controllers.scheduling.loop", "Scheduling room layers"),
+    (
+        "controllers/state/indexes.py",
+        "import controllers.state.cache",
+        "The store of watched objects is not the scheduler's cache",
+    ),
+    (
+        "controllers/reconcilers/flows.py",
+        "import controllers.kube.informer",
+        "Reconcilers read watched objects from the store",
+    ),
     (
         "controllers/scheduling/scheduler.py",
         "import prometheus_client",

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from controllers.kube.client import ApiError
+from controllers.kube import paths
+from controllers.kube.client import ApiError, KubeClient
 from controllers.reconcilers.jobs import JobController
+from controllers.state.indexes import watched_objects
 from extender.jobs.model import parse_job
 from extender.jobs.reconcile import reconcile
+from tests.fakeapi import FakeApiServer
 
 Obj = dict[str, Any]
 
@@ -22,26 +25,6 @@ class Recorder:
 
     def record(self, ref: Any, *, type_: str, reason: str, note: str, action: str) -> None:
         self.events.append((ref.kind, type_, reason, note))
-
-
-class Client:
-    """Answers a status merge-patch with the patched job (or a conflict, when told to)."""
-
-    def __init__(self) -> None:
-        self.conflict = False
-
-    async def merge_patch(self, path: str, body: Obj) -> Obj:
-        if self.conflict:
-            raise ApiError(409, {"message": "conflict"}, "PATCH", path)
-        if path.endswith("/status"):
-            return {**JOB, "status": body["status"]}
-        return body  # the PodGroup's spec
-
-    async def post(self, path: str, body: Obj) -> Obj:
-        return body
-
-    async def delete(self, path: str) -> Obj:
-        return {}
 
 
 JOB: Obj = {
@@ -75,16 +58,25 @@ BLOCKED = {
 }
 
 
+JOB_PATH = paths.JOBS.item("big", namespace="ns")
+
+
+def controller(kube: KubeClient, rec: Recorder) -> JobController:
+    store = watched_objects(frozenset({"volcano"}))
+    return JobController(kube, store, scheduler_names=frozenset({"volcano"}), events=rec)  # type: ignore[arg-type]
+
+
 async def _sync(jc: JobController, obj: Obj) -> None:
-    jc.jobs["ns/big"] = obj
-    jc.podgroups["ns/big-uid-big"] = BLOCKED
+    jc.store.handlers()["jobs"].upsert(obj)
+    jc.store.handlers()["podgroups"].upsert(BLOCKED)
     job = parse_job(obj)
     await jc.perform("ns/big", job, obj, reconcile(jc.world("ns/big", job)))
 
 
-async def test_a_blocked_gang_is_told_once_on_its_job() -> None:
-    rec, client = Recorder(), Client()
-    jc = JobController(client, scheduler_names=frozenset({"volcano"}), events=rec)  # type: ignore[arg-type]
+async def test_a_blocked_gang_is_told_once_on_its_job(fake_api: FakeApiServer, kube: KubeClient) -> None:
+    fake_api.seed(JOB_PATH, JOB)
+    rec = Recorder()
+    jc = controller(kube, rec)
     await _sync(jc, JOB)
     assert rec.events == [
         (
@@ -101,10 +93,11 @@ async def test_a_blocked_gang_is_told_once_on_its_job() -> None:
     assert len(rec.events) == 1
 
 
-async def test_a_refused_status_write_tells_nothing() -> None:
-    rec, client = Recorder(), Client()
-    client.conflict = True
-    jc = JobController(client, scheduler_names=frozenset({"volcano"}), events=rec)  # type: ignore[arg-type]
+async def test_a_refused_status_write_tells_nothing(fake_api: FakeApiServer, kube: KubeClient) -> None:
+    fake_api.seed(JOB_PATH, JOB)
+    fake_api.fail[paths.JOBS.status("big", namespace="ns")] = 409  # someone else wrote it meanwhile
+    rec = Recorder()
+    jc = controller(kube, rec)
     with pytest.raises(ApiError):  # the worker retries it on fresh data
         await _sync(jc, JOB)
     assert rec.events == []

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from controllers.simulate.snapshot import SnapshotResult, flatten, simulate_snapshot
-from extender.framework.actions import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
+from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.registry import load_conf
 from tests.core.builders import NOW, T0, gang, node, pod
 from tests.core.test_hypernodes import exact, hn

@@ -1,0 +1,129 @@
+"""The watched kinds the reconcilers read, and the indexes they look objects up by: one table.
+
+:func:`watched_objects` builds the process's :class:`~controllers.state.store.ObjectStore` with them. Each
+index answers one question a reconciler asks, with the semantics it had when each reconciler kept its own
+copy:
+
+- ``VCJOB`` (pods, PodGroups): the vcjob (``namespace/name``) an object belongs to, from its first owner
+  reference to a ``batch.volcano.sh`` Job (controller or not, as Volcano's job controller reads it);
+- ``TARGET_JOB`` (Commands): the vcjob a Command targets;
+- ``JOBFLOW`` / ``CRONJOB`` (vcjobs): the JobFlow or CronJob controlling a job (its controller reference);
+- ``JOB_LABEL`` (pods): the job named by a pod's ``volcano.sh/job-name`` label (a flow's probes reach the
+  pods of its target jobs);
+- ``WORKLOAD`` (pods): the workload owner (``namespace/kind/name/uid``) of a pod of one of pumice's
+  scheduler names that names no other group (the workload-group controller's pods);
+- ``NAMESPACE`` (JobFlows, JobTemplates): the namespace.
+
+Pods are kept only when one of these places them; every other kind is kept whole. Every function here is
+total: an object of any shape gets a value or None, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from controllers.state.store import Index, Kind, ObjectStore, Stored
+from extender.api import labels as L
+from extender.core.workloads import Owner, named_group, owner_group_name, workload_owner
+from extender.flows.cron import CRONJOB_KIND
+from extender.flows.model import JOBFLOW_KIND
+
+VCJOB: Final = "vcjob"
+TARGET_JOB: Final = "target-job"
+JOBFLOW: Final = "jobflow"
+CRONJOB: Final = "cronjob"
+JOB_LABEL: Final = "job-label"
+WORKLOAD: Final = "workload"
+NAMESPACE: Final = "namespace"
+
+
+def owner_key(namespace: str, owner: Owner) -> str:
+    """The workload-group controller's work key: one per owner object (a recreated namesake is another)."""
+    return f"{namespace}/{owner.kind}/{owner.name}/{owner.uid}"
+
+
+def _ns(s: Stored) -> str:
+    return s.meta.namespace or "default"
+
+
+def vcjob_of(s: Stored) -> str | None:
+    ref = s.meta.owner(L.JOB_KIND, L.BATCH_GROUP)
+    return f"{_ns(s)}/{ref.name}" if ref is not None else None
+
+
+def target_job(s: Stored) -> str | None:
+    target = s.obj.get("target")
+    if not isinstance(target, Mapping) or target.get("kind") != L.JOB_KIND:
+        return None
+    name = target.get("name")
+    return f"{_ns(s)}/{name}" if isinstance(name, str) else None
+
+
+def jobflow_of(s: Stored) -> str | None:
+    ref = s.meta.owner(JOBFLOW_KIND, L.FLOW_GROUP, controller=True)
+    return f"{_ns(s)}/{ref.name}" if ref is not None and ref.name else None
+
+
+def cronjob_of(s: Stored) -> str | None:
+    ref = s.meta.owner(CRONJOB_KIND, L.BATCH_GROUP, controller=True)
+    return f"{_ns(s)}/{ref.name}" if ref is not None and ref.name else None
+
+
+def job_label(s: Stored) -> str | None:
+    job = s.meta.labels.get(L.JOB_NAME_KEY)
+    return f"{_ns(s)}/{job}" if job is not None else None
+
+
+def namespace_of(s: Stored) -> str:
+    return _ns(s)
+
+
+def workload_of(s: Stored, scheduler_names: frozenset[str]) -> tuple[str, Owner] | None:
+    """The owner key and owner of a pod of ``scheduler_names`` owned by a workload, unless it joined a
+    group someone else made (Spark, LeaderWorkerSet: a group name that is not the owner's)."""
+    spec = s.obj.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("schedulerName") not in scheduler_names:
+        return None
+    owner = workload_owner(s.meta.raw)
+    if owner is None:
+        return None
+    named = named_group(s.meta.raw)
+    if named is not None and named != owner_group_name(owner):
+        return None
+    return owner_key(_ns(s), owner), owner
+
+
+def workload_index(scheduler_names: frozenset[str]) -> Index:
+    def key(s: Stored) -> str | None:
+        found = workload_of(s, scheduler_names)
+        return found[0] if found is not None else None
+
+    return Index(name=WORKLOAD, key=key)
+
+
+def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
+    return (
+        Kind(name="jobs", indexes=(Index(name=JOBFLOW, key=jobflow_of), Index(name=CRONJOB, key=cronjob_of))),
+        Kind(name="commands", indexes=(Index(name=TARGET_JOB, key=target_job),)),
+        Kind(
+            name="pods",
+            indexes=(
+                Index(name=VCJOB, key=vcjob_of),
+                Index(name=JOB_LABEL, key=job_label),
+                workload_index(scheduler_names),
+            ),
+            indexed_only=True,
+        ),
+        Kind(name="podgroups", indexes=(Index(name=VCJOB, key=vcjob_of),)),
+        Kind(name="jobflows", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
+        Kind(name="jobtemplates", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
+        Kind(name="cronjobs"),
+        Kind(name="nodes", namespaced=False),
+        Kind(name="hypernodes", namespaced=False),
+    )
+
+
+def watched_objects(scheduler_names: frozenset[str]) -> ObjectStore:
+    """The process's store of watched objects (see :mod:`controllers.state.store`)."""
+    return ObjectStore(watched_kinds(scheduler_names))

@@ -1,0 +1,78 @@
+"""The pods on nodes that inter-pod rules count, for one snapshot: :class:`Residents`.
+
+Inter-pod affinity, anti-affinity and topology spread (kube-scheduler's InterPodAffinity and
+PodTopologySpread, which Volcano's predicates and nodeorder plugins call) count the pods on each node:
+bound, unfinished pods of any scheduler, and pods of ours waiting with a live plan (a plan is a
+reservation every later decision respects). The lists are worked out on first use and kept, like the
+snapshot, unchanged for the cycle; the cycle's own placements are counted on top of them by
+:class:`extender.core.interpod.PodsOnNodes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from extender.core.model import Pod, PodUID
+
+
+class Residents:
+    """The pods on nodes, with their node rows: bound and unfinished (any scheduler's), or waiting with a
+    live plan. Worked out on first use, and the pods with inter-pod terms separately from the rest: a
+    cycle that places only pods without inter-pod rules walks the cluster's pods once, looking for terms
+    that could match them, and never matches a selector against the others."""
+
+    def __init__(self, pods: Iterable[Pod], plans: Mapping[PodUID, str], node_pos: Mapping[str, int]) -> None:
+        self._pods = tuple(pods)
+        self._plans = plans
+        self._node_pos = node_pos
+        self._all: tuple[tuple[Pod, int], ...] | None = None
+        self._with_terms: tuple[tuple[Pod, int], ...] | None = None
+        self._by_namespace: dict[str, list[tuple[Pod, int]]] | None = None
+        self._by_label: dict[tuple[str, str, str], list[tuple[Pod, int]]] | None = None
+
+    def _row(self, p: Pod) -> int | None:
+        if p.holds_resources:
+            return self._node_pos.get(p.node_name)
+        if p.waiting:
+            node = self._plans.get(p.uid)
+            return None if node is None else self._node_pos.get(node)
+        return None
+
+    def all(self) -> tuple[tuple[Pod, int], ...]:
+        if self._all is None:
+            placed = ((p, self._row(p)) for p in self._pods)
+            self._all = tuple((p, r) for p, r in placed if r is not None)
+        return self._all
+
+    def by_namespace(self) -> Mapping[str, list[tuple[Pod, int]]]:
+        """The same, by namespace: most terms look in one namespace only."""
+        if self._by_namespace is None:
+            out: dict[str, list[tuple[Pod, int]]] = {}
+            for p, r in self.all():
+                out.setdefault(p.namespace, []).append((p, r))
+            self._by_namespace = out
+        return self._by_namespace
+
+    def by_label(self) -> Mapping[tuple[str, str, str], list[tuple[Pod, int]]]:
+        """The same by (namespace, label key, value): a selector's first ``matchLabels`` pair names the
+        only pods it can match, whatever the cluster's size."""
+        if self._by_label is None:
+            out: dict[tuple[str, str, str], list[tuple[Pod, int]]] = {}
+            for p, r in self.all():
+                for k, v in p.labels.items():
+                    out.setdefault((p.namespace, k, v), []).append((p, r))
+            self._by_label = out
+        return self._by_label
+
+    def with_terms(self) -> tuple[tuple[Pod, int], ...]:
+        """Those whose own inter-pod terms may concern an incoming pod (anti-affinity symmetry, scores)."""
+        if self._with_terms is None:
+            if self._all is not None:
+                self._with_terms = tuple(
+                    (p, r) for p, r in self._all if p.affinity is not None and p.affinity.has_pod_terms
+                )
+            else:
+                termed = (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
+                placed = ((p, self._row(p)) for p in termed)
+                self._with_terms = tuple((p, r) for p, r in placed if r is not None)
+        return self._with_terms

@@ -1,0 +1,251 @@
+"""Placing pods on nodes as Volcano's per-task loop does: one pod on its best node, or a run of alike pods.
+
+- :func:`place_one`: the best node for one pod among those its mask, its inter-pod rules, free capacity,
+  the ``node_fit`` plugins, the queue's caps (``node_limit``) and its own per-pod filters (``pod_fit``)
+  allow, by the summed node scores plus the queue's and the pod's own; or, when none, the reason a user
+  can act on (which rule, which shortfall);
+- :func:`place_run`: a run of a gang's identical pods (one request, one node mask, no inter-pod rules, no
+  per-pod scores) placed as one batch that lands every pod where :func:`place_one`, called for each in
+  turn, would (the argument is in its docstring); None when the session's plugins do not allow batches;
+- :func:`base_shape` and :func:`shape`: what decides whether a pod fits, so that a pod alike to one that
+  failed is not tried again within a statement (free capacity and queue usage only shrink there).
+
+Ties between nodes break to the lowest row (the snapshot's node order), in both paths alike.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core import fit
+from extender.core.model import Pod, PodUID, Queue
+from extender.core.resources import Vector
+from extender.framework.plugin import Rows, Scores
+from extender.framework.session import Session
+from extender.framework.statement import Statement
+
+
+def place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -> str | None:
+    """Place ``p`` on the best feasible node; None on success, else why not."""
+    req = ssn.vector(p.uid)
+    smask = ssn.pod_mask(p)
+    rules = ssn.pod_rules(p)
+    allowed = rules.allowed(p) if rules is not None else None
+    ok = smask if allowed is None else smask & allowed
+    room = ssn.fit_mask(req)
+    mask = ok & room
+    qname = ssn.pod_queue(p)
+    limit = None if qname is None else ssn.limit_mask(qname, req)
+    if limit is not None:
+        mask &= limit
+    if not mask.any():
+        if rules is not None and allowed is not None and smask.any() and not ok.any():
+            return "no node satisfies its inter-pod rules: " + rules.explain(p, smask)
+        held = ssn.reservation
+        if held is not None and (held.rows & ssn.masks.static_mask(p.constraints) & room).any():
+            return held.describe()
+        if qname is not None and (why := _queue_refuses(ssn, p, qname)) is not None:
+            return why
+        if qname is not None and limit is not None and (ok & room).any():
+            return ssn.masks.limit_reason(qname, req)
+        refusal = ssn.nodes.fit_refusal(req, ok)
+        if refusal is not None:
+            return refusal
+        short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
+        if short is None:
+            return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
+        if rules is not None and allowed is not None and (refused := smask & room & ~allowed).any():
+            # The nodes with room are the ones the rules refuse: that is the part a user can change.
+            return f"{short.describe()}; nodes with room refused by its inter-pod rules: " + rules.explain(
+                p, refused
+            )
+        return short.describe()
+    own = ssn.pod_fit(p, mask)
+    if own is not None:
+        if not (mask & own).any():
+            return ssn.masks.pod_fit_reason(p, mask)
+        mask = mask & own
+    scores = ssn.scores(req)
+    bonus = ssn.queue_scores(qname)
+    if bonus is not None:
+        scores = scores + bonus  # (the same sum _best_nodes makes for a batch)
+    extra = ssn.pod_scores(p, mask)
+    if extra is not None:
+        scores = scores + extra
+    best = int(np.argmax(np.where(mask, scores, -np.inf)))
+    stmt_place(p.uid, best)
+    return None
+
+
+def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
+    """Why the queue's node rules (``node_mask`` plugins) leave ``p`` no node its own constraints allow,
+    or None when they do not decide it."""
+    qm = ssn.masks.queue_mask(qname)
+    if qm is None:
+        return None
+    static = ssn.masks.static_mask(p.constraints)
+    if not static.any() or (static & qm).any():
+        return None
+    return ssn.masks.queue_mask_reason(qname)
+
+
+# Pods placed per step of a batch: bounds the hypothetical rows scored at once (at most its square).
+_STEP: Final = 32
+# Up to this many best nodes are found by repeated argmax; more by a partition of the candidates.
+_ARGMAX_TOP: Final = 8
+
+
+def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -> int | None:
+    """Place the pods of ``run`` (one request vector, node constraints and refused nodes, no inter-pod
+    rules) where :func:`place_one` would put them one after the other; how many it placed, a prefix of
+    ``run`` (the next one fits nowhere), or None when these pods cannot be batched: the session's plugins
+    do not allow it, or ``queue`` may not take the whole run (the loop then finds the pod it stops at).
+
+    Why the result is the same: placing a pod changes the free capacity, the fit and the score of one node
+    only, so each step of the loop takes the best (highest score, then lowest row) among the nodes not yet
+    used, at their first score, and the nodes already used, at the score they have with the copies they
+    took. Only the ``len(run)`` best nodes at the start can ever be taken (a node further down the order
+    has a better unused one ahead of it at every step), and each of them can take at most
+    ``free // request`` copies; their scores with ``j`` more copies are the scores of hypothetical rows
+    (``free - j * request``), bit-for-bit what the loop would compute (row-local scorers). A heap of those
+    sequences then replays the loop's choices without rescoring the cluster after each pod. The capacity
+    check is additive (see Plugin.additive_allocatable), so the run's total passing means every pod's
+    own check would; and no per-pod score speaks for these pods (see PodScorer).
+    """
+    p = run[0]
+    req = ssn.vector(p.uid)
+    if not ssn.batchable or ssn.negative_request(p.uid) or ssn.pod_rules(p) is not None:
+        return None
+    if ssn.allocatable_reject(queue, len(run) * req) is not None:
+        return None
+    if ssn.limit_mask(queue.name, req) is not None:
+        return None  # caps that follow each placement (node_limit): pod by pod
+    static = ssn.pod_mask(p)
+    if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
+        return None
+    if ssn.pod_fit(p, np.zeros_like(static)) is not None:  # (over no node: whether it judges the pod)
+        return None  # judged pod by pod (Plugin.pod_fit): the run too
+    done = 0
+    while done < len(run):
+        step = run[done : done + _STEP]
+        nodes = _best_nodes(ssn, req, static & ssn.fit_mask(req), len(step), ssn.queue_scores(queue.name))
+        if nodes:
+            stmt.place_run([q.uid for q in step[: len(nodes)]], nodes, queue.name)
+        done += len(nodes)
+        if len(nodes) < len(step):
+            break
+    return done
+
+
+def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores | None) -> list[int]:
+    """The nodes (rows) ``b`` pods requesting ``req`` would take one after the other among ``mask``, by
+    the session's scores plus the queue's (``bonus``; see :func:`place_run`); fewer when the pods run out
+    of room."""
+    scores = ssn.scores(req)
+    if bonus is not None:
+        scores = scores + bonus
+    top = _top(mask, scores, b)
+    if not top:
+        return []
+    rows = np.asarray(top, dtype=np.intp)
+    # The k-th best is taken the first time only once the k better ones have been: b - k at most.
+    copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
+    if most and ssn.hooks.node_fit:
+        # A node predicate on free capacity (node_fit) may refuse a copy resources would allow: a node
+        # takes copies up to the first it refuses (nothing else changes that node during the run).
+        ok = ssn.nodes.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
+        for k, c in enumerate(copies):
+            for j in range(1, c):
+                if not ok[k][j - 1]:
+                    copies[k] = j
+                    break
+    seq_scores = ssn.scores_at(req, grid, rows.repeat(most)) if most else None
+    if seq_scores is not None and bonus is not None:
+        seq_scores = seq_scores + bonus[rows.repeat(most)]
+    seq = [] if seq_scores is None else seq_scores.tolist()
+    return _replay(top, scores[rows].tolist(), copies, seq, most, b)
+
+
+def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
+    """The ``b`` best rows of ``mask`` by score, then lowest row (fewer if the mask has fewer)."""
+    if not mask.any():
+        return []  # (also a cluster without nodes, where argmax has nothing to look at)
+    if b <= _ARGMAX_TOP:
+        masked = np.where(mask, scores, -np.inf)
+        top: list[int] = []
+        for _ in range(b):
+            k = int(masked.argmax())
+            if not mask[k] or k in top:
+                break
+            top.append(k)
+            masked[k] = -np.inf
+        return top
+    cand = np.flatnonzero(mask)
+    if len(cand) > b:
+        # The b best by score; equal scores at the cut are all kept, for the row order to decide.
+        cand_scores = scores[cand]
+        kth = np.partition(cand_scores, len(cand) - b)[len(cand) - b]
+        cand = cand[cand_scores >= kth]
+    out: list[int] = cand[np.lexsort((cand, -scores[cand]))[:b]].tolist()
+    return out
+
+
+def _ahead(
+    ssn: Session, req: Vector, rows: Rows, caps: list[int]
+) -> tuple[list[int], int, npt.NDArray[np.int64]]:
+    """How many copies of ``req`` each of ``rows`` can take (what fits, at most its cap), and the
+    hypothetical rows free - j * req (j = 1, 2, ...) to score each one with the copies before it on it:
+    a full grid, ``most`` rows per node (the rows past a node's copies are scored and never read). A
+    handful of nodes: plain ints are cheaper than arrays for the counts."""
+    free = ssn.free[rows]
+    asked = [(c, r) for c, r in enumerate(req.tolist()) if r > 0]
+    copies = [min([cap, *(f[c] // r for c, r in asked)]) for cap, f in zip(caps, free.tolist(), strict=True)]
+    most = max(copies) - 1
+    steps: npt.NDArray[np.int64] = np.arange(1, most + 1, dtype=np.int64)[:, None] * req
+    grid: npt.NDArray[np.int64] = free[:, None, :] - steps
+    return copies, most, grid.reshape(-1, len(req))
+
+
+def _replay(
+    nodes: list[int], first: list[float], copies: list[int], seq: list[float], most: int, b: int
+) -> list[int]:
+    """The loop's choices, ``b`` of them at most: each time the best (score, then lowest row) of each
+    candidate's next copy, its score with the copies before it being ``seq[k * most + j - 1]``."""
+    heap = [(-s, n, k) for k, (s, n) in enumerate(zip(first, nodes, strict=True))]
+    heapq.heapify(heap)
+    out: list[int] = []
+    taken = [0] * len(nodes)
+    while heap and len(out) < b:
+        _, n, k = heapq.heappop(heap)
+        out.append(n)
+        taken[k] += 1
+        if taken[k] < copies[k]:
+            heapq.heappush(heap, (-seq[k * most + taken[k] - 1], n, k))
+    return out
+
+
+def base_shape(ssn: Session, p: Pod) -> tuple[object, ...]:
+    """What decides where ``p`` may go and how nodes score for it, inter-pod rules aside (its own scoring
+    table too: a run's pods must all have none, or the same one, see PodScorer)."""
+    return (
+        ssn.vector(p.uid).tobytes(),
+        p.constraints,
+        ssn.snapshot.refused.get(p.uid, frozenset()),
+        p.scoring,
+        p.numa,
+        p.gpu,
+    )
+
+
+def shape(ssn: Session, p: Pod) -> tuple[object, ...]:
+    """What decides whether ``p`` fits now: pods of one shape fit or fail alike."""
+    base = base_shape(ssn, p)
+    if p.affinity is None and not ssn.rules_active:
+        return base
+    # Its own rules, and the namespace and labels other pods' terms select by.
+    return (*base, p.affinity, p.namespace, tuple(sorted(p.labels.items())))

@@ -1,0 +1,102 @@
+"""What admitted groups are promised: Volcano's Inqueue reservation, the capacity enqueue must respect.
+
+A group admitted (Inqueue) but not yet running is owed its ``minResources`` less what its pods already
+hold or are planned (Volcano's enqueue reserves exactly that), so that enqueue does not admit more than
+the cluster, or a queue, can start. :class:`Promises` keeps, for one cycle, the sum over the cluster
+(``inqueue``) and per queue (``queue_inqueue``) of what is owed: every Inqueue group of the snapshot and
+every group the snapshot leaves aside (:class:`extender.core.snapshot.Aside`) as the session opens, and
+each group this cycle's enqueue admits. It also says what a group left waiting still weighs on its queue
+as the cycle ends (:meth:`Promises.aside`), for a cache that leaves it out of later snapshots.
+
+Invariants: ``inqueue`` is changed in place only and the entries of ``queue_inqueue`` replaced, never
+modified (the session hands both objects to the plugins as its own); sums are integer vectors, so the
+order in which groups are added does not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from extender.core.model import GroupKey, PodGroup
+from extender.core.resources import Vector
+from extender.core.snapshot import Aside
+
+if TYPE_CHECKING:
+    from extender.framework.session import Session
+
+
+class Promises:
+    """The session's promised capacity (``Session.inqueue``, ``Session.queue_inqueue``)."""
+
+    def __init__(self, ssn: Session) -> None:
+        """Opens with every Inqueue group of the snapshot and what the groups it leaves out are owed
+        (``ssn.admitted`` and ``ssn.plans`` must be set)."""
+        self._ssn = ssn
+        snapshot = ssn.snapshot
+        # minResources of admitted groups not yet running: promised capacity enqueue must respect.
+        self.inqueue = np.zeros(len(snapshot.index), dtype=np.int64)
+        self.queue_inqueue: dict[str, Vector] = {}
+        self.promise([snapshot.groups[k] for k in ssn.admitted if snapshot.groups[k].phase == "Inqueue"])
+        # Groups the snapshot leaves out are still owed their promises.
+        for q, v in snapshot.aside_owed.items():
+            self.inqueue += v
+            self.queue_inqueue[q] = v.copy() if q not in self.queue_inqueue else self.queue_inqueue[q] + v
+
+    def promise(self, groups: Sequence[PodGroup]) -> None:
+        """Add what ``groups`` are owed to ``inqueue`` and their queues' entries: Volcano reserves
+        minResources less what a group already holds. All at once (integer sums: the order of the
+        additions does not matter), as the session opens with every Inqueue group."""
+        if not groups:
+            return
+        ssn = self._ssn
+        snap = ssn.snapshot
+        if len(groups) == 1:  # a group admitted by this cycle's enqueue: one vector is cheaper
+            g = groups[0]
+            v = self.owed(g)
+            self.inqueue += v
+            held = self.queue_inqueue.get(g.queue)
+            self.queue_inqueue[g.queue] = v if held is None else held + v
+            return
+        owed = snap.index.matrix([g.min_resources for g in groups])
+        for i, g in enumerate(groups):
+            for uid in snap.members.get(g.key, ()):
+                if snap.pods[uid].holds_resources or uid in ssn.plans:
+                    owed[i] -= ssn.vector(uid)
+        np.maximum(owed, 0, out=owed)
+        self.inqueue += owed.sum(axis=0)
+        by_queue: dict[str, list[int]] = {}
+        for i, g in enumerate(groups):
+            by_queue.setdefault(g.queue, []).append(i)
+        for q, rows in by_queue.items():
+            add = owed[rows].sum(axis=0)
+            self.queue_inqueue[q] = add if q not in self.queue_inqueue else self.queue_inqueue[q] + add
+
+    def owed(self, g: PodGroup) -> Vector:
+        """What an admitted group is promised: its minResources less what its pods hold or are planned."""
+        ssn = self._ssn
+        snap = ssn.snapshot
+        v = snap.index.vector(g.min_resources)
+        for uid in snap.members.get(g.key, ()):
+            if snap.pods[uid].holds_resources or uid in ssn.plans:
+                v -= ssn.vector(uid)
+        np.maximum(v, 0, out=v)
+        return v
+
+    def aside(self, key: GroupKey) -> Aside:
+        """What group ``key`` weighs on its queue as the cycle ends, for a cache that leaves it out of later
+        snapshots while nothing about it changes (see :class:`extender.core.snapshot.Aside`)."""
+        ssn = self._ssn
+        snap = ssn.snapshot
+        g = snap.groups[key]
+        names = snap.index.names
+        waiting = snap.request_sum([u for u in snap.members.get(key, ()) if snap.pods[u].waiting])
+        promised = key in ssn.result.admitted or (key in ssn.admitted and g.phase == "Inqueue")
+        owed = self.owed(g) if promised else None
+        return Aside(
+            queue=g.queue,
+            waiting={n: int(waiting[i]) for i, n in enumerate(names) if waiting[i]},
+            owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
+        )

@@ -1,0 +1,152 @@
+"""Tentative placements and evictions, committed together or undone: Volcano's statement.
+
+A :class:`Statement` applies each placement and eviction to the session's working state at once (free
+capacity, queue usage, plans, the inter-pod counts, the namespaces' deltas, the ``placed`` listeners), so
+the next decision of the same gang sees it; ``discard`` undoes them in reverse order, leaving that state
+exactly as it was, and ``commit`` writes them to the cycle's result. Every change of a row of ``free``
+is told to the node cache (``ssn.nodes.touched`` or ``touched_rows``), which keeps the fit and score
+caches exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from extender.core.model import Pod, PodUID
+from extender.core.resources import Vector
+from extender.framework.result import Eviction
+
+if TYPE_CHECKING:
+    from extender.framework.session import Session
+
+
+class Statement:
+    """Tentative placements and evictions: applied to the session's working state at once, undone by
+    ``discard``."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.ops: list[tuple[PodUID, int, str]] = []
+        self.evicted: list[tuple[Pod, int, str, Eviction]] = []
+
+    def evict(self, pod: Pod, node: int, queue: str, why: Eviction) -> None:
+        """Take ``pod`` (running on row ``node``, of ``queue``) off its node: its room and its queue's
+        share come back to the session; placements on that node then wait for it to leave."""
+        ssn = self.ssn
+        v = ssn.running.vector(pod)
+        ssn.free[node] += v
+        ssn.nodes.touched(node)
+        used = ssn.queue_used.get(queue)
+        if used is not None:
+            ssn.queue_used[queue] = used - v
+        ssn.evicting[pod.uid] = node
+        ssn.leaving.setdefault(node, set()).add(pod.uid)
+        if ssn.namespace_ordered:
+            _namespace_moved(ssn, pod.namespace, -v)
+        if ssn.hooks.placed:
+            _moved(ssn, queue, v, node, -1)
+        self.evicted.append((pod, node, queue, why))
+
+    def place(self, uid: PodUID, node: int, queue: str) -> None:
+        v = self.ssn.vector(uid)
+        self.ssn.free[node] -= v
+        self.ssn.nodes.touched(node)
+        used = self.ssn.queue_used.get(queue)
+        self.ssn.queue_used[queue] = v.copy() if used is None else used + v
+        self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
+        if self.ssn.rules_active:
+            self.ssn._placed(uid, node, 1)
+        if self.ssn.namespace_ordered:
+            _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, v)
+        if self.ssn.hooks.placed:
+            _moved(self.ssn, queue, v, node, 1)
+        self.ops.append((uid, node, queue))
+
+    def place_run(self, uids: Sequence[PodUID], nodes: Sequence[int], queue: str) -> None:
+        """``place`` for each (uid, node) pair, for pods of one request vector (a run of a gang's
+        identical pods): the same state, with one update of the queue's usage."""
+        ssn = self.ssn
+        v = ssn.vector(uids[0])
+        # A gang's copies often share a node: one update per distinct node.
+        copies: dict[int, int] = {}
+        for node in nodes:
+            copies[node] = copies.get(node, 0) + 1
+        for node, count in copies.items():
+            ssn.free[node] -= v if count == 1 else count * v
+            if ssn.hooks.placed:
+                _moved(ssn, queue, v, node, count)
+        ssn.nodes.touched_rows(nodes)
+        used = ssn.queue_used.get(queue)
+        ssn.queue_used[queue] = len(uids) * v if used is None else used + len(uids) * v
+        if ssn.namespace_ordered:
+            _namespace_moved(ssn, ssn.snapshot.pods[uids[0]].namespace, len(uids) * v)
+        table = ssn.snapshot.nodes
+        for uid, node in zip(uids, nodes, strict=True):
+            ssn.plans[uid] = table[node].name
+            if ssn.rules_active:
+                ssn._placed(uid, node, 1)
+            self.ops.append((uid, node, queue))
+
+    def absorb(self, other: Statement) -> None:
+        """Make ``other``'s evictions and placements part of this statement (committed or discarded with
+        it); ``other`` is left empty."""
+        self.evicted.extend(other.evicted)
+        self.ops.extend(other.ops)
+        other.evicted.clear()
+        other.ops.clear()
+
+    def discard(self) -> None:
+        ssn = self.ssn
+        for pod, node, queue, _ in reversed(self.evicted):
+            v = ssn.running.vector(pod)
+            ssn.free[node] -= v
+            ssn.nodes.touched(node)
+            if queue in ssn.queue_used:
+                ssn.queue_used[queue] = ssn.queue_used[queue] + v
+            del ssn.evicting[pod.uid]
+            ssn.leaving[node].discard(pod.uid)
+            if ssn.namespace_ordered:
+                _namespace_moved(ssn, pod.namespace, v)
+            if ssn.hooks.placed:
+                _moved(ssn, queue, v, node, 1)
+        self.evicted.clear()
+        for uid, node, queue in reversed(self.ops):
+            v = self.ssn.vector(uid)
+            self.ssn.free[node] += v
+            self.ssn.nodes.touched(node)
+            self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
+            del self.ssn.plans[uid]
+            if self.ssn.rules_active:
+                self.ssn._placed(uid, node, -1)
+            if self.ssn.namespace_ordered:
+                _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, -v)
+            if self.ssn.hooks.placed:
+                _moved(self.ssn, queue, v, node, -1)
+        self.ops.clear()
+
+    def commit(self) -> None:
+        result = self.ssn.result
+        for pod, _, _, why in self.evicted:
+            result.evictions[pod.uid] = why
+        self.evicted.clear()
+        for uid, node, _ in self.ops:
+            result.placements[uid] = self.ssn.snapshot.nodes[node].name
+            leaving = self.ssn.leaving.get(node)
+            if leaving:
+                # Room there comes from pods still on it: the plan waits for them (and holds the room).
+                result.pipelined[uid] = frozenset(leaving)
+        self.ops.clear()
+
+
+def _moved(ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
+    """Tell the ``placed`` listeners (for every place, eviction and undo; Volcano's Allocate and
+    Deallocate events)."""
+    for p in ssn.hooks.placed:
+        p.placed(ssn, queue, request, row, count)
+
+
+def _namespace_moved(ssn: Session, namespace: str, v: Vector) -> None:
+    """``v`` more (or, negative, less) is held by ``namespace`` (kept when ``ssn.namespace_ordered``)."""
+    d = ssn.namespace_delta.get(namespace)
+    ssn.namespace_delta[namespace] = v.copy() if d is None else d + v
