@@ -110,6 +110,12 @@ class CapacityPlugin(Plugin):
         self._zero: Vector = np.zeros(0, dtype=np.int64)
 
     @property
+    def real_capability(self) -> dict[str, Vector]:
+        """Per queue, the most it may hold (Volcano's realCapability): its capability within its parent's
+        and the cluster less others' guarantees; unlimited resources at a huge value. Read by the metrics."""
+        return self._real
+
+    @property
     def hierarchy(self) -> bool:
         return self.switches.get("enableHierarchy", False)
 

@@ -86,6 +86,12 @@ class ProportionPlugin(Plugin):
         self._share_of: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {}
         self._contended = False
 
+    @property
+    def real_capability(self) -> dict[str, Vector]:
+        """Per queue, the most it may hold (Volcano's realCapability): its capability, less what other
+        queues' guarantees keep; unlimited resources at a huge value. Read by the metrics."""
+        return self.capability
+
     def _cap(self, ssn: Session, q: Queue, guaranteed: Vector) -> Vector:
         """``capability`` (unlimited where unset), and where other queues hold a ``guarantee``, at most the
         cluster less their guarantees (else the cluster's size is not a limit here: overcommit decides

@@ -72,6 +72,11 @@ class SchedulerConf:
     spec: ConfSpec
     actions: tuple[Action, ...]
 
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        """The actions' names, in the order of ``actions`` (what their latency metrics are labelled)."""
+        return self.spec.actions
+
     def tiers(self) -> list[list[Plugin]]:
         out: list[list[Plugin]] = []
         for tier in self.spec.tiers:
