@@ -84,12 +84,13 @@ class Loop:
     # --- one cycle ---------------------------------------------------------------------------------
     def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
         """On the event loop: drain the changes and take an immutable snapshot of the work. Settled groups
-        (nothing changed since a cycle found them short of room or refused them) are left out, as the
-        totals they weigh on their queues: a cycle costs what changed, not the backlog."""
+        (nothing changed since a cycle found them short of room or refused them) and placed ones (every
+        waiting pod planned) are left out, as the totals they weigh on their queues: a cycle costs what
+        changed, not the backlog."""
         s = self.shared
         work = self._work()
-        left_out = frozenset(k for k in s.pending.settled() if k in s.aside)
-        snap = s.cache.snapshot(work - left_out, dict(s.refused), [s.aside[k] for k in left_out])
+        left_out = s.pending.left_out()
+        snap = s.cache.snapshot(work - left_out, dict(s.refused), s.pending.aside())
         self._cycled_at = self._versions()
         s.progress.started(s.cache.version)
         return snap, left_out
@@ -175,7 +176,7 @@ class Loop:
                 # a restart): it waits in kube-scheduler's unschedulable queue for up to five minutes
                 # unless touched once planned, as pods we refused are.
                 s.rejected.add(uid)
-        return s.pending.work() | s.cache.unfinished_groups()
+        return s.pending.work() | s.cache.unfinished_except(s.pending.left_out())
 
     # --- when to cycle -----------------------------------------------------------------------------
     def use_conf(self, conf: SchedulerConf) -> None:
@@ -185,7 +186,7 @@ class Loop:
         self.shared.conf = conf
         self._evicts = _evicts(conf)
         self._due = True
-        self.shared.pending.room_freed()
+        self.shared.pending.reset()
 
     def mark_fresh(self) -> None:
         """Count what changed since the last cycle as seen: a caller that knows the changes are the

@@ -11,7 +11,7 @@ Invariants:
   whole, never member by member;
 - the filter memory (``unseen``, ``rejected``, ``refused``, ``touched``, ``annotations``) is about pods that
   still wait: the loop forgets a pod's entries once the watch shows it bound, finished or deleted;
-- ``reasons``, ``aside`` and ``decided`` are written by the loop alone; the verbs, the status writer and
+- ``reasons`` and ``decided`` are written by the loop alone; the verbs, the status writer and
   the metrics only read them;
 - :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from controllers.state.cluster import ClusterState
 from extender.core.model import GroupKey, PodUID
-from extender.core.snapshot import Aside, pod_group_key
+from extender.core.snapshot import pod_group_key
 from extender.framework.result import Eviction, Unschedulable
 from extender.plugins.registry import SchedulerConf
 
@@ -39,6 +39,12 @@ class LoopSettings:
     seen_timeout: float = 1.0  # how long a filter waits for the watch to show its pod
     plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
     inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
+    # A filter for a pod whose gang is still being created (fewer pods than minMember, the last one
+    # joined less than ``gang_idle`` seconds ago) waits for the rest, at most ``gang_wait`` seconds:
+    # refused, the pod would cost kube-scheduler a failed attempt, a status write and an Event, and a
+    # touch to bring it back.
+    gang_idle: float = 0.25
+    gang_wait: float = 2.0
     victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
     # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
     # nothing freed room (a new victim may have started, a share may have moved).
@@ -127,8 +133,6 @@ class SchedulingState:
         self.evicted: dict[PodUID, Eviction] = {}
         # --- what the cycles decided ----------------------------------------------------------------
         self.reasons: dict[GroupKey, Unschedulable] = {}
-        # What each settled group weighs on its queue while it is left out of snapshots (see Loop._prepare).
-        self.aside: dict[GroupKey, Aside] = {}
         # Cycles applied: the status writer waits for the first (phases are not decided before it).
         self.decided = 0
 

@@ -7,6 +7,7 @@ upwards, as the API server does when it canonicalises a request, so a pod is nev
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from math import ceil, isfinite
@@ -74,6 +75,20 @@ def parse_quantity(value: object) -> Fraction:
 
 def to_units(resource: str, value: object) -> int:
     """The integer amount of ``resource`` the scheduler accounts: milli for CPU, whole units otherwise."""
+    if type(value) is str:
+        return _text_units(resource, value)
+    return _units(resource, value)
+
+
+# Every pod of a job carries the same few quantity strings, and every watch event of a pod parses them
+# again: exact Fraction arithmetic is worth doing once per distinct string. Bounded: a stream of distinct
+# strings costs memory no more than this many entries. (A refused value raises, and is not remembered.)
+@functools.lru_cache(maxsize=4096)
+def _text_units(resource: str, value: str) -> int:
+    return _units(resource, value)
+
+
+def _units(resource: str, value: object) -> int:
     q = parse_quantity(value)
     if resource in MILLI_RESOURCES:
         q *= 1000

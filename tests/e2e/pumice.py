@@ -63,7 +63,12 @@ def _apply_crds(cp: ControlPlane) -> None:
 
 
 def ensure_pumice(
-    cp: ControlPlane, *, restart: bool = False, bind_verb: bool = False, scheduler_conf: str | None = None
+    cp: ControlPlane,
+    *,
+    restart: bool = False,
+    bind_verb: bool = False,
+    scheduler_conf: str | None = None,
+    start_scheduler: bool = True,
 ) -> Pumice:
     """pumice running on ``cp``; restarted when ``restart`` or when ``scheduler_conf`` (Volcano conf YAML,
     given with ``--scheduler-conf``; None: pumice's default) is not the one it runs with, so a test that
@@ -113,7 +118,8 @@ def ensure_pumice(
         if time.monotonic() > deadline:
             raise ControlPlaneError("pumice did not create the default queue")
         time.sleep(0.1)
-    _start_scheduler(cp, pumice, bind_verb)
+    if start_scheduler:
+        _start_scheduler(cp, pumice, bind_verb)
     cp._pumice = pumice  # type: ignore[attr-defined]
     cp._pumice_scheduler_conf = scheduler_conf  # type: ignore[attr-defined]
     return pumice
