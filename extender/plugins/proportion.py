@@ -6,7 +6,10 @@ and by its real capability (``capability``, less what other queues' ``guarantee`
 raised to its ``guarantee``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
 by ``spec.priority`` (higher first), then lowest share (allocated / deserved) first. Allocation stops at
 a queue's deserved share (a queue there is *overused* and takes no turn); admission is refused past the
-real capability. ``reclaim`` takes back from queues above their deserved share, never below it.
+real capability. ``reclaim`` takes back from queues above their deserved share, never below it, and a
+queue reclaims only while what it would hold stays within its deserved share in every resource the pod
+asks for (``preemptive``, Volcano's: its allocatable check), so it never takes more than its share and
+becomes the next victim of the queue it took from.
 
 Enable with::
 
@@ -173,6 +176,21 @@ class ProportionPlugin(Plugin):
 
     def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
         return above_deserved(ssn, candidates, self.deserved.get, self._shared)
+
+    def preemptive(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        # Volcano's PreemptiveFn is the allocatable check: a queue reclaims only while what it would hold
+        # stays within its deserved share in every resource the pod asks for. Without it a queue reclaims
+        # past its share and becomes the next victim of the queue it took from (pods evicted back and forth).
+        deserved = self.deserved.get(queue.name)
+        if deserved is None:
+            return None
+        held = ssn.queue_used.get(queue.name)
+        total = request if held is None else held + request
+        past = (total > deserved) & (request > 0) & self._shared
+        if not past.any():
+            return None
+        amounts = self._amounts(ssn, total, deserved, past)
+        return f"queue {queue.name}: reclaiming would pass its deserved share ({amounts})"
 
     def _over(
         self, ssn: Session, queue: Queue, total: Vector, terms: Sequence[tuple[str, Vector]] = ()
