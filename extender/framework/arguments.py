@@ -8,6 +8,20 @@ from typing import Any
 from extender.core.durations import parse_duration
 from extender.core.errors import ConfigError
 
+# Go's strconv.ParseBool, which Volcano's Arguments.GetBool applies to a string value.
+_BOOL_WORDS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in _BOOL_WORDS:
+        return _BOOL_WORDS[value]
+    raise ValueError
+
 
 class Duration:
     """The type of an argument given as a Go duration (``30s``, ``1h30m``) or a number of seconds."""
@@ -22,7 +36,8 @@ def parse_arguments(
     kind: str = "plugin",
 ) -> dict[str, Any]:
     """``spec`` maps each accepted key to (type, default); ``prefixes`` accepts families such as
-    ``binpack.resources.<name>``. Unknown keys and wrongly typed values raise ConfigError."""
+    ``binpack.resources.<name>``. Unknown keys and wrongly typed values raise ConfigError. A bool may be
+    given as a string Go's ``strconv.ParseBool`` reads (``"true"``, ``"0"``...), as Volcano accepts it."""
     out: dict[str, Any] = {k: default for k, (_, default) in spec.items()}
     for key, value in raw.items():
         typ: type | None = spec[key][0] if key in spec else None
@@ -33,9 +48,7 @@ def parse_arguments(
             raise ConfigError(f"{kind} {plugin}: unknown argument {key!r} (known: {known})")
         try:
             if typ is bool:
-                if not isinstance(value, bool):
-                    raise ValueError
-                out[key] = value
+                out[key] = _bool(value)
             elif typ is Duration:
                 seconds = (
                     float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

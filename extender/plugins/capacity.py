@@ -52,7 +52,7 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +84,14 @@ def _limits(index: ResourceIndex, amounts: Mapping[str, int]) -> tuple[Vector, n
     return cap, named
 
 
+ARGUMENTS: Final = {
+    "ancestorReclaimLevel": (int, None),
+    # Dynamic Resource Allocation quotas (device classes in capability): accepted, not counted.
+    "capacity.DynamicResourceAllocationEnable": (bool, False),
+    "capacity.DRAConsumableCapacityEnable": (bool, False),
+}
+
+
 class CapacityPlugin(Plugin):
     name = "capacity"
     # Usage plus request against fixed limits, resource by resource: monotone and additive. Under the
@@ -91,7 +99,13 @@ class CapacityPlugin(Plugin):
     additive_allocatable = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        args = parse_arguments(self.name, arguments, ARGUMENTS)
+        level = args["ancestorReclaimLevel"]
+        if level is not None and level < 0:
+            raise ValueError(f"plugin capacity: ancestorReclaimLevel {level} must be 0 or more")
+        # None: every ancestor the reclaimer does not share keeps its share (pumice's default); a number:
+        # Volcano's ancestorReclaimLevel (see the module docstring).
+        self.ancestor_levels: int | None = level
         self._real: dict[str, Vector] = {}
         self._capability: dict[str, Vector] = {}
         # Per queue and resource, the queue whose spec.capability sets its limit ("" when none does).
@@ -102,6 +116,8 @@ class CapacityPlugin(Plugin):
         self._levels: dict[str, tuple[str, ...]] = {}
         self._members: dict[str, tuple[str, ...]] = {}
         self._path: dict[str, tuple[str, ...]] = {}
+        # Under the hierarchy, the queues with child queues, and those children: jobs run in leaves only.
+        self._children: dict[str, tuple[str, ...]] = {}
         self._shared: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._share_of: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {}
         # Subtree usage per queue with the usage arrays it was summed from (the session replaces a
@@ -151,6 +167,7 @@ class CapacityPlugin(Plugin):
                 )
                 self._real[n] = np.minimum(own, room)
             self._levels = {n: (n, *tree.ancestors(n)) for n in queues}
+            self._children = {n: kids for n, kids in tree.children.items() if kids}
             self._members = {n: tree.subtree(n) for n in queues}
             # The root is on every path: it tells no two queues apart.
             self._path = {
@@ -164,6 +181,7 @@ class CapacityPlugin(Plugin):
                 self._cap_from[n] = tuple(n if m else "" for m in limits[n][1].tolist())
                 self._real[n] = np.minimum(limits[n][0], spare + guarantee[n])
             self._levels = self._members = self._path = {n: (n,) for n in queues}
+            self._children = {}
         self.deserved = {
             n: np.maximum(np.minimum(index.vector(q.deserved), self._real[n]), guarantee[n])
             for n, q in queues.items()
@@ -190,6 +208,11 @@ class CapacityPlugin(Plugin):
 
     def _promised(self, ssn: Session, name: str) -> Vector:
         return sum((ssn.queue_inqueue.get(m, self._zero) for m in self._members[name]), self._zero)
+
+    def _elastic(self, ssn: Session, name: str) -> Vector:
+        """What the groups of ``name`` (its subtree under the hierarchy) hold beyond their minimum."""
+        found = (ssn.promises.elastic(m) for m in self._members[name])
+        return sum((v for v in found if v is not None), self._zero)
 
     def _share(self, ssn: Session, name: str) -> tuple[float, int]:
         """The share of ``name`` and 1 for a best-effort queue (no deserved share), which goes after a
@@ -227,10 +250,23 @@ class CapacityPlugin(Plugin):
         # One element for the whole path: keys of different depths stay comparable with what follows.
         return (-queue.priority, tuple(self._share(ssn, n) for n in path))
 
+    def _not_a_leaf(self, name: str) -> str | None:
+        kids = self._children.get(name)
+        if not kids:
+            return None
+        shown = ", ".join(kids[:5]) + (f" and {len(kids) - 5} more" if len(kids) > 5 else "")
+        return (
+            f"queue {name} is not a leaf queue (it has child queues {shown}): with capacity's"
+            " enableHierarchy jobs run in leaf queues only"
+        )
+
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
         levels = self._levels.get(group.queue)
         if levels is None:
             return None
+        parent = self._not_a_leaf(group.queue)
+        if parent is not None:
+            return parent
         need = ssn.snapshot.index.vector(group.min_resources)
         asked = (need > 0) & self._shared
         if not asked.any():
@@ -238,6 +274,12 @@ class CapacityPlugin(Plugin):
         for level in levels:
             used, promised = self._used(ssn, level), self._promised(ssn, level)
             total = used + promised + need
+            if not (asked & (total > self._real[level])).any():
+                continue
+            # Volcano's jobEnqueueable: what running groups hold beyond their minimum is room, since
+            # reclaim can take it back (asked only past the limit: it walks every placed pod).
+            elastic = self._elastic(ssn, level)
+            total = total - elastic
             reason = self._over(ssn, group.queue, level, total, asked)
             if reason is not None:
                 # The sum's terms for each resource over, so the figure can be checked.
@@ -245,6 +287,7 @@ class CapacityPlugin(Plugin):
                 terms = "; ".join(
                     f"{names[i]}: used {human(names[i], int(used[i]))} + promised "
                     f"{human(names[i], int(promised[i]))} + minResources {human(names[i], int(need[i]))}"
+                    + (f" − elastic {human(names[i], int(elastic[i]))}" if elastic[i] else "")
                     for i in np.flatnonzero(asked & (total > self._real[level]))
                 )
                 return f"{reason}, counting what admitted groups are promised ({terms})"
@@ -254,6 +297,9 @@ class CapacityPlugin(Plugin):
         levels = self._levels.get(queue.name)
         if levels is None:
             return None
+        parent = self._not_a_leaf(queue.name)
+        if parent is not None:
+            return parent
         asked = (request > 0) & self._shared
         if not asked.any():
             return None
@@ -276,12 +322,25 @@ class CapacityPlugin(Plugin):
         deserved = self.deserved[queue.name]
         if (asked & (future <= deserved)).any():
             return None
+        # Volcano's ancestorReclaimLevel: an ancestor within that many levels (not the root) below its
+        # own share in something the pod asks for lets the queue reclaim too (case1 of its tests: a
+        # best-effort child of a queue with a share).
+        for level in self._ancestors_within(queue.name):
+            if (asked & (self._used(ssn, level) + request <= self.deserved[level])).any():
+                return None
         names = ssn.snapshot.index.names
         parts = ", ".join(
             f"{names[i]} {human(names[i], int(future[i]))}/{human(names[i], int(deserved[i]))}"
             for i in np.flatnonzero(asked)
         )
         return f"queue {queue.name}: reclaiming would pass its deserved share in all it asks for ({parts})"
+
+    def _ancestors_within(self, name: str) -> tuple[str, ...]:
+        """``name``'s ancestors within ``ancestorReclaimLevel`` levels, nearest first, the root left out
+        (none without the argument or the hierarchy)."""
+        if not self.ancestor_levels or not self.hierarchy:
+            return ()
+        return tuple(a for a in self._levels[name][1 : 1 + self.ancestor_levels] if a != L.ROOT_QUEUE)
 
     def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> Sequence[Pod]:
         snap = ssn.snapshot
@@ -297,6 +356,11 @@ class CapacityPlugin(Plugin):
             else ssn.vector(reclaimer.uid)
         )
         wanted = (want > 0) & self._shared
+        # Volcano's contention gate (ancestorReclaimLevel > 0): a reclaimer whose own queue's share names
+        # nothing it asks for takes no victim that frees nothing its queue's share names from a queue it
+        # shares an ancestor with within the levels: there is no contention at the leaves.
+        near = set(self._ancestors_within(group.queue))
+        gated = bool(near) and not (wanted & (self.deserved[group.queue] > 0)).any()
         running = ssn.running
         # What the victims allowed so far in this call take from each queue they count toward.
         taken: dict[str, Vector] = {}
@@ -310,7 +374,15 @@ class CapacityPlugin(Plugin):
             frees = (v > 0) & self._shared
             if not (frees & wanted).any():
                 continue  # it frees nothing the reclaimer asks for (Volcano skips it too)
+            if (
+                gated
+                and near & set(self._ancestors_within(theirs.name))
+                and not (frees & (self.deserved[theirs.name] > 0)).any()
+            ):
+                continue
             levels = [lv for lv in self._levels[theirs.name] if lv not in mine]
+            if self.ancestor_levels is not None:
+                levels = levels[: 1 + self.ancestor_levels]
             if all(self._may_give(ssn, lv, v, frees, taken.get(lv)) for lv in levels):
                 for lv in levels:
                     taken[lv] = v if lv not in taken else taken[lv] + v

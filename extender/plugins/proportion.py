@@ -75,6 +75,19 @@ def _water_fill(
             pinned[q] |= b
 
 
+def _terms(name: str, i: int, terms: Sequence[tuple[str, Vector]]) -> str:
+    """``used 3 + promised 2 + minResources 4 − elastic 1``: a negative term is subtracted, shown only
+    when it is not zero."""
+    out = ""
+    for label, v in terms:
+        amount = int(v[i])
+        if amount < 0:
+            out += f" − {label} {human(name, -amount)}"
+        elif label != "elastic":
+            out += f"{' + ' if out else ''}{label} {human(name, amount)}"
+    return out
+
+
 class ProportionPlugin(Plugin):
     name = "proportion"
     # A queue's share and its capability check read only its own usage (plus the request).
@@ -207,10 +220,7 @@ class ProportionPlugin(Plugin):
         parts = ", ".join(
             f"{names[i]} {human(names[i], int(total[i]))}/{human(names[i], int(cap[i]))}" for i in over
         )
-        sums = "; ".join(
-            f"{names[i]}: " + " + ".join(f"{label} {human(names[i], int(v[i]))}" for label, v in terms)
-            for i in over
-        )
+        sums = "; ".join(f"{names[i]}: {_terms(names[i], i, terms)}" for i in over)
         return f"queue {queue.name}: {parts} over capability" + (f" ({sums})" if terms else "")
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
@@ -227,7 +237,16 @@ class ProportionPlugin(Plugin):
             if part is not None
         ]
         total = want + sum((part for _, part in terms), np.zeros_like(want))
-        return self._over(ssn, queue, total, [*terms, ("minResources", want)])
+        terms.append(("minResources", want))
+        if self._over(ssn, queue, total) is None:
+            return None
+        # Volcano's jobEnqueueable: what running groups hold beyond their minimum is room, since reclaim
+        # can take it back (asked only past the capability: it walks every placed pod).
+        elastic = ssn.promises.elastic(queue.name)
+        if elastic is not None:
+            total = total - elastic
+            terms.append(("elastic", -elastic))
+        return self._over(ssn, queue, total, terms)
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
         held = ssn.queue_used.get(queue.name)
