@@ -9,44 +9,62 @@ by hand rather than by weight. Per queue, fixed when the cycle opens:
 - ``deserved``: ``spec.deserved`` (unset: 0) kept within ``guarantee <= deserved <= realCapability``.
 
 A queue may hold up to its real capability (it borrows idle room beyond its deserved share): admission
-(``enqueue``: held + promised to admitted groups + the group's ``minResources``) and ``allocatable`` refuse
-past it, in the resources the request asks for. Queues of higher ``spec.priority`` are served first, then
-lowest share (held / deserved, the largest over the resources ``deserved`` names) first; a queue without a
-deserved share is best effort and comes after every queue below its share. Reclaim gives back borrowed
-room: a queue may reclaim (``preemptive``) while what it would hold stays within its real capability and
-within its deserved share in some resource it asks for (Volcano's rule); it reclaims only from queues above
-their deserved share, and a victim is allowed only if its queue keeps its deserved share (``reclaimable``).
-Like Volcano's, the plugin has no ``overused`` answer: a queue at its deserved share is not done, it may
-still borrow idle room in allocate (``overused`` would end its turns there); ``preemptive`` is what keeps
-it from reclaiming.
+(``enqueue``: held + promised to admitted groups + the group's ``minResources`` − elastic) and
+``allocatable`` refuse past it, in the resources the request asks for. *Elastic* is what the queue's
+running groups hold beyond their ``minResources`` (Volcano's ``GetElasticResources``, a group without
+``minResources`` counting all it holds; see :meth:`extender.framework.promises.Promises.elastic`):
+reclaim can take it back, so admission counts it as room, as Volcano's ``jobEnqueueable`` does; allocation
+does not (the borrowed pods still hold the nodes), and reclaim then takes the borrower back toward its
+share for the admitted group. Queues of higher ``spec.priority`` are served first, then lowest share
+(held / deserved, the largest over the resources ``deserved`` names) first; a queue without a deserved
+share is best effort and comes after every queue below its share. Reclaim gives back borrowed room: a queue
+may reclaim (``preemptive``) while what it would hold stays within its real capability and within its
+deserved share in some resource it asks for (Volcano's rule); it reclaims only from queues above their
+deserved share, and a victim is allowed only if its queue keeps its deserved share (``reclaimable``). Like
+Volcano's, the plugin has no ``overused`` answer: a queue at its deserved share is not done, it may still
+borrow idle room in allocate (``overused`` would end its turns there); ``preemptive`` is what keeps it
+from reclaiming.
 
 With ``enableHierarchy: true`` the queues form a tree through ``spec.parent`` (the ``root`` queue, or an
 implicit unlimited root, at the top; see :class:`extender.core.hierarchy.QueueTree`). A queue's usage is
-then that of its whole subtree, its own pods included; a child's unset capability is its parent's; the real
-capability of a child is its parent's less its siblings' guarantees; every ancestor's limit binds admission
-and allocation; queues are ordered by the shares along their path from the top, so siblings compete by
-share and a subtree's share decides against other subtrees; a victim's queue and each of its ancestors
-that is not also the reclaimer's keep their deserved shares. Without the switch ``spec.parent`` is ignored,
-as in Volcano.
+then that of its whole subtree, its own pods included, and so is its elastic part; a child's unset
+capability is its parent's; the real capability of a child is its parent's less its siblings' guarantees;
+every ancestor's limit binds admission and allocation; queues are ordered by the shares along their path
+from the top, so siblings compete by share and a subtree's share decides against other subtrees. Jobs run
+in leaf queues only, as in Volcano: a group in a queue with child queues is neither admitted nor given room,
+and says so (``queue p is not a leaf queue (it has child queues a, b) ...``); pods it already runs stay and
+count toward the subtree. On reclaim a victim's queue and each of its ancestors that is not also the
+reclaimer's keep their deserved shares; with ``ancestorReclaimLevel: N`` (Volcano's argument, docs/design/
+hierarchical-queue-on-capacity-plugin.md) only the victim's queue and its ancestors up to N levels above
+it (0: the queue alone), an ancestor within N levels (not the root) below its own share in something the
+pod asks for lets a queue past its own reclaim, and a reclaimer whose queue's share names nothing it asks
+takes no victim that frees nothing its queue's share names from a queue it shares an ancestor with within
+N levels (Volcano's contention gate). Without the switch ``spec.parent`` is ignored, as in Volcano.
 
 Deliberate differences from Volcano, and why:
 
-- a victim is allowed only when its queue (and, under the hierarchy, each ancestor it does not share
-  with the reclaimer) stays at or above its deserved share in every resource the victim frees that the
-  share names. Volcano lets a queue above its share in one resource lose a pod that takes it below its
-  share in that or another resource, which invites the victim's queue to reclaim it straight back;
-- every ancestor's deserved share is kept on reclaim (Volcano: only up to ``ancestorReclaimLevel``
-  levels, none by default), so the argument is not accepted;
-- a parent queue may hold pods (its usage counts toward its subtree); Volcano refuses jobs in non-leaf
-  queues, and rejects every job of the cycle when ``spec.parent`` names a missing queue or forms a loop.
-  pumice hangs such queues flat below the top (the allocate action already refuses a queue in a loop);
-- the ``pods`` slot is no budget here (Volcano's resource type keeps it out of these checks too), and
-  the ``elastic`` part of a running job is not subtracted on admission (proportion does not either).
+- a victim is allowed only when its queue (and the ancestors above) stays at or above its deserved share
+  in every resource the victim frees that the share names. Volcano lets a queue above its share in one
+  resource lose a pod that takes it below its share in that or another resource, which invites the
+  victim's queue to reclaim it straight back;
+- without ``ancestorReclaimLevel`` every ancestor the reclaimer does not share keeps its share (Volcano's
+  default, 0, keeps none: it kept its old behaviour; pumice keeps its own, the safer one). An ancestor
+  the reclaimer shares is never checked, whatever its depth (Volcano compares the ancestors at the same
+  depth of both queues, and so checks a shared one in an unbalanced tree): a reclaim inside it changes
+  nothing it holds;
+- a queue whose parent is missing or whose ``spec.parent`` chain forms a loop is hung flat below the top
+  (the allocate action refuses a queue in a loop); Volcano rejects every job of the cycle then, and also
+  when any job sits in a parent queue. One queue's problem stays that queue's;
+- the ``pods`` slot is no budget here (Volcano's resource type keeps it out of these checks too);
+  ``capacity.DynamicResourceAllocationEnable`` and ``capacity.DRAConsumableCapacityEnable`` are accepted,
+  and device classes in a queue's capability are not counted (pumice does not model DRA claims).
 
 Enable with::
 
     - name: capacity
       enableHierarchy: true   # optional: honour spec.parent
+      arguments:
+        ancestorReclaimLevel: 1   # optional: how many ancestors of a victim keep their share
 """
 
 from __future__ import annotations
@@ -62,7 +80,7 @@ from extender.core.hierarchy import QueueTree
 from extender.core.model import Pod, PodGroup, Queue
 from extender.core.quantity import human
 from extender.core.resources import ResourceIndex, Vector
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -84,22 +102,25 @@ def _limits(index: ResourceIndex, amounts: Mapping[str, int]) -> tuple[Vector, n
     return cap, named
 
 
-ARGUMENTS: Final = {
-    "ancestorReclaimLevel": (int, None),
-    # Dynamic Resource Allocation quotas (device classes in capability): accepted, not counted.
-    "capacity.DynamicResourceAllocationEnable": (bool, False),
-    "capacity.DRAConsumableCapacityEnable": (bool, False),
-}
+ARGUMENTS: Final = ArgumentTable(
+    {
+        "ancestorReclaimLevel": (int, None),
+        # Dynamic Resource Allocation quotas (device classes in capability): accepted, not counted.
+        "capacity.DynamicResourceAllocationEnable": (bool, False),
+        "capacity.DRAConsumableCapacityEnable": (bool, False),
+    }
+)
 
 
 class CapacityPlugin(Plugin):
     name = "capacity"
+    argument_table = ARGUMENTS
     # Usage plus request against fixed limits, resource by resource: monotone and additive. Under the
     # hierarchy an ancestor's subtree grows by the same request, so that holds there too.
     additive_allocatable = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, ARGUMENTS)
+        args = self.argument_table.parse(self.name, arguments)
         level = args["ancestorReclaimLevel"]
         if level is not None and level < 0:
             raise ValueError(f"plugin capacity: ancestorReclaimLevel {level} must be 0 or more")

@@ -6,10 +6,12 @@ and by its real capability (``capability``, less what other queues' ``guarantee`
 raised to its ``guarantee``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
 by ``spec.priority`` (higher first), then lowest share (allocated / deserved) first. Allocation stops at
 a queue's deserved share (a queue there is *overused* and takes no turn); admission is refused past the
-real capability. ``reclaim`` takes back from queues above their deserved share, never below it, and a
-queue reclaims only while what it would hold stays within its deserved share in every resource the pod
-asks for (``preemptive``, Volcano's: its allocatable check), so it never takes more than its share and
-becomes the next victim of the queue it took from.
+real capability, counting what the queue's running groups hold beyond their ``minResources`` as room
+(Volcano's elastic resources: ``minResources + allocated + inqueue − elastic``; see
+:meth:`extender.framework.promises.Promises.elastic`). ``reclaim`` takes back from queues above their
+deserved share, never below it, and a queue reclaims only while what it would hold stays within its
+deserved share in every resource the pod asks for (``preemptive``, Volcano's: its allocatable check), so
+it never takes more than its share and becomes the next victim of the queue it took from.
 
 Enable with::
 
@@ -27,7 +29,6 @@ import numpy.typing as npt
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 from extender.framework.shares import above_deserved
@@ -95,7 +96,7 @@ class ProportionPlugin(Plugin):
     additive_allocatable = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
         self.deserved: dict[str, Vector] = {}
         self.capability: dict[str, Vector] = {}
         self._shared: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
@@ -220,7 +221,7 @@ class ProportionPlugin(Plugin):
         parts = ", ".join(
             f"{names[i]} {human(names[i], int(total[i]))}/{human(names[i], int(cap[i]))}" for i in over
         )
-        sums = "; ".join(f"{names[i]}: {_terms(names[i], i, terms)}" for i in over)
+        sums = "; ".join(f"{names[i]}: {_terms(names[i], int(i), terms)}" for i in over)
         return f"queue {queue.name}: {parts} over capability" + (f" ({sums})" if terms else "")
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
