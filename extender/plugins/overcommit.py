@@ -3,6 +3,10 @@
 Idle capacity is ``allocatable × overcommit-factor − used − promised``, where promised is the
 minResources still owed to admitted groups; a group is admitted when its minResources fit what is idle.
 A refusal spells those factors out per short resource, so the figure a user sees can be checked.
+What running jobs hold beyond their ``minResources`` (Volcano's elastic resources) is not counted as idle
+here, as in Volcano's overcommit (its elastic-scheduler design meant it to be; the code never did): this
+plugin judges the nodes' room, while capacity and proportion count the elastic part against queue
+capabilities, where reclaim can take it back.
 
 Enable with::
 
