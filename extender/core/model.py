@@ -251,6 +251,13 @@ class Pod:
     # What it asks of GPU cards (deviceshare) and the cards its annotations give it; None without.
     gpu: GpuRequest | None = None
     gpu_hold: GpuHold | None = None
+    # Whether preempt and reclaim may choose it as a victim: Volcano's ``volcano.sh/preemptable``, the
+    # annotation read first, then the label; absent is true, a value Go cannot read as a bool is false.
+    preemptable: bool = True
+    # ``spec.preemptionPolicy`` as written ("Never": it evicts nobody) and ``spec.priorityClassName``
+    # (whose class's policy counts when the pod names none; the API server copies it at creation).
+    preemption_policy: str = ""
+    priority_class: str = ""
 
     @property
     def key(self) -> str:
@@ -365,3 +372,5 @@ class PriorityClass:
     name: str
     value: int
     global_default: bool = False
+    # ``preemptionPolicy`` as written: "Never" keeps the pods of this class from evicting anyone.
+    preemption_policy: str = ""

@@ -127,7 +127,23 @@ def parse_pod(obj: Obj) -> Pod:
         numa=numa_request(ann, spec),
         gpu=(gpu := gpu_request(ann, spec)),
         gpu_hold=pod_hold(ann, gpu),
+        preemptable=_preemptable(ann, labels),
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        priority_class=str(spec.get("priorityClassName") or ""),
     )
+
+
+# What Go's strconv.ParseBool reads as true (Volcano reads ``volcano.sh/preemptable`` with it).
+_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def _preemptable(ann: Obj, labels: Mapping[str, str]) -> bool:
+    """Volcano's GetPodPreemptable: the annotation if present, else the label, else true; a value that is
+    not a Go bool means false (Volcano logs it and protects the pod)."""
+    for source in (ann, labels):
+        if L.PREEMPTABLE_ANNOTATION in source:
+            return str(source[L.PREEMPTABLE_ANNOTATION]) in _GO_TRUE
+    return True
 
 
 def _pod_scoring(ann: Obj) -> PodScoring | None:
@@ -303,6 +319,7 @@ def parse_priority_class(obj: Obj) -> PriorityClass:
         name=str(meta["name"]),
         value=_int(obj, "value", "PriorityClass", 0),
         global_default=bool(obj.get("globalDefault")),
+        preemption_policy=str(obj.get("preemptionPolicy") or ""),
     )
 
 

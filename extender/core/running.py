@@ -8,7 +8,7 @@ a preemptor may wait for it without evicting anyone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +78,14 @@ class RunningIndex:
         # Succeeded members count toward the gang (as allocate counts them); the PodGroup's status has
         # them, as the snapshot holds only the pods of groups with work.
         return max(0, len(self.members.get(key, ())) + g.succeeded - g.min_member)
+
+    def alone(self, r: Running, gone: Container[PodUID]) -> bool:
+        """Whether ``r`` may be evicted on its own, the members in ``gone`` (evicted already) aside: its
+        group keeps ``minMember`` without it. Otherwise it goes only with the rest of its gang."""
+        g = self._groups[r.group]
+        members = self.members.get(r.group, ())
+        left = sum(m.pod.uid not in gone for m in members)
+        return left + g.succeeded - g.min_member > 0
 
     def group_priority(self, key: GroupKey) -> int:
         g = self._groups[key]

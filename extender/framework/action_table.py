@@ -25,14 +25,20 @@ def _allocate(arguments: Mapping[str, Any]) -> Action:
 
 
 def _evicting(
-    name: str, fn: Callable[[Session, evict.EvictArgs], None]
+    name: str, fn: Callable[[Session, evict.EvictArgs], None], spec: Mapping[str, tuple[type, Any]]
 ) -> Callable[[Mapping[str, Any]], Action]:
     def build(arguments: Mapping[str, Any]) -> Action:
-        a = parse_arguments(name, arguments, {"minRuntime": (Duration, 0.0)}, kind="action")
-        args = evict.EvictArgs(min_runtime=a["minRuntime"])
+        a = parse_arguments(name, arguments, {"minRuntime": (Duration, 0.0), **spec}, kind="action")
+        args = evict.EvictArgs(
+            min_runtime=a["minRuntime"], topology_aware=a.get(TOPOLOGY_AWARE_PREEMPTION, False)
+        )
         return lambda ssn: fn(ssn, args)
 
     return build
+
+
+# preempt's switch for victims judged by the inter-pod rules with them gone (and reprieved when not needed).
+TOPOLOGY_AWARE_PREEMPTION: Final = "enableTopologyAwarePreemption"
 
 
 def _plain(fn: Action, name: str) -> Callable[[Mapping[str, Any]], Action]:
@@ -47,8 +53,8 @@ ACTIONS: Final[Mapping[str, Callable[[Mapping[str, Any]], Action]]] = {
     "enqueue": _plain(actions.enqueue, "enqueue"),
     "allocate": _allocate,
     "backfill": _plain(actions.backfill, "backfill"),
-    "preempt": _evicting("preempt", evict.preempt),
-    "reclaim": _evicting("reclaim", evict.reclaim),
+    "preempt": _evicting("preempt", evict.preempt, {TOPOLOGY_AWARE_PREEMPTION: (bool, False)}),
+    "reclaim": _evicting("reclaim", evict.reclaim, {}),
 }
 
 

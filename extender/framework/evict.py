@@ -23,6 +23,21 @@ Nodes are chosen under the same predicates as allocate's: the pod's mask (its co
 node rules), the plugins' predicates on free capacity judged on a node's room once its victims are gone,
 and per-queue caps (``node_limit``) as they stand.
 
+Volcano's rules on who may preempt and who may be a victim, in both actions: a pod with
+``volcano.sh/preemptable: "false"`` is never a victim (and a gang holding one is never taken whole); a pod
+with ``preemptionPolicy: Never`` (its own or its PriorityClass's) evicts nobody, though it still takes room
+that needs no victim. In preempt, a gang's pod that its queue refuses (``allocatable``: its capability, say)
+evicts lower-priority pods of its queue until the queue takes it, node by node until one gets there
+(Volcano's ``preemptorFitsOnNode``). With ``enableTopologyAwarePreemption: true`` (preempt only, off by
+default as in Volcano) the inter-pod rules are judged with the victims gone, so a victim may be chosen to
+clear a required pod anti-affinity conflict (either side's), and victims not needed are given back (see
+:mod:`extender.framework.victim_search`).
+
+What the switch does not change: a gang with a hard network topology always looks for its victims inside
+one HyperNode at a time, in the plugin's order as allocate tries them. Volcano's preempt action passes
+over jobs with a network topology altogether and leaves them to its ``gangpreempt``/``gangreclaim``
+actions; pumice's preempt and reclaim serve them directly.
+
 The placements made this way wait for their victims (the result's ``pipelined``): the room is held for
 them and given to nobody else, and they bind only once the victims are gone.
 """
@@ -41,7 +56,16 @@ from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiti
 from extender.framework.result import Eviction, Unschedulable
 from extender.framework.session import Session
 from extender.framework.statement import Statement
-from extender.framework.victim_search import Mode, cheapest_victims, fits_on, pod_fits_at, scores_for
+from extender.framework.victim_search import (
+    Ask,
+    Mode,
+    cheapest_victims,
+    fits_on,
+    never_preempts,
+    pod_fits_at,
+    rules_allow,
+    scores_for,
+)
 
 PREEMPTED: Final = "Preempted"
 RECLAIMED: Final = "Reclaimed"
@@ -54,6 +78,10 @@ class EvictArgs:
     """Arguments of preempt and reclaim (``configurations`` in the conf)."""
 
     min_runtime: float = 0.0  # seconds a pod must have existed before it may be a victim
+    # preempt's enableTopologyAwarePreemption (Volcano's default false): inter-pod rules are judged with the
+    # victims gone, so a victim may be chosen to clear a required anti-affinity conflict, and victims the
+    # preemptor turns out not to need are given back (see extender.framework.victim_search).
+    topology_aware: bool = False
 
 
 def _same_queue(_ssn: Session, theirs: str, mine: str) -> bool:
@@ -72,7 +100,12 @@ _RECLAIM = Mode(RECLAIMED, Session.reclaimable, _reclaimable_queue)
 
 
 def preempt(ssn: Session, args: EvictArgs = EvictArgs()) -> None:
-    _evict_for_waiting(ssn, _PREEMPT, args)
+    # Only preempt's own evictions lift inter-pod rules: a later action (reclaim) judges as before.
+    ssn.evictions_lift_rules = args.topology_aware
+    try:
+        _evict_for_waiting(ssn, _PREEMPT, args)
+    finally:
+        ssn.evictions_lift_rules = False
 
 
 def reclaim(ssn: Session, args: EvictArgs = EvictArgs()) -> None:
@@ -207,7 +240,8 @@ def _make_room(
     p: Pod,
     failed: set[tuple[object, ...]],
 ) -> bool:
-    """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot."""
+    """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot.
+    A pod with ``preemptionPolicy: Never`` takes only room that needs no victim."""
     req = ssn.vector(p.uid)
     shape = (
         queue.name,
@@ -217,6 +251,8 @@ def _make_room(
         p.affinity is None,
         p.numa,
         p.gpu,
+        p.preemption_policy,
+        p.priority_class,
     )
     if p.affinity is None and shape in failed:
         return False
@@ -225,29 +261,48 @@ def _make_room(
         return False
     mask = ssn.pod_mask(p)
     rules = ssn.pod_rules(p)
-    if rules is not None:
-        allowed = rules.allowed(p)
-        if allowed is not None:
-            mask = mask & allowed
+    by_rules = None if rules is None else rules.allowed(p)
     limit = ssn.limit_mask(queue.name, req)
     if limit is not None:
         mask = mask & limit
-    own = ssn.pod_fit(p, mask)
+    # Topology-aware preemption looks for victims on nodes the inter-pod rules refuse as they stand.
+    lift = args.topology_aware and mode is _PREEMPT and by_rules is not None
+    full = mask if by_rules is None else mask & by_rules
+    own = ssn.pod_fit(p, mask if lift else full)
     # Whether the pod's own fit is asked again once victims are gone (GPU cards); else it is judged on
     # the nodes as they are (what a victim would free per NUMA node is not known).
     own_fit = own is not None and ssn.hooks.pod_fit_follows_evictions
-    search = mask
+    search = mask if lift else full
     if own is not None:
-        mask = mask & own
+        full = full & own
         if not own_fit:
-            search = mask
+            search = search & own
     # Room that needs no victim (pods already leaving count): as allocate would place it.
-    room = mask & ssn.fit_mask(req)
-    if room.any() and ssn.allocatable_reject(queue, req) is None:
+    room = full & ssn.fit_mask(req)
+    # Victims of its own queue may bring it back under what the queue may hold: preempt for a gang's
+    # minimum, as Volcano's preempt (for starving jobs) checks Allocatable after each victim; not reclaim
+    # (its victims are other queues') nor extra pods (kept to the queue's share as before).
+    queue_check = mode is _PREEMPT and not ssn.placing_extras
+    has_room = bool(room.any())
+    queue_refuses = (has_room or queue_check) and ssn.allocatable_reject(queue, req) is not None
+    if has_room and not queue_refuses:
         best = int(np.argmax(np.where(room, scores_for(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
         return True
-    choice = cheapest_victims(ssn, mode, args.min_runtime, g, queue, p, req, search, own_fit)
+    if never_preempts(ssn, p):
+        failed.add(shape)
+        return False
+    ask = Ask(
+        g=g,
+        queue=queue,
+        pod=p,
+        req=req,
+        mask=search,
+        own_fit=own_fit or (own is not None and lift),
+        queue_check=queue_check and queue_refuses,
+        rules=lift,
+    )
+    choice = cheapest_victims(ssn, mode, args.min_runtime, ask)
     if choice is None:
         failed.add(shape)
         return False
@@ -260,6 +315,7 @@ def _make_room(
         ssn.allocatable_reject(queue, req) is not None
         or not fits_on(ssn, req, ssn.free[row], row)
         or (own is not None and not pod_fits_at(ssn, p, row))
+        or (lift and not rules_allow(ssn, p, row))
     ):
         sub.discard()
         failed.add(shape)

@@ -58,7 +58,7 @@ BAD: list[tuple[str, str, str]] = [
     (
         "action-argument-unknown",
         'actions: "enqueue, preempt"\nconfigurations:\n- name: preempt\n  arguments: {minRuntme: 5m}\n',
-        "action preempt: unknown argument 'minRuntme' (known: minRuntime)",
+        "action preempt: unknown argument 'minRuntme' (known: enableTopologyAwarePreemption, minRuntime)",
     ),
     (
         "action-argument-bad-duration",
