@@ -300,6 +300,22 @@ class NetworkTopology:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubGroupPolicy:
+    """One entry of a PodGroup's ``spec.subGroupPolicy`` (Volcano's SubGroupPolicySpec): the pods its
+    ``selector`` takes (None: every pod) fall into sub-groups by their values of ``match_label_keys``;
+    a sub-group runs only when ``size`` (``subGroupSize``) of its pods do, inside its own
+    ``network_topology``, and the gang needs ``min_groups`` (``minSubGroups``) such sub-groups. See
+    :mod:`extender.core.subgroups`."""
+
+    name: str
+    selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    size: int = 1
+    min_groups: int = 0
+    network_topology: NetworkTopology | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodGroup:
     namespace: str
     name: str
@@ -324,6 +340,8 @@ class PodGroup:
     task_topology: Mapping[str, str] = field(default_factory=dict)
     # ``spec.networkTopology`` (or Volcano's network-topology annotations), None without one.
     network_topology: NetworkTopology | None = None
+    # ``spec.subGroupPolicy`` in order (empty: the gang has no sub-groups, the common case).
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> GroupKey:

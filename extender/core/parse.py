@@ -48,6 +48,7 @@ from extender.core.parse_affinity import label_selector, node_constraints, pod_a
 from extender.core.quantity import to_units
 from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
 from extender.core.resources import add
+from extender.core.subgroups import parse_sub_group_policy
 from extender.core.timestamps import epoch
 from extender.core.workloads import pod_group_name
 
@@ -261,6 +262,7 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
             if k in L.TASK_TOPOLOGY_ANNOTATIONS
         },
         network_topology=parse_network_topology(spec, _map(meta, "annotations", "metadata")),
+        sub_group_policy=parse_sub_group_policy(spec),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from extender.core import subgroups
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot, implicit_group, pod_group_key
@@ -81,11 +82,16 @@ class RunningIndex:
 
     def alone(self, r: Running, gone: Container[PodUID]) -> bool:
         """Whether ``r`` may be evicted on its own, the members in ``gone`` (evicted already) aside: its
-        group keeps ``minMember`` without it. Otherwise it goes only with the rest of its gang."""
+        group keeps ``minMember`` without it and, with sub-groups, its policy's ``minSubGroups``
+        (:func:`extender.core.subgroups.may_lose`). Otherwise it goes only with the rest of its gang."""
         g = self._groups[r.group]
         members = self.members.get(r.group, ())
         left = sum(m.pod.uid not in gone for m in members)
-        return left + g.succeeded - g.min_member > 0
+        if left + g.succeeded - g.min_member <= 0:
+            return False
+        if not g.sub_group_policy:
+            return True
+        return subgroups.may_lose(g, [m.pod for m in members if m.pod.uid not in gone], r.pod)
 
     def group_priority(self, key: GroupKey) -> int:
         g = self._groups[key]

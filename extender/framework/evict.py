@@ -52,10 +52,17 @@ import numpy.typing as npt
 
 from extender.core.model import Pod, PodGroup, Queue
 from extender.core.quantity import human
-from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiting, startable
+from extender.framework.gangs import (
+    admitted_by_queue,
+    gang_need,
+    ordered_waiting,
+    startable,
+    subgroups_short,
+)
 from extender.framework.result import Eviction, Unschedulable
 from extender.framework.session import Session
 from extender.framework.statement import Statement
+from extender.framework.subgroup_allocate import PlacePods, Unit, fill, place_unit, plan
 from extender.framework.victim_search import (
     Ask,
     Mode,
@@ -146,7 +153,7 @@ def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
             members = [snap.pods[u] for u in snap.members.get(g.key, ())]
             need, task_need = gang_need(ssn, g, members)
             waiting = ordered_waiting(ssn, members, task_need)
-            if need or task_need:
+            if need or task_need or subgroups_short(ssn, g, members):
                 if len(waiting) < need:
                     continue  # waiting for pods to exist: evicting would not start it
                 domains = ssn.gang_domains(g)
@@ -169,6 +176,9 @@ def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
             ssn.domain = ssn.gang_fence(g) if waiting else None
             ssn.placing_extras = True
             try:
+                if g.sub_group_policy:
+                    _subgroup_extras(ssn, mode, args, g, queue)
+                    continue
                 for p in waiting:
                     stmt = ssn.statement()
                     if not _make_room(ssn, stmt, mode, args, g, queue, p, failed):
@@ -198,6 +208,14 @@ def _gang_in(
         ssn.domain = ssn.rows_mask(rows)
     try:
         stmt = ssn.statement()
+        if g.sub_group_policy:
+            # Sub-group by sub-group, each whole inside its own HyperNode (as allocate places them).
+            whole, _ = fill(ssn, g, stmt, _evicting_pods(ssn, mode, args, g, queue))
+            if not whole:
+                stmt.discard()
+                return False
+            _done(ssn, stmt, g)
+            return True
         placed, left = 0, dict(task_need)
         for p in waiting:
             if placed >= need and not any(left.values()):
@@ -215,6 +233,36 @@ def _gang_in(
         return True
     finally:
         ssn.domain = None
+
+
+def _evicting_pods(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, queue: Queue) -> PlacePods:
+    """Preempt's or reclaim's way of placing a sub-group's unit of pods: each with :func:`_make_room`
+    (a failed shape is remembered only within the unit's try: another HyperNode may hold it)."""
+
+    def place_pods(unit: Unit, stmt: Statement) -> str | None:
+        failed: set[tuple[object, ...]] = set()
+        placed = 0
+        for i, p in enumerate(unit.pods):
+            if placed >= unit.need or placed + len(unit.pods) - i < unit.need:
+                break
+            if _make_room(ssn, stmt, mode, args, g, queue, p, failed):
+                placed += 1
+        return None if placed >= unit.need else f"{placed}/{unit.need} placeable"
+
+    return place_pods
+
+
+def _subgroup_extras(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, queue: Queue) -> None:
+    """The units of a whole gang with sub-groups past its minimum, in order, each whole or not at all,
+    until one cannot be placed."""
+    members = [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())]
+    place_pods = _evicting_pods(ssn, mode, args, g, queue)
+    for unit in plan(ssn, g, members):
+        stmt = ssn.statement()
+        if place_unit(ssn, g, unit, stmt, place_pods) is not None:
+            stmt.discard()
+            return
+        _done(ssn, stmt, g)
 
 
 def _done(ssn: Session, stmt: Statement, g: PodGroup) -> None:

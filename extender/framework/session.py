@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.interpod import PodsOnNodes
-from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
+from extender.core.model import GroupKey, NetworkTopology, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Snapshot, pod_group_key
@@ -320,6 +320,11 @@ class Session:
 
     def gang_fence(self, g: PodGroup) -> fit.Mask | None:
         return self.votes.gang_fence(g)
+
+    def sub_group_domains(
+        self, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        return self.votes.sub_group_domains(topology, pods, members)
 
     # --- tentative placement ------------------------------------------------------------------------
     def statement(self) -> Statement:
