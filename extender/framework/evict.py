@@ -44,7 +44,7 @@ them and given to nobody else, and they bind only once the victims are gone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
@@ -327,12 +327,8 @@ def _make_room(
             search = search & own
     # Room that needs no victim (pods already leaving count): as allocate would place it.
     room = full & ssn.fit_mask(req)
-    # Victims of its own queue may bring it back under what the queue may hold: preempt for a gang's
-    # minimum, as Volcano's preempt (for starving jobs) checks Allocatable after each victim; not reclaim
-    # (its victims are other queues') nor extra pods (kept to the queue's share as before).
-    queue_check = mode is _PREEMPT and not ssn.placing_extras
     has_room = bool(room.any())
-    queue_refuses = (has_room or queue_check) and ssn.allocatable_reject(queue, req) is not None
+    queue_refuses = has_room and ssn.allocatable_reject(queue, req) is not None
     if has_room and not queue_refuses:
         best = int(np.argmax(np.where(room, scores_for(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
@@ -340,6 +336,11 @@ def _make_room(
     if never_preempts(ssn, p):
         failed.add(shape)
         return False
+    # Victims of its own queue may bring it back under what the queue may hold: preempt for a gang's
+    # minimum, as Volcano's preempt (for starving jobs) checks Allocatable after each victim; not reclaim
+    # (its victims are other queues') nor extra pods (kept to the queue's share as before). The exact
+    # search runs only once the queue is seen to refuse: with room and no victim, or after the usual one.
+    queue_check = mode is _PREEMPT and not ssn.placing_extras
     ask = Ask(
         g=g,
         queue=queue,
@@ -350,27 +351,31 @@ def _make_room(
         queue_check=queue_check and queue_refuses,
         rules=lift,
     )
-    choice = cheapest_victims(ssn, mode, args.min_runtime, ask)
-    if choice is None:
-        failed.add(shape)
-        return False
-    row, victims = choice
-    sub = ssn.statement()
-    message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
-    for r in victims:
-        sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
-    if (
-        ssn.allocatable_reject(queue, req) is not None
-        or not fits_on(ssn, req, ssn.free[row], row)
-        or (own is not None and not pod_fits_at(ssn, p, row))
-        or (lift and not rules_allow(ssn, p, row))
-    ):
+    while True:
+        choice = cheapest_victims(ssn, mode, args.min_runtime, ask)
+        if choice is None:
+            break
+        row, victims = choice
+        sub = ssn.statement()
+        message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
+        for r in victims:
+            sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
+        queue_ok = ssn.allocatable_reject(queue, req) is None
+        if (
+            queue_ok
+            and fits_on(ssn, req, ssn.free[row], row)
+            and (own is None or pod_fits_at(ssn, p, row))
+            and (not lift or rules_allow(ssn, p, row))
+        ):
+            sub.place(p.uid, row, queue.name)
+            stmt.absorb(sub)
+            return True
         sub.discard()
-        failed.add(shape)
-        return False
-    sub.place(p.uid, row, queue.name)
-    stmt.absorb(sub)
-    return True
+        if queue_ok or ask.queue_check or not queue_check:
+            break
+        ask = replace(ask, queue_check=True)  # the queue refuses it on the cheapest node: look again
+    failed.add(shape)
+    return False
 
 
 def _message(ssn: Session, mode: Mode, g: PodGroup, queue: Queue, p: Pod, node: str) -> str:

@@ -25,12 +25,13 @@ resources only: a preemptor whose queue refuses it as things stand (``allocatabl
 ``Allocatable`` after each victim, and a node where that cannot happen is passed over for the next; and
 preempt's ``enableTopologyAwarePreemption``: the preemptor's inter-pod rules are judged with the victims
 gone (a victim may be chosen to clear a required anti-affinity conflict), and once the pod fits the victims
-are given back, highest priority first, while it still fits (Volcano's reprieve).
+are given back, highest priority first, while it still fits (Volcano's reprieve; also done for a pod whose
+cards decide its fit, as the usual search gives back victims its card does not need).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -129,17 +130,6 @@ def _pod_fits_without(ssn: Session, p: Pod, row: int, victims: list[Running]) ->
 
 
 @dataclass(frozen=True, slots=True)
-class _Either:
-    """Pods in either container (those evicting and those chosen), without building their union."""
-
-    first: Container[PodUID]
-    second: Container[PodUID]
-
-    def __contains__(self, uid: object) -> bool:
-        return uid in self.first or uid in self.second
-
-
-@dataclass(frozen=True, slots=True)
 class _Rooms:
     """For one mode and one preemptor queue: the nodes with candidate victims, their candidates, and what
     evicting all of them would free per node (an upper bound: the preemptor's own group and pods evicted
@@ -164,10 +154,14 @@ def _rooms(ssn: Session, mode: Mode, min_runtime: float, queue: str) -> _Rooms:
             ok = allowed_queue.get(r.queue)
             if ok is None:
                 ok = allowed_queue[r.queue] = mode.candidate_queue(ssn, r.queue, queue)
-            if not ok or not r.pod.preemptable:
-                continue
-            if min_runtime <= 0 or now - epoch(r.pod.created) >= min_runtime:
+            if ok and (min_runtime <= 0 or now - epoch(r.pod.created) >= min_runtime):
                 cands.setdefault(row, []).append(r)
+    protected = running.protected
+    if protected:
+        for row in list(cands):
+            cands[row] = [r for r in cands[row] if r.pod.uid not in protected]
+            if not cands[row]:
+                del cands[row]
     rank = _ranks(ssn)
     for row_cands in cands.values():
         row_cands.sort(key=lambda r: rank[r.pod.uid])
@@ -256,13 +250,12 @@ def _victims_on(
     chosen_uids: set[PodUID] = set()
     taken: dict[GroupKey, int] = {}
     whole = 0
-    gone = _Either(ssn.evicting, chosen_uids)
     for r in allowed:
         if room(free, chosen):
             break
         if r.pod.uid in chosen_uids:
             continue
-        if running.alone(r, gone):
+        if running.alone(r, ssn.evicting, chosen_uids):
             chosen.append(r)
             chosen_uids.add(r.pod.uid)
             taken[r.group] = taken.get(r.group, 0) + 1
@@ -307,7 +300,8 @@ def _rest_of_gang(ssn: Session, r: Running, chosen: set[PodUID]) -> list[Running
         for m in ssn.running.members.get(r.group, ())
         if m.pod.uid not in ssn.evicting and m.pod.uid not in chosen
     ]
-    return None if any(not m.pod.preemptable for m in rest) else rest
+    protected = ssn.running.protected
+    return None if protected and any(m.pod.uid in protected for m in rest) else rest
 
 
 def _fits_now(ssn: Session, ask: Ask, row: int) -> bool:
@@ -358,7 +352,8 @@ def _victims_exact(
             fits = _fits_now(ssn, ask, row)
         if not fits or not units:
             return None  # (no victim needed: what refuses the pod is not on this node)
-        if ask.rules:
+        if ask.rules or ask.own_fit:
+            # Victim order knows neither pod rules nor cards: the first victims may not be the ones needed.
             _reprieve(ssn, ask, row, trial, units)
         return [m for unit, _ in units for m in unit], sum(whole for _, whole in units)
     finally:
