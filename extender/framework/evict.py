@@ -210,7 +210,7 @@ def _gang_in(
         stmt = ssn.statement()
         if g.sub_group_policy:
             # Sub-group by sub-group, each whole inside its own HyperNode (as allocate places them).
-            whole, _ = fill(ssn, g, stmt, _evicting_pods(ssn, mode, args, g, queue))
+            whole, _ = fill(ssn, g, stmt, _evicting_pods(ssn, mode, args, g, queue), evicting=True)
             if not whole:
                 stmt.discard()
                 return False
@@ -259,7 +259,7 @@ def _subgroup_extras(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, que
     place_pods = _evicting_pods(ssn, mode, args, g, queue)
     for unit in plan(ssn, g, members):
         stmt = ssn.statement()
-        if place_unit(ssn, g, unit, stmt, place_pods) is not None:
+        if place_unit(ssn, g, unit, stmt, place_pods, evicting=True) is not None:
             stmt.discard()
             return
         _done(ssn, stmt, g)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from extender.core import subgroups
 from extender.core.model import Pod, PodGroup, PodUID, Queue
@@ -41,6 +42,10 @@ from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES
 from extender.framework.result import Unschedulable
 from extender.framework.session import Session
 from extender.framework.statement import Statement
+
+# HyperNodes a sub-group tries when making room by eviction, at most (each is a full preempt attempt; as
+# preempt and reclaim cap a gang's own HyperNode tries).
+_MAX_EVICTING_TRIES: Final = 32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,9 +102,12 @@ def _rank(unit: Unit, task_need: dict[str, int], single: bool, index: int) -> tu
     return (not helps, single, -max(p.priority for p in unit.pods), index)
 
 
-def place_unit(ssn: Session, g: PodGroup, unit: Unit, stmt: Statement, place_pods: PlacePods) -> str | None:
+def place_unit(
+    ssn: Session, g: PodGroup, unit: Unit, stmt: Statement, place_pods: PlacePods, *, evicting: bool = False
+) -> str | None:
     """Place ``unit`` into ``stmt``, inside a HyperNode of its sub-group's network topology when it has
-    one (each candidate tried in turn, inside the gang's own domain under try); None on success."""
+    one (each candidate tried in turn, inside the gang's own domain under try; ``evicting``: every
+    HyperNode within the limit, as preempt and reclaim make room); None on success."""
     policy = None if unit.key is None else g.sub_group_policy[unit.key[0]]
     topology = None if policy is None else policy.network_topology
     domains = None
@@ -109,7 +117,8 @@ def place_unit(ssn: Session, g: PodGroup, unit: Unit, stmt: Statement, place_pod
         return _try(ssn, unit, stmt, place_pods)
     outer = ssn.domain
     first: str | None = None
-    for _, rows in domains.candidates:
+    tries = (domains.within or domains.candidates)[:_MAX_EVICTING_TRIES] if evicting else domains.candidates
+    for _, rows in tries:
         inside = ssn.rows_mask(rows) if outer is None else ssn.rows_mask(rows) & outer
         if not inside.any():
             continue
@@ -136,9 +145,11 @@ def _try(ssn: Session, unit: Unit, stmt: Statement, place_pods: PlacePods) -> st
     return why
 
 
-def fill(ssn: Session, g: PodGroup, stmt: Statement, place_pods: PlacePods) -> tuple[bool, str | None]:
-    """Units of ``g`` into ``stmt`` until its gang is whole: whether it is, and the first unit's failure
-    (naming its sub-group) when not."""
+def fill(
+    ssn: Session, g: PodGroup, stmt: Statement, place_pods: PlacePods, *, evicting: bool = False
+) -> tuple[bool, str | None]:
+    """Units of ``g`` into ``stmt`` until its gang is whole (``evicting``: see :func:`place_unit`):
+    whether it is, and the first unit's failure (naming its sub-group) when not."""
     members = [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())]
     first: str | None = None
     whole = gang_whole(ssn, g, members)
@@ -148,7 +159,7 @@ def fill(ssn: Session, g: PodGroup, stmt: Statement, place_pods: PlacePods) -> t
         # units of one (minMember may still need them).
         progress = False
         for unit in plan(ssn, g, members):
-            why = place_unit(ssn, g, unit, stmt, place_pods)
+            why = place_unit(ssn, g, unit, stmt, place_pods, evicting=evicting)
             if why is None:
                 progress = True
                 whole = gang_whole(ssn, g, members)

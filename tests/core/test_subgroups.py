@@ -15,18 +15,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from extender.core.errors import InvalidObject
 from extender.core.hypernodes import HyperNodeSet, parse_hypernode
-from extender.core.model import Pod
+from extender.core.model import GroupKey, Pod, PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import build_snapshot
 from extender.core.subgroups import may_lose, sub_group_of
 from extender.framework.cycle import run_cycle
-from extender.framework.result import CycleResult
+from extender.framework.result import CycleResult, Eviction
+from extender.framework.session import Session
+from extender.framework.victims import refuse_victims
 from extender.plugins.registry import load_conf
-from tests.core.builders import NOW, Raw, conf_with, node, pod, podgroup, priority_class, queue
+from tests.core.builders import (
+    NOW,
+    Raw,
+    conf_of,
+    conf_with,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    snapshot,
+)
 from tests.core.test_hypernodes import exact, hn
 
 SPEC = "volcano.sh/task-spec"
@@ -498,3 +512,86 @@ def test_an_unreadable_policy_names_its_field(spec: Raw, message: str) -> None:
     raw["spec"].update(spec)
     with pytest.raises(InvalidObject, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse_podgroup(raw)
+
+
+def test_kube_schedulers_preemption_keeps_the_sub_groups_a_gang_needs() -> None:
+    """The extender's preempt verb refuses victims that take a running gang below a policy's
+    minSubGroups whole sub-groups, as below its minMember."""
+    g = partitioned(1, 2, tier=None)
+    g["status"]["phase"] = "Running"
+    pods = [partition(f"t0-{i}", i // 2, f"n{i}") for i in range(4)]
+    snap = snapshot([node(f"n{i}", cpu="2", memory="4Gi") for i in range(4)], pods, [g], [queue("q1")])
+    ssn = Session(snap, conf_of(None).tiers())
+    assert refuse_victims(ssn, {"n0": [PodUID("t0-0")]}) == {
+        "n0": "gang c1/pg1: subGroupPolicy t0 would keep 1 of minSubGroups 2 sub-groups whole"
+    }
+    g1 = partitioned(1, 1, tier=None)
+    g1["status"]["phase"] = "Running"
+    snap = snapshot([node(f"n{i}", cpu="2", memory="4Gi") for i in range(4)], pods, [g1], [queue("q1")])
+    assert refuse_victims(Session(snap, conf_of(None).tiers()), {"n0": [PodUID("t0-0")]}) == {}
+
+
+def test_a_gang_with_partitions_preempts_a_leaf_for_each_partition_or_nothing() -> None:
+    """Two leaves full of low-priority one-pod jobs; a high-priority job of two partitions (two pods each,
+    each partition inside one leaf): the four low pods go and each partition takes a leaf. With one low
+    pod of leaf s1 as high as the job, the second partition fits nowhere: nothing is evicted."""
+    nodes, hns = leaves(2, 2)
+    classes = [priority_class("high", 1000), priority_class("low", 10)]
+    conf = conf_with(*PLUGINS, actions="enqueue, allocate, preempt")
+
+    def low(i: int, where: str, level: str = "low") -> tuple[Raw, Raw]:
+        g = podgroup(f"low{i}", 1, queue="q1", phase="Running", namespace="c1", priority_class=level)
+        return g, pod(
+            f"low{i}-0", group=f"low{i}", cpu="2", memory="1Gi", node=where, phase="Running", namespace="c1"
+        )
+
+    where = ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]
+    lows = [low(i, n) for i, n in enumerate(where)]
+    high = partitioned(4, 2, priority_class="high")
+    pods = [partition(f"t0-{i}", i // 2) for i in range(4)]
+    result = cycle(nodes, hns, [p for _, p in lows] + pods, [g for g, _ in lows] + [high], conf, classes)
+    assert {str(u) for u in result.evictions} == {f"low{i}-0" for i in range(4)}
+    binds = {str(u): n for u, n in result.placements.items()}
+    assert binds["t0-0"][:2] == binds["t0-1"][:2] != binds["t0-2"][:2] == binds["t0-3"][:2]
+
+    lows[3] = low(3, "s1-n4", "high")
+    result = cycle(nodes, hns, [p for _, p in lows] + pods, [g for g, _ in lows] + [high], conf, classes)
+    assert result.evictions == {} and result.placements == {}
+
+
+def test_an_eviction_undone_alone_leaves_the_session_as_it_was() -> None:
+    """Statement.unevict (preempt's reprieve): one eviction undone, the others kept; free capacity, queue
+    usage and the inter-pod counts as if it had never happened."""
+    pods = [
+        pod("a", node="n0", phase="Running", labels={"app": "x"}),
+        pod("b", node="n0", phase="Running", labels={"app": "x"}),
+        pod(
+            "w",
+            labels={"app": "y"},
+            anti_affinity={
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            },
+        ),
+    ]
+    ssn = Session(
+        snapshot([node("n0", labels={"kubernetes.io/hostname": "n0"})], pods), conf_of(None).tiers()
+    )
+    w = ssn.snapshot.pods[PodUID("w")]
+    rules = ssn.pod_rules(w)
+    assert rules is not None and not bool(rules.allowed(w)[0])
+    free, used = ssn.free.copy(), ssn.queue_used["default"].copy()
+    ssn.evictions_lift_rules = True
+    stmt = ssn.statement()
+    why = Eviction("Trial", "", GroupKey(""))
+    for uid in ("a", "b"):
+        stmt.evict(ssn.snapshot.pods[PodUID(uid)], 0, "default", why)
+    assert bool(rules.allowed(w)[0])
+    stmt.unevict(ssn.snapshot.pods[PodUID("a")])
+    assert not bool(rules.allowed(w)[0])
+    assert set(ssn.evicting) == {PodUID("b")}
+    stmt.discard()
+    assert np.array_equal(ssn.free, free) and np.array_equal(ssn.queue_used["default"], used)
+    assert ssn.evicting == {} and ssn.lifted == set()
+    assert all(np.array_equal(kept, fresh) for kept, fresh in rules.recount().values())
