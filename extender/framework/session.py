@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.interpod import PodsOnNodes
-from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
+from extender.core.model import GroupKey, NetworkTopology, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Snapshot, pod_group_key
@@ -116,6 +116,11 @@ class Session:
         self.evicting: dict[PodUID, int] = {}
         self.leaving: dict[int, set[PodUID]] = {}
         self.releasing_counted = False  # whether ``free`` counts the room of pods already leaving
+        # Whether an eviction also takes the victim out of the inter-pod rules (preempt's
+        # enableTopologyAwarePreemption: a victim may be chosen to clear an anti-affinity conflict), and
+        # the victims so taken out.
+        self.evictions_lift_rules = False
+        self.lifted: set[PodUID] = set()
         # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict).
         self.victim_rooms: dict[tuple[object, ...], object] = {}
         # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
@@ -198,9 +203,19 @@ class Session:
                 for uid, node in self.plans.items()
                 if uid not in snap.plans
             ]
-            self._interpod = PodsOnNodes(snap, placed)
+            self._interpod = PodsOnNodes(snap, placed, gone=self.lifted)
             self.rules_active = True
         return self._interpod
+
+    def lift_rules(self, pod: Pod, row: int, lift: bool) -> None:
+        """Take an evicted ``pod`` out of the inter-pod rules (``lift``), or put it back (its eviction
+        undone); see ``evictions_lift_rules``."""
+        if lift:
+            self.lifted.add(pod.uid)
+        else:
+            self.lifted.discard(pod.uid)
+        if self._interpod is not None:
+            self._interpod.lift(pod, row, lift)
 
     def pod_rules(self, p: Pod) -> PodsOnNodes | None:
         """The inter-pod state when any rule can concern ``p``: its own rules, or terms of pods on nodes.
@@ -306,6 +321,11 @@ class Session:
 
     def gang_fence(self, g: PodGroup) -> fit.Mask | None:
         return self.votes.gang_fence(g)
+
+    def sub_group_domains(
+        self, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        return self.votes.sub_group_domains(topology, pods, members)
 
     # --- tentative placement ------------------------------------------------------------------------
     def statement(self) -> Statement:
