@@ -1,4 +1,4 @@
-"""The extender endpoints driven with the exact bodies kube-scheduler v1.24 sends (../shared/wire-samples)."""
+"""The extender endpoints driven with the exact bodies kube-scheduler v1.24 sends (``wire_samples/``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,14 +21,7 @@ from controllers.state.ledger import State
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
-
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"wire samples not found at {SAMPLES}")
-
-
-def sample(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((SAMPLES / name).read_bytes())
-    return data
+from tests.contract.samples import sample
 
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
