@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from extender.core.snapshot import Snapshot
 from extender.core.status import queue_allocated
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins.capacity import CapacityPlugin
 from extender.plugins.proportion import ProportionPlugin
@@ -74,7 +75,8 @@ def queue_shares(snapshot: Snapshot, conf: SchedulerConf) -> QueueShares:
     plugin = share_plugin(conf)
     deserved: dict[str, dict[str, int]] | None = None
     if plugin is not None:
-        Session(snapshot, [[plugin]])  # opening the session opens the plugin: what a cycle starts with
+        # Opening the session opens the plugin: what a cycle starts with.
+        Session(snapshot, build_hooks([[plugin]]))
         deserved = {q: snapshot.index.to_map(v) for q, v in plugin.deserved.items()}
     return QueueShares(
         plugin=None if plugin is None else plugin.name,

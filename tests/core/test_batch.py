@@ -22,6 +22,7 @@ from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework import place
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
@@ -163,7 +164,7 @@ def random_cluster(seed: int) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, *, batch: bool) -> CycleResult:
-    ssn = Session(snap, conf.tiers(), batch=batch)
+    ssn = Session(snap, build_hooks(conf.tiers()), batch=batch)
     for act in conf.actions:
         act(ssn)
     return ssn.result

@@ -16,6 +16,7 @@ from extender.core.interpod import PodsOnNodes
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.reasons import NOT_ENOUGH_RESOURCES
 from extender.framework.session import Session
 from extender.plugins.registry import load_conf
@@ -377,7 +378,7 @@ def test_pods_without_rules_never_build_the_inter_pod_state() -> None:
     """The fast path: no pod with rules, none on a node: the cycle never counts pods on nodes."""
     pg, pods = gang("plain", 3, labels=WEB)
     snap = snapshot(nodes(3), [*pods, running("r", "n0", WEB)], [pg])
-    ssn = Session(snap, load_conf(None).tiers())
+    ssn = Session(snap, build_hooks(load_conf(None).tiers()))
     for act in load_conf(None).actions:
         act(ssn)
     assert len(ssn.result.placements) == 3
