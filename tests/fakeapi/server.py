@@ -37,9 +37,9 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from tests.fakeapi.rest import Route, json_patch, kind_name, merge, route, selected, status
 
 Obj = dict[str, Any]
@@ -354,9 +354,7 @@ async def serving(fake: FakeApiServer, *, pool: int = 4) -> AsyncIterator[KubeCl
     server = TestServer(fake.app())
     await server.start_server()
     fake.url = str(server.make_url("")).rstrip("/")
-    cfg = k8s.Configuration()
-    cfg.host = fake.url
-    client = KubeClient(cfg, pool=pool)
+    client = KubeClient(Connection(host=fake.url), pool=pool)
     try:
         yield client
     finally:

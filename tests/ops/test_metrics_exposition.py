@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from kubernetes_asyncio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 from extender.serve import _health_routes
@@ -99,7 +99,7 @@ def pod(name: str, group: str, node_name: str, cpu: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def proc() -> AsyncIterator[Process]:
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         p = Process(SETTINGS, load_conf(), kube)
         p.register_metrics(make_admission_app(p.lookup, p.limits))
