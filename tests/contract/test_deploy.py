@@ -1302,7 +1302,7 @@ def test_deploy_for_1_27_has_gates_but_no_match_conditions() -> None:
 
 @pytest.mark.parametrize("version", [None, "1.28", "v1.28.7"])
 def test_deploy_for_1_28(version: str | None) -> None:
-    kwargs = {} if version is None else {"kubernetes_version": parse_version(version)}
+    kwargs: dict[str, Any] = {} if version is None else {"kubernetes_version": parse_version(version)}
     docs = _deploy(scheduler_name="batch", **kwargs)
     hooks = _webhooks(docs)
     assert sorted(_pod_webhooks(docs)) == ["mutate-pod.pumice.dev", "validate-pod.pumice.dev"]

@@ -18,6 +18,7 @@ from controllers.scheduling.scheduler import Scheduler, build_scheduler
 from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.ledger import State
+from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
@@ -172,7 +173,8 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     assert ex.binds == [("vtest", "vpod-2", req["PodUID"], planned)]
     # The pod is assumed on its node: its plan is gone and the node's capacity is taken.
     assert req["PodUID"] not in sched.shared.ledger.plans()
-    assert sched.shared.cache.pod(req["PodUID"]).node_name == planned
+    held = sched.shared.cache.pod(PodUID(req["PodUID"]))
+    assert held is not None and held.node_name == planned
     status, body = await post(client, "/bind", req)  # a retried bind
     assert body == {"Error": ""} and len(ex.binds) == 1
 
@@ -338,7 +340,7 @@ async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: An
         status, body = await post(client, "/filter", phantom)
         assert status == 200 and body["NodeNames"] == []
         assert "has not shown this pod" in body["FailedAndUnresolvableNodes"]["node-b"]
-    assert not any(sched.shared.cache.knows(f"phantom-{i}") for i in range(3))  # type: ignore[arg-type]
+    assert not any(sched.shared.cache.knows(PodUID(f"phantom-{i}")) for i in range(3))
     assert all(r.state is State.PLANNED for r in sched.shared.ledger.entries().values())  # nothing held
     # The real pod still gets its node.
     assert await _planned(client) == "node-b"

@@ -64,7 +64,10 @@ GROUPS = ("a", "b", "c")
 def _queue(name: str, rng: random.Random, parent: str | None = None) -> Raw:
     q = queue(name, weight=rng.randint(1, 3), parent=parent)
     if rng.random() < 0.8:
-        pick = lambda: rng.sample(GROUPS, rng.randint(0, 2))  # noqa: E731 - a local shorthand
+
+        def pick() -> list[str]:
+            return rng.sample(GROUPS, rng.randint(0, 2))
+
         q["spec"]["affinity"] = {
             "nodeGroupAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": pick(),

@@ -7,6 +7,8 @@ they, and the masks and scores drawn from them, equal a count made afresh.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 from hypothesis import given, settings
@@ -60,9 +62,19 @@ CONFS = (
 APPS = ("a", "b", "c")
 
 
-def _rules(rng: random.Random) -> dict[str, object]:
+class PodRules(TypedDict, total=False):
+    """The keyword arguments of :func:`tests.core.builders.pod` that :func:`_rules` sets."""
+
+    labels: Mapping[str, str]
+    anti_affinity: Mapping[str, Any]
+    pod_affinity: Mapping[str, Any]
+    spread: Sequence[Mapping[str, Any]]
+    preferred_nodes: Sequence[Mapping[str, Any]]
+
+
+def _rules(rng: random.Random) -> PodRules:
     """Pod kwargs for a random mix of inter-pod, spread and node preferences (often none)."""
-    kw: dict[str, object] = {"labels": {"app": rng.choice(APPS)}}
+    kw: PodRules = {"labels": {"app": rng.choice(APPS)}}
     key = rng.choice((HOSTNAME, ZONE))
     kind = rng.randrange(8)
     if kind == 1:
@@ -101,7 +113,7 @@ def _cluster(seed: int, rules: bool = False) -> Snapshot:
     pods: list[Raw] = []
     for i in range(rng.randint(0, 10)):
         n = rng.choice(nodes)["metadata"]["name"]
-        kw = _rules(rng) if rules else {}
+        kw: PodRules = _rules(rng) if rules else {}
         pods.append(
             pod(f"run{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMS), node=n, phase="Running", **kw)
         )

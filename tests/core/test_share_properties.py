@@ -104,8 +104,8 @@ def test_deserved_fits_the_cluster_and_honours_guarantees(
     guaranteed = sum(q.guarantee.get("cpu", 0) for q in queues)
     if guaranteed <= total[cpu]:
         assert sum(int(d[cpu]) for d in plugin.deserved.values()) <= total[cpu] + len(queues)  # rounding
-        for q in queues:
-            assert plugin.deserved[q.name][cpu] >= q.guarantee.get("cpu", 0)
+        for queue in queues:
+            assert plugin.deserved[queue.name][cpu] >= queue.guarantee.get("cpu", 0)
 
 
 def _simulate(

@@ -121,6 +121,13 @@ class FakeApiServer:
         ns = f"/namespaces/{namespace}" if namespace else ""
         return self.objects.get(f"{prefix}{ns}/{resource}/{name}")
 
+    def stored(self, prefix: str, resource: str, name: str, namespace: str = "") -> Obj:
+        """The object :meth:`get` finds, which must exist (KeyError otherwise)."""
+        obj = self.get(prefix, resource, name, namespace)
+        if obj is None:
+            raise KeyError(f"{prefix}/{resource}/{name} in {namespace or 'the cluster'}")
+        return obj
+
     def remove(self, path: str) -> Obj:
         """Delete the object at ``path`` (as someone else would), telling the watches."""
         obj = self.objects.pop(path)

@@ -118,7 +118,7 @@ def test_chart_renders_what_manifests_deploy_prints(minor: int, mtls: bool, name
         )
     )
     deploy = by_key(
-        deploy_manifests(  # type: ignore[arg-type]
+        deploy_manifests(
             namespace=namespace,
             image=f"pumice:{VERSION}",
             extender_tls=generate_extender_tls(namespace) if mtls else None,
