@@ -39,7 +39,14 @@ SERVER = (
     "prometheus_client",
 )
 # Talking to a cluster: what --help has no use for.
-CLIENT = ("aiohttp", "kubernetes_asyncio", "controllers.kube.client", "controllers.cli.kubeconfig")
+CLIENT = (
+    "aiohttp",
+    "kubernetes_asyncio",
+    "controllers.kube.client",
+    "controllers.kube.connection",
+    "controllers.kube.kubeconfig",
+    "controllers.cli.kubeconfig",
+)
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
