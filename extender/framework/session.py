@@ -47,11 +47,11 @@ from extender.core.model import GroupKey, NetworkTopology, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Snapshot, pod_group_key
-from extender.framework.hooks import Hooks, build_hooks
+from extender.framework.hooks import Hooks
 from extender.framework.node_cache import NodeCache
 from extender.framework.node_masks import NodeMasks
 from extender.framework.order_keys import OrderKeys
-from extender.framework.plugin import GangDomains, Plugin, Rows, Scores
+from extender.framework.plugin import GangDomains, Rows, Scores
 from extender.framework.promises import Promises
 from extender.framework.result import CycleResult
 from extender.framework.statement import Statement
@@ -68,7 +68,7 @@ class Session:
     def __init__(
         self,
         snapshot: Snapshot,
-        hooks: Hooks | Sequence[Sequence[Plugin]],
+        hooks: Hooks,
         *,
         cache_scores: bool = True,
         cache_keys: bool = True,
@@ -76,14 +76,12 @@ class Session:
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        """``hooks``: the conf's plugins, as their :class:`Hooks` or as tiers (whose Hooks are built
-        here). ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
+        """``hooks``: the conf's plugins by hook (:func:`~extender.framework.hooks.build_hooks` of its
+        tiers). ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
         computation, and ``batch`` off places every pod by itself (the caches and batches are exact: the
         tests compare). ``now``: the cycle's clock (seconds since the epoch), for rules that look at
         time. Every plugin is opened last, with the session complete. ``clock``: a monotonic clock to time
         each plugin's ``open`` with (``open_seconds``, for metrics); no rule reads it."""
-        if not isinstance(hooks, Hooks):
-            hooks = build_hooks(hooks)
         self.hooks = hooks
         self.snapshot = snapshot
         self.now = now
