@@ -383,7 +383,7 @@ def test_pods_without_rules_never_build_the_inter_pod_state() -> None:
     for act in load_conf(None).actions:
         act(ssn)
     assert len(ssn.result.placements) == 3
-    assert ssn._interpod is None
+    assert ssn.rules._interpod is None
 
 
 def test_explain_counts_each_node_once() -> None:
