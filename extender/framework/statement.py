@@ -49,7 +49,7 @@ class Statement:
         if ssn.hooks.placed:
             _moved(ssn, queue, v, node, -1)
         if ssn.evictions_lift_rules:
-            ssn.lift_rules(pod, node, True)
+            ssn.rules.lift(pod, node, True)
         self.evicted.append((pod, node, queue, why))
 
     def unevict(self, pod: Pod) -> None:
@@ -66,7 +66,7 @@ class Statement:
         self.ssn.queue_used[queue] = v.copy() if used is None else used + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         if self.ssn.rules_active:
-            self.ssn._placed(uid, node, 1)
+            self.ssn.rules.placed(uid, node, 1)
         if self.ssn.namespace_ordered:
             _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, v)
         if self.ssn.hooks.placed:
@@ -95,7 +95,7 @@ class Statement:
         for uid, node in zip(uids, nodes, strict=True):
             ssn.plans[uid] = table[node].name
             if ssn.rules_active:
-                ssn._placed(uid, node, 1)
+                ssn.rules.placed(uid, node, 1)
             self.ops.append((uid, node, queue))
 
     def absorb(self, other: Statement) -> None:
@@ -118,7 +118,7 @@ class Statement:
             self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
             del self.ssn.plans[uid]
             if self.ssn.rules_active:
-                self.ssn._placed(uid, node, -1)
+                self.ssn.rules.placed(uid, node, -1)
             if self.ssn.namespace_ordered:
                 _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, -v)
             if self.ssn.hooks.placed:
@@ -153,7 +153,7 @@ def _restore(ssn: Session, pod: Pod, node: int, queue: str) -> None:
     if ssn.hooks.placed:
         _moved(ssn, queue, v, node, 1)
     if pod.uid in ssn.lifted:
-        ssn.lift_rules(pod, node, False)
+        ssn.rules.lift(pod, node, False)
 
 
 def _moved(ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:

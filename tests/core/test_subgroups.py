@@ -25,6 +25,7 @@ from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_pri
 from extender.core.snapshot import build_snapshot
 from extender.core.subgroups import may_lose, sub_group_of
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult, Eviction
 from extender.framework.session import Session
 from extender.framework.victims import refuse_victims
@@ -405,7 +406,7 @@ def test_a_sub_group_that_cannot_reach_its_minimum_holds_the_gang_and_its_reason
     pods = [partition(f"t0-{i}", i // 2) for i in range(4)]
     held = cycle(nodes, hns, busy + pods, [partitioned(4, 2)])
     assert held.placements == {}
-    why = held.unschedulable["c1/pg1"].message
+    why = held.unschedulable[GroupKey("c1/pg1")].message
     assert "subGroupPolicy t0: 1 of minSubGroups 2 sub-groups whole" in why
     assert "sub-group t0[volcano.sh/partition-id=1]: network topology hard, highestTierAllowed 1" in why
     # Without sub-groups the same gang would run across leaves.
@@ -435,7 +436,7 @@ def test_a_policy_with_too_few_sub_groups_waits_for_pods() -> None:
     nodes, hns = leaves(2, 2)
     result = cycle(nodes, hns, [partition("t0-0", 0), partition("t0-1", 0)], [partitioned(2, 2)])
     assert result.placements == {}
-    why = result.unschedulable["c1/pg1"]
+    why = result.unschedulable[GroupKey("c1/pg1")]
     assert why.reason == "NotEnoughTasks"
     assert "subGroupPolicy t0: 1 of minSubGroups 2 sub-groups have 2 pods" in why.message
 
@@ -521,14 +522,14 @@ def test_kube_schedulers_preemption_keeps_the_sub_groups_a_gang_needs() -> None:
     g["status"]["phase"] = "Running"
     pods = [partition(f"t0-{i}", i // 2, f"n{i}") for i in range(4)]
     snap = snapshot([node(f"n{i}", cpu="2", memory="4Gi") for i in range(4)], pods, [g], [queue("q1")])
-    ssn = Session(snap, conf_of(None).tiers())
+    ssn = Session(snap, build_hooks(conf_of(None).tiers()))
     assert refuse_victims(ssn, {"n0": [PodUID("t0-0")]}) == {
         "n0": "gang c1/pg1: subGroupPolicy t0 would keep 1 of minSubGroups 2 sub-groups whole"
     }
     g1 = partitioned(1, 1, tier=None)
     g1["status"]["phase"] = "Running"
     snap = snapshot([node(f"n{i}", cpu="2", memory="4Gi") for i in range(4)], pods, [g1], [queue("q1")])
-    assert refuse_victims(Session(snap, conf_of(None).tiers()), {"n0": [PodUID("t0-0")]}) == {}
+    assert refuse_victims(Session(snap, build_hooks(conf_of(None).tiers())), {"n0": [PodUID("t0-0")]}) == {}
 
 
 def test_a_gang_with_partitions_preempts_a_leaf_for_each_partition_or_nothing() -> None:
@@ -576,20 +577,28 @@ def test_an_eviction_undone_alone_leaves_the_session_as_it_was() -> None:
         ),
     ]
     ssn = Session(
-        snapshot([node("n0", labels={"kubernetes.io/hostname": "n0"})], pods), conf_of(None).tiers()
+        snapshot([node("n0", labels={"kubernetes.io/hostname": "n0"})], pods),
+        build_hooks(conf_of(None).tiers()),
     )
     w = ssn.snapshot.pods[PodUID("w")]
     rules = ssn.pod_rules(w)
-    assert rules is not None and not bool(rules.allowed(w)[0])
+    assert rules is not None
+
+    def allowed_on_n0() -> bool:
+        mask = rules.allowed(w)
+        assert mask is not None
+        return bool(mask[0])
+
+    assert not allowed_on_n0()
     free, used = ssn.free.copy(), ssn.queue_used["default"].copy()
     ssn.evictions_lift_rules = True
     stmt = ssn.statement()
     why = Eviction("Trial", "", GroupKey(""))
     for uid in ("a", "b"):
         stmt.evict(ssn.snapshot.pods[PodUID(uid)], 0, "default", why)
-    assert bool(rules.allowed(w)[0])
+    assert allowed_on_n0()
     stmt.unevict(ssn.snapshot.pods[PodUID("a")])
-    assert not bool(rules.allowed(w)[0])
+    assert not allowed_on_n0()
     assert set(ssn.evicting) == {PodUID("b")}
     stmt.discard()
     assert np.array_equal(ssn.free, free) and np.array_equal(ssn.queue_used["default"], used)
