@@ -26,6 +26,7 @@ from extender.core.budgets import DisruptionBudget
 from extender.core.model import LabelSelector
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.framework.victim_search import best_first
@@ -237,7 +238,7 @@ def random_cluster(seed: int) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, *, fast: bool) -> CycleResult:
-    ssn = Session(snap, conf.tiers(), fast_victims=fast, now=NOW)
+    ssn = Session(snap, build_hooks(conf.tiers()), fast_victims=fast, now=NOW)
     for act in conf.actions:
         act(ssn)
     for plugin in ssn.plugins:
