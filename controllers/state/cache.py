@@ -53,8 +53,8 @@ class ClusterCache(CacheIngest):
         where it was planned, or holding the same on the same node as before."""
         if old is None or new.requests != old.requests or not new.holds_resources:
             return
-        key = self._ours(new)
-        if key is None or key != self._ours(old):
+        key = self._index.ours(new)
+        if key is None or key != self._index.ours(old):
             return
         if old.waiting and self._ledger.planned_node(uid) == new.node_name:
             self._pending.bound_on_plan(uid, key, new.requests)
@@ -77,8 +77,8 @@ class ClusterCache(CacheIngest):
             self._termed[uid] = None
         # A pod that left its group (deleted) changed that group too: what a group left out of cycles
         # weighs (what its pods hold) and its status depend on it.
-        was = self._ours(old) if old is not None else None
-        if was is not None and (pod is None or self._ours(pod) != was):
+        was = self._index.ours(old) if old is not None else None
+        if was is not None and (pod is None or self._index.ours(pod) != was):
             self._pending.group_changed(was)
 
     def _changed(self, kind: str) -> None:

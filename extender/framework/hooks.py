@@ -93,6 +93,7 @@ class Hooks:
     placed: Plugins
     # The first answer decides.
     gang_domains: Plugins
+    sub_group_domains: Plugins
 
     # Every node_score plugin sets Plugin.row_local_scores: scores may be cached per request vector and
     # refreshed per changed row, and a run of identical pods may be scored on hypothetical rows.
@@ -132,6 +133,7 @@ _FLAT: Final = (
     "pod_fit",
     "placed",
     "gang_domains",
+    "sub_group_domains",
 )
 _TIERED: Final = ("enqueue", "enqueue_permit", "preemptable", "reclaimable")
 
@@ -215,6 +217,7 @@ def hooks_from(layout: HookLayout, tiers: Sequence[Sequence[Plugin]]) -> Hooks:
         pod_fit=pick(flat["pod_fit"]),
         placed=pick(flat["placed"]),
         gang_domains=pick(flat["gang_domains"]),
+        sub_group_domains=pick(flat["sub_group_domains"]),
         row_local_scores=layout.row_local_scores,
         additive_allocatable=layout.additive_allocatable,
         local_queue_order=layout.local_queue_order,

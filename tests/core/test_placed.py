@@ -123,6 +123,7 @@ def _as_cache(
         queue_usage=usage,
         residents=every_pod,
         aside=aside,
+        other_groups={g.key: g for g in every_group},
     )
 
 
