@@ -358,8 +358,9 @@ async def one_run(args: argparse.Namespace, mode: Mode, scenario: Scenario, labe
     last = max(binds.at.values(), default=start)
     run.elapsed_s = last - start
     run.pods_per_s = run.bound / max(run.elapsed_s, 1e-9)
-    origin = (lambda n: sent_at[n]) if scenario.order == "while" else (lambda n: start)
-    latencies = [t - origin(n) for n, t in binds.at.items() if n in sent_at]
+    # "while": from each pod's create; "first": from the first bind.
+    while_ = scenario.order == "while"
+    latencies = [t - (sent_at[n] if while_ else start) for n, t in binds.at.items() if n in sent_at]
     if latencies:
         run.p50_ms = 1000 * statistics.median(latencies)
         run.p99_ms = 1000 * percentile(latencies, 99)

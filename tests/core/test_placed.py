@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.core.model import GroupKey, GroupPhase, PodGroup, PodUID, group_key
+from extender.core.model import GroupKey, GroupPhase, PodGroup, PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
-from extender.core.snapshot import Aside, NodeTable, Snapshot, build_snapshot
+from extender.core.snapshot import Aside, NodeTable, Snapshot, build_snapshot, pod_group_key
 from extender.framework.cycle import run_cycle
 from extender.framework.session import Session
 from tests.core.builders import Raw, conf_of, conf_with, node, pod, podgroup, queue
@@ -146,7 +146,7 @@ def test_left_out_placed_groups_change_no_decision(seed: int, conf_i: int) -> No
     pods = list(old_pods)
     for i, p in enumerate(pods):
         parsed = parse_pod(p)
-        uid, key = parsed.uid, group_key(parsed.namespace, parsed.group_name)
+        uid, key = parsed.uid, pod_group_key(parsed)
         if uid in plans and key not in placed and rng.random() < 0.5:
             pods[i] = {**p, "spec": {**p["spec"], "nodeName": plans.pop(uid)}}
     new_groups, new_pods = _gangs(rng, "new", rng.randint(1, 4), "Pending")
