@@ -24,6 +24,7 @@ from typing import Any
 from admission.server import AdmissionMetrics
 from controllers.events import EventRecorder
 from controllers.kube.informer import Informer
+from controllers.leader.leadership import Leadership
 from controllers.reconcilers.cronjobs import CronJobController
 from controllers.reconcilers.flows import FlowController
 from controllers.reconcilers.jobs import JobController
@@ -40,6 +41,7 @@ from extender.server.metrics import Metrics, Sample, one
 def register_families(
     m: Metrics,
     *,
+    leadership: Leadership,
     scheduler: Scheduler,
     status: StatusWriter,
     events: EventRecorder,
@@ -51,6 +53,18 @@ def register_families(
     admission: AdmissionMetrics,
 ) -> None:
     """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
+    m.scrape(
+        "pumice_leader",
+        "gauge",
+        "1 while this replica leads (plans, binds, reconciles), 0 while it stands by.",
+        lambda: one(1.0 if leadership.leading else 0.0),
+    )
+    m.scrape(
+        "pumice_leader_transitions_total",
+        "counter",
+        "Changes of the leader-election Lease's holder this replica saw (to or from itself included).",
+        lambda: one(leadership.transitions),
+    )
     shared = scheduler.shared
     s = shared.stats
     for stat, name, help_text in (
@@ -94,11 +108,16 @@ def register_families(
     m.scrape(
         "pumice_informer_errors_total",
         "counter",
-        "Informer errors by informer and kind (handler: one object's; list: an unreadable response).",
+        "Informer errors by informer and kind (handler: one object's; list: an unreadable response; "
+        "connection: a list or watch that failed and was retried: a cut stream, 429, 5xx, a timeout).",
         lambda: [
             ((i.name, k), v)
             for i in informers
-            for k, v in (("handler", i.handler_errors), ("list", i.list_errors))
+            for k, v in (
+                ("handler", i.handler_errors),
+                ("list", i.list_errors),
+                ("connection", i.connection_errors),
+            )
         ],
         ["informer", "kind"],
     )

@@ -170,6 +170,15 @@ class Loop:
         self._due = True
         self.shared.pending.room_freed()
 
+    def new_term(self) -> None:
+        """A leadership term begins (the loop is not running): the next pass cycles whatever changed."""
+        self._cycled_at = (-1, -1)
+        self._due = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.shared.pending.wakeup.set()
+
     def mark_fresh(self) -> None:
         """Count what changed since the last cycle as seen: a caller that knows the changes are the
         cycle's own consequences (the simulator's binds) spares the cycle that would find nothing to do."""

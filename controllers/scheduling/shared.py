@@ -13,7 +13,9 @@ Invariants:
   still wait: the loop forgets a pod's entries once the watch shows it bound, finished or deleted;
 - ``reasons``, ``aside`` and ``decided`` are written by the loop alone; the verbs, the status writer and
   the metrics only read them;
-- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it.
+- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it;
+- what a leadership term decided in memory ends with it (:meth:`SchedulingState.end_term`): the next term
+  starts from the cluster (:meth:`SchedulingState.begin_term`).
 """
 
 from __future__ import annotations
@@ -131,6 +133,32 @@ class SchedulingState:
         self.aside: dict[GroupKey, Aside] = {}
         # Cycles applied: the status writer waits for the first (phases are not decided before it).
         self.decided = 0
+
+    def end_term(self) -> None:
+        """A leadership term ended (the loop and the writes have stopped): drop what only this process's
+        memory held, so a later term, here or on another replica, starts from the cluster alone. Plans
+        (waiting for victims or not) go, since no pod was bound to them; assumed and bound reservations
+        stay (they are binds that happened). The filter memory, the evictions asked for, the cycles'
+        reasons go; a filter waiting for a cycle is let go."""
+        for uid in self.ledger.plans():
+            self.ledger.release(uid)
+        for memory in (self.unseen, self.refused, self.touched, self.annotations, self.evicted):
+            memory.clear()
+        self.rejected.clear()
+        self.reasons, self.aside, self.decided = {}, {}, 0
+        self.progress.finished()
+        self.pending.room_freed()
+
+    def begin_term(self) -> None:
+        """A leadership term begins: what kube-scheduler holds as unschedulable is read from the pods
+        (PodScheduled False: refused by an earlier leader, or failed while no leader answered), so those
+        pods are touched once planned, as the pods this process refused are."""
+        for uids in self.pending.waiting().values():
+            for uid in uids:
+                pod = self.cache.pod(uid)
+                if pod is not None and pod.scheduler_refused:
+                    self.rejected.add(uid)
+        self.pending.room_freed()
 
     def release(self, uid: PodUID) -> None:
         """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""

@@ -289,3 +289,77 @@ def mtls_client_context(cert_file: StrPath, key_file: StrPath, ca_file: StrPath)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(certfile=cert_file, keyfile=key_file)
     return ctx
+
+
+# --- the certificate contract: PEM material kept in Secrets (controllers.tls_secrets) --------------------
+
+# The CA outlives its leaves by far: a renewed leaf is signed by the same CA, so nobody's trust changes.
+CA_DAYS: Final = 3650
+LEAF_DAYS: Final = 365
+
+
+def new_ca_pem(
+    common_name: str = "pumice-ca", *, days: int = CA_DAYS, now: dt.datetime | None = None
+) -> tuple[bytes, bytes]:
+    """A new CA: its certificate and key, PEM."""
+    start, end = _validity(days, now)
+    key, cert = _new_ca(common_name, start, end)
+    return _cert_pem(cert), _key_pem(key)
+
+
+def issue_pem(
+    ca_cert: bytes,
+    ca_key: bytes,
+    *,
+    common_name: str,
+    client: bool = False,
+    dns_names: Sequence[str] = (),
+    ip_addresses: Sequence[str] = (),
+    days: int = LEAF_DAYS,
+    now: dt.datetime | None = None,
+) -> tuple[bytes, bytes]:
+    """A certificate the CA (PEM) signs: for serving ``dns_names``/``ip_addresses``, or a client certificate
+    named ``common_name`` (``client``); its certificate and key, PEM."""
+    authority = x509.load_pem_x509_certificate(ca_cert)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an ECDSA key this module can sign with")
+    start, end = _validity(days, now)
+    key, cert = _new_leaf(
+        signer,
+        authority,
+        common_name=common_name,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=() if client else _server_sans(dns_names, ip_addresses),
+        start=start,
+        end=end,
+    )
+    return _cert_pem(cert), _key_pem(key)
+
+
+def not_after(cert: bytes) -> float:
+    """When a PEM certificate expires, in epoch seconds (the expiry metric)."""
+    return x509.load_pem_x509_certificate(cert).not_valid_after_utc.timestamp()
+
+
+def covers(cert: bytes, dns_names: Sequence[str], ip_addresses: Sequence[str] = ()) -> bool:
+    """Whether a serving certificate names every one of ``dns_names`` and ``ip_addresses``."""
+    try:
+        sans = x509.load_pem_x509_certificate(cert).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        )
+    except x509.ExtensionNotFound:
+        return not dns_names and not ip_addresses
+    have_dns = set(sans.value.get_values_for_type(x509.DNSName))
+    have_ips = {str(a) for a in sans.value.get_values_for_type(x509.IPAddress)}
+    return set(dns_names) <= have_dns and {str(ipaddress.ip_address(a)) for a in ip_addresses} <= have_ips
+
+
+def write_pair(directory: Path, name: str, cert: bytes, key: bytes) -> tuple[Path, Path]:
+    """Write a certificate and its key as ``<name>.crt`` and ``<name>.key`` (0600) in ``directory``, for an
+    SSL context to load (``ssl`` reads files only); their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+    _write(key_path, key, 0o600)
+    _write(cert_path, cert, 0o644)
+    return cert_path, key_path

@@ -98,6 +98,8 @@ def ensure_pumice(
             "--metrics-bind=127.0.0.1:0",
             f"--webhook-url-base={pumice.webhook_url}",
             f"--cert-dir={cp.workdir / 'pumice-certs'}",
+            # Leader election on, as deployed (one replica leads at once); a restart drains briefly.
+            "--shutdown-delay=0.5",
             *conf_args,
         ],
         cwd=Path(__file__).resolve().parents[2],
