@@ -60,6 +60,13 @@ def register_families(
         lambda: one(1.0 if leadership.leading else 0.0),
     )
     m.scrape(
+        "pumice_binds_unreserved_total",
+        "counter",
+        "Pods of pumice's schedulers seen bound while this replica led and held no reservation for them "
+        "(a bind on a stale answer, or someone else's). Should stay 0.",
+        lambda: one(scheduler.shared.unreserved_binds()),
+    )
+    m.scrape(
         "pumice_leader_transitions_total",
         "counter",
         "Changes of the leader-election Lease's holder this replica saw (to or from itself included).",

@@ -128,6 +128,7 @@ async def serving_tls(settings: ServeSettings, client: KubeClient) -> ServingTls
 
 
 def _from_material(settings: ServeSettings, m: TlsMaterial, cert_dir: Path) -> ServingTls:
+    cert_dir.mkdir(parents=True, exist_ok=True)
     ca_file = cert_dir / "ca.crt"
     ca_file.write_bytes(m.ca)
     wc, wk = write_pair(cert_dir, "webhook", m.webhook.cert, m.webhook.key)

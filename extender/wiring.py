@@ -97,7 +97,8 @@ class Process:
         # Every leader-only write is fenced (controllers.leader.fence): the scheduling room's through its
         # Executor, the reconcilers', the Events' and the start-up writes through this client.
         self.writer = fenced_client(client, self.leadership)
-        self.executor = FencedExecutor(KubeExecutor(client), self.leadership)
+        # The executor's own requests go through the fenced client too: checked again as they are sent.
+        self.executor = FencedExecutor(KubeExecutor(self.writer), self.leadership)
         self.elector = (
             Elector(
                 LeaseApi(
@@ -182,9 +183,11 @@ class Process:
         ]
 
     async def begin_term(self) -> None:
-        """A term begins: after a grace for what the previous leader set in motion (a bind kube-scheduler
-        was making on its answer) to show in the watch, rebuild from the cluster what was in flight (pods
-        kube-scheduler holds as unschedulable), cycle, and have every reconciler look at every object."""
+        """A term begins, once every informer has listed: after a grace for what the previous leader set
+        in motion (a bind kube-scheduler was making on its answer) to show in the watch, rebuild from the
+        cluster what was in flight (pods kube-scheduler holds as unschedulable), cycle, and have every
+        reconciler look at every object."""
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
         if self.leadership.enabled:
             await asyncio.sleep(min(TAKEOVER_GRACE, self.leadership.timing.retry_period))
         self.scheduler.shared.begin_term()

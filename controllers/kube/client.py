@@ -162,6 +162,9 @@ class KubeClient:
                 kwargs["proxy_headers"] = rest.proxy_headers
         if rest.server_hostname:
             kwargs["server_hostname"] = rest.server_hostname
+        if self._guard is not None and method != "GET":
+            # As late as the client can: the leader-election fence is checked after every await of ours.
+            self._guard(method, path)
         resp: aiohttp.ClientResponse = await rest.pool_manager.request(method, url, **kwargs)
         return resp
 
@@ -176,8 +179,6 @@ class KubeClient:
         accept: str = "application/json",
         time_limit: float = 30.0,
     ) -> Obj:
-        if self._guard is not None and method != "GET":
-            self._guard(method, path)
         try:
             resp = await self._send(
                 method,

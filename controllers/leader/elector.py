@@ -132,8 +132,8 @@ class Elector:
             while True:
                 wait = await self.step()
                 deadline = self.leadership.deadline()
-                if deadline is not None:  # wake at the deadline at the latest, to step down on time
-                    wait = min(wait, max(0.0, deadline - self._clock()))
+                if deadline is not None and deadline > self._clock():
+                    wait = min(wait, deadline - self._clock())  # wake at the deadline, to step down on time
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
@@ -149,6 +149,13 @@ class Elector:
         if self._resigned:
             lead.step_down()
             return self.timing.retry_period
+        if lead.last_renew is not None and not lead.leading:
+            # The renew deadline passed (renewals failed, or this loop could not run): the term is over,
+            # whatever the next read would say.
+            log.warning(
+                "renew deadline passed; standing by", extra={"lease": self.api.where, "term": lead.term}
+            )
+            lead.step_down()
         try:
             current = await self.api.get()
         except (ApiError, OSError, TimeoutError, ValueError) as e:

@@ -62,6 +62,8 @@ class SchedulerStats:
     evictions: int = 0
     eviction_errors: int = 0
     plans: int = 0  # pods given a node by a cycle
+    # Pods of ours seen bound during this process's terms without a plan or bind of its own (should stay 0).
+    unreserved_binds: int = 0
     eviction_reasons: dict[str, int] = field(default_factory=dict)  # evictions carried out, by reason
 
 
@@ -133,6 +135,8 @@ class SchedulingState:
         self.aside: dict[GroupKey, Aside] = {}
         # Cycles applied: the status writer waits for the first (phases are not decided before it).
         self.decided = 0
+        # The ledger's count of unreserved binds when the current term began (None: no term).
+        self._unreserved_at: int | None = None
 
     def end_term(self) -> None:
         """A leadership term ended (the loop and the writes have stopped): drop what only this process's
@@ -148,6 +152,9 @@ class SchedulingState:
         self.reasons, self.aside, self.decided = {}, {}, 0
         self.progress.finished()
         self.pending.room_freed()
+        if self._unreserved_at is not None:
+            self.stats.unreserved_binds += self.ledger.unreserved_binds - self._unreserved_at
+            self._unreserved_at = None
 
     def begin_term(self) -> None:
         """A leadership term begins: what kube-scheduler holds as unschedulable is read from the pods
@@ -159,6 +166,12 @@ class SchedulingState:
                 if pod is not None and pod.scheduler_refused:
                     self.rejected.add(uid)
         self.pending.room_freed()
+        self._unreserved_at = self.ledger.unreserved_binds
+
+    def unreserved_binds(self) -> int:
+        """Pods of ours seen bound, during this process's terms, that it held no reservation for."""
+        current = self.ledger.unreserved_binds - self._unreserved_at if self._unreserved_at is not None else 0
+        return self.stats.unreserved_binds + current
 
     def release(self, uid: PodUID) -> None:
         """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""

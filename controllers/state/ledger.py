@@ -83,6 +83,9 @@ class Ledger:
         self._waiting: set[PodUID] = set()
         # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".
         self.plan_version = 0
+        # Pods of pumice's groups the watch showed bound while no plan or bind of ours reserved them (a
+        # bind on a stale answer, or someone else's): the scheduling room counts those of its terms.
+        self.unreserved_binds = 0
 
     # --- the one writer of entries -------------------------------------------------------------------
     def _put(self, uid: PodUID, r: Reservation | None) -> None:
@@ -201,6 +204,8 @@ class Ledger:
             r = Reservation(
                 node=pod.node_name, requests=pod.requests, queue=queue, group=group, state=State.BOUND
             )
+            if group is not None and (old is None or old.state is State.WAITING):
+                self.unreserved_binds += 1
             if r != old:
                 self._put(uid, r)
             return
