@@ -1,12 +1,18 @@
 """``pumice serve``: the one process that runs the extender, the webhooks and the controllers.
 
 Builds :class:`extender.wiring.Process` and serves one aiohttp application per listener (extender: plain
-HTTP by default; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
-serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), and owns every background
-task in one TaskGroup: informers, the scheduling loop, the status writer and the controllers. If any of
-them dies, the process exits non-zero rather than serve a stale cache; SIGTERM/SIGINT shut it down
-cleanly. Start-up problems (a kubeconfig that is not there, a port taken, an unreachable API server) end
-in one line on stderr and exit status 2, before anything is served.
+HTTP, TLS or mutual TLS; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
+serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), with the TLS of
+:mod:`extender.serve_tls`, and owns every background task in one TaskGroup: the informers, the Event
+writer, the TLS reload, the conf reload, leader election and the leader-only tasks, which run per term
+(:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the controllers, the
+start-up writes). If any root task dies, the process exits non-zero rather than serve a stale cache.
+
+SIGTERM/SIGINT is a handover: every ``/readyz`` turns 503, a leader stops its leader-only tasks and
+releases the Lease at once (a standby takes over without waiting out the lease), and admission and
+forwarding go on for ``--shutdown-delay`` before the process exits, so a Service stops sending here first.
+Start-up problems (a kubeconfig that is not there, a port taken, an unreachable API server, TLS Secrets
+that cannot be made) end in one line on stderr and exit status 2, before anything is served.
 
 Part of the composition root: only :mod:`extender.main` imports it, when the command is ``serve``.
 """

@@ -283,8 +283,6 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error("--max-job-replicas must be >= 1 and --extender-max-body-bytes >= 65536")
     if bool(args.extender_client_cert_file) != bool(args.extender_client_key_file):
         parser.error("--extender-client-cert-file and --extender-client-key-file go together")
-    if args.shutdown_delay < 0:
-        parser.error("--shutdown-delay must not be negative")
     service = _namespaced_name(args.webhook_service, "--webhook-service", parser)
     extender_service = _namespaced_name(args.extender_service, "--extender-service", parser)
     if extender_service and not args.tls_secrets_prefix and not args.extender_tls_cert_file:

@@ -63,6 +63,7 @@ class Loop:
         self._timer: asyncio.TimerHandle | None = None
         self._evicts = _evicts(shared.conf)
         self._revisited = shared.clock()
+        self._unreserved_seen = shared.ledger.unreserved_binds
 
     def _versions(self) -> tuple[int, int]:
         return (self.shared.cache.version, self.shared.ledger.plan_version)
@@ -123,6 +124,7 @@ class Loop:
         pods that stopped waiting as the watch shows them); the filter memory of such pods is forgotten."""
         s = self.shared
         changes = s.pending.drain()
+        self._report_unreserved()
         if changes.nodes and s.ledger.prune_plans(s.cache.plan_is_live):
             s.pending.room_freed()
         if changes.nodes and s.refused:
@@ -160,6 +162,19 @@ class Loop:
                 s.rejected.add(uid)
         return s.pending.work() | s.cache.unfinished_groups()
 
+    def _report_unreserved(self) -> None:
+        """Pods of ours the watch showed bound without a reservation of this process's, since the last
+        cycle: a warning each (kube-scheduler bound on a stale answer, or someone else bound them)."""
+        ledger = self.shared.ledger
+        new = ledger.unreserved_binds - self._unreserved_seen
+        self._unreserved_seen = ledger.unreserved_binds
+        for uid, node in list(ledger.unreserved)[-new:] if new > 0 else ():
+            pod = self.shared.cache.pod(uid)
+            log.warning(
+                "pod bound without a reservation",
+                extra={"pod": pod.key if pod is not None else str(uid), "node": node},
+            )
+
     # --- when to cycle -----------------------------------------------------------------------------
     def use_conf(self, conf: SchedulerConf) -> None:
         """Swap in a new, already validated scheduler conf (a live reload). A cycle running in its worker
@@ -173,6 +188,7 @@ class Loop:
     def new_term(self) -> None:
         """A leadership term begins (the loop is not running): the next pass cycles whatever changed."""
         self._cycled_at = (-1, -1)
+        self._unreserved_seen = self.shared.ledger.unreserved_binds
         self._due = True
         if self._timer is not None:
             self._timer.cancel()

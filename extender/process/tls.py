@@ -4,7 +4,9 @@ kube-apiserver calls webhooks only over TLS and checks the serving certificate a
 the webhook configuration, by subject alternative name (the common name is ignored). So the serving
 certificate lists every name kube-apiserver may dial (``<svc>.<ns>.svc`` for a Service reference, the host of
 a URL), and the CA's PEM is what goes into ``caBundle``. Keys are ECDSA P-256; the key file is written 0600.
-Every call makes a new CA: each process start re-patches ``caBundle`` (replicas must share one set of files).
+:func:`generate_serving_certs` makes a new CA every call (one replica's self-signed start);
+:func:`new_ca_pem` and :func:`issue_pem` make the certificate contract's material, kept in Secrets and
+shared by every replica (``controllers.tls_secrets``): a CA once, leaves issued (and renewed) from it.
 
 The extender is authenticated both ways (mutual TLS): :func:`generate_mtls_bundle` makes one CA that signs
 pumice's serving certificate (``serverAuth``) and kube-scheduler's client certificate (``clientAuth``), and
@@ -12,10 +14,11 @@ pumice's serving certificate (``serverAuth``) and kube-scheduler's client certif
 CA. OpenSSL checks the extended key usage of the peer's certificate, so neither certificate can stand in for
 the other.
 
-Who uses it: the composition root (:mod:`extender.serve`), which builds both servers' SSL contexts and hands
-them over, and :mod:`extender.deploy`, which generates the extender's material for ``pumice manifests
-deploy``. Neither server imports it, and it imports neither a server, the controllers nor the deploy package
-(an import-linter contract), so the deploy package uses it without reaching into admission or the runtime.
+Who uses it: the composition root (:mod:`extender.serve_tls`), which builds both servers' SSL contexts and
+hands them over, ``controllers.tls_secrets``, which keeps the Secrets, and :mod:`extender.deploy`, which
+generates the extender's material for ``pumice manifests deploy``. Neither server imports it, and it imports
+neither a server, the controllers nor the deploy package (an import-linter contract), so the deploy package
+uses it without reaching into admission or the runtime.
 """
 
 from __future__ import annotations

@@ -145,7 +145,9 @@ async def test_a_leader_that_cannot_renew_stops_at_its_deadline_and_its_writes_a
             before = len(fake.requests)
             await asyncio.sleep(1.0)
             tries = len(fake.requests) - before
-            assert tries <= 1.0 / FAST.retry_period + 2, tries  # retried every retry period, not in a hot loop
+            assert tries <= 1.0 / FAST.retry_period + 2, (
+                tries
+            )  # retried every retry period, not in a hot loop
             del fake.fail[LEASE]
             await until(lambda: a.leadership.leading, within=3.0)  # a new term once it can write again
             assert a.leadership.term == 2
