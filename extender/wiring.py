@@ -109,6 +109,7 @@ class Process:
                 ),
                 self.leadership,
                 url=election.advertise_url,
+                ready=lambda: self.ready,
             )
             if election.enabled
             else None

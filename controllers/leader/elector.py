@@ -5,12 +5,13 @@ deadline) it reads the Lease, decides, and writes what the decision says: itself
 when there is no Lease, else an update onto the version read, so of two replicas racing only one wins),
 a renewal, or nothing. What it learns goes into :class:`~controllers.leader.leadership.Leadership`.
 
-A standby watches the one Lease (a field selector on its name) to react at once to a release or a change of
-holder; where RBAC allows no watch, it polls every ``retry_period``. Requests are bounded by the retry
-period, so a hung one cannot keep the loop past a deadline (the fence does not need the loop anyway: it
-reads the clock). A failed read or write is retried; a leader whose renewals keep failing steps down at
-its renew deadline. :meth:`Elector.release` lets the Lease go at shutdown (client-go's ReleaseOnCancel), so
-a standby takes over at once instead of after the lease duration.
+A replica contends only once its informers have listed (a warm standby, not a replica still starting, takes
+a free Lease). A standby watches the one Lease (a field selector on its name) to react at once to a release
+or a change of holder; where RBAC allows no watch, it polls every ``retry_period``. Requests are bounded by
+the retry period, so a hung one cannot keep the loop past a deadline (the fence does not need the loop
+anyway: it reads the clock). A failed read or write is retried; a leader whose renewals keep failing steps
+down at its renew deadline. :meth:`Elector.release` lets the Lease go at shutdown (client-go's
+ReleaseOnCancel), so a standby takes over at once instead of after the lease duration.
 """
 
 from __future__ import annotations
@@ -106,8 +107,12 @@ class Elector:
         *,
         url: str,
         wall: Callable[[], float] = time.time,
+        ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.api = api
+        # Whether this replica could lead at once (its informers have listed): one that could not does not
+        # take a free Lease from a warm standby, which would then wait on its sync.
+        self.ready = ready
         self.leadership = leadership
         self.timing: Timing = leadership.timing
         # This replica's extender, advertised on the Lease while it leads.
@@ -180,6 +185,8 @@ class Elector:
             return 0.0
         if decision.action is Action.STAND_BY:
             return decision.wait
+        if decision.action is Action.ACQUIRE and not self.ready():
+            return min(self.timing.retry_period, 0.5)
         sent = self._clock()
         new = next_record(
             decision.action,

@@ -63,9 +63,8 @@ class Gangs:
         self.api = api
         self.args = args
         self.created: dict[str, float] = {}
-        self.bound: dict[str, float] = {}
+        self.pod_bound: dict[str, tuple[str, float]] = {}  # pod -> (gang, when first seen bound)
         self.refused = 0
-        self._pods: dict[str, str] = {}  # pod -> gang
 
     async def create(self, i: int) -> None:
         name = f"g-{i:05d}"
@@ -128,7 +127,6 @@ class Gangs:
 
     async def watch(self) -> None:
         path = kube.collection_path("v1", "pods", NS)
-        seen: dict[str, set[str]] = {}
         while True:
             with contextlib.suppress(Exception):
                 pods = (await kube.list_objects(self.api, path))["items"]
@@ -138,13 +136,16 @@ class Gangs:
                     ann = p["metadata"].get("annotations") or {}
                     gang = labels.get("volcano.sh/job-name") or ann.get("scheduling.k8s.io/group-name", "")
                     if p["spec"].get("nodeName") and gang:
-                        seen.setdefault(gang, set()).add(p["metadata"]["name"])
-                        if len(seen[gang]) >= self.args.size and gang not in self.bound:
-                            self.bound[gang] = now
+                        self.pod_bound.setdefault(p["metadata"]["name"], (gang, now))
             await asyncio.sleep(0.05)
 
-    def next_after(self, t: float) -> float | None:
-        after = [b - t for g, b in self.bound.items() if self.created.get(g, -1.0) > t]
+    def next_after(self, t: float, quiet: float) -> float | None:
+        """Seconds from ``t`` to the first gang bound entirely ``quiet`` seconds or more after ``t``: by the
+        new leader (the old one's binds in flight land within milliseconds of ``t``)."""
+        by_gang: dict[str, list[float]] = {}
+        for gang, at in self.pod_bound.values():
+            by_gang.setdefault(gang, []).append(at)
+        after = [max(ts) - t for ts in by_gang.values() if len(ts) >= self.args.size and min(ts) >= t + quiet]
         return min(after) if after else None
 
 
@@ -160,7 +161,7 @@ async def measure(ha: HaPumice, gangs: Gangs, how: str, within: float) -> float 
     deadline = time.monotonic() + within
     took = None
     while time.monotonic() < deadline:
-        took = gangs.next_after(t)
+        took = gangs.next_after(t, quiet=1.0 if how == "kill" else 0.5)
         if took is not None:
             break
         await asyncio.sleep(0.05)

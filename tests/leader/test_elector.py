@@ -175,3 +175,18 @@ async def test_with_leader_election_off_the_process_always_leads() -> None:
     lead.step_down()
     assert lead.leading
     lead.check()
+
+
+async def test_a_replica_still_listing_does_not_take_a_free_lease() -> None:
+    fake = FakeApiServer()
+    async with serving(fake) as client:
+        synced = [False]
+        lead = Leadership(identity="cold", timing=FAST)
+        cold = Elector(
+            LeaseApi(client, NS, NAME, timeout=1.0), lead, url="http://cold:8888", ready=lambda: synced[0]
+        )
+        async with running(cold):
+            await asyncio.sleep(3 * FAST.retry_period)
+            assert not lead.leading and LEASE not in fake.objects
+            synced[0] = True
+            await until(lambda: lead.leading)
