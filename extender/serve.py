@@ -202,14 +202,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
     _health_routes(ext_app, proc, drain, extender=True)
     adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc, drain)
-    proc.register_metrics(adm_app)
-    proc.metrics.scrape(
-        "pumice_certificate_expiry_timestamp_seconds",
-        "gauge",
-        "When each certificate pumice serves or presents expires (epoch seconds).",
-        lambda: [((name,), when) for name, when in tls.expiry],
-        ("certificate",),
-    )
+    proc.register_metrics(adm_app, lambda: tls.expiry)
 
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
     sites: list[tuple[web.AppRunner, str, int, str, ssl.SSLContext | None]] = [

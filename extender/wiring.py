@@ -10,6 +10,7 @@ the composition root (with :mod:`extender.main`, :mod:`extender.serve`, :mod:`ex
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterable
 from importlib import metadata
 
 from aiohttp import web
@@ -43,6 +44,7 @@ from extender.api.limits import Limits
 from extender.core.model import PodGroup, Queue
 from extender.families import register_families
 from extender.jobs.rules import job_problems
+from extender.observers import Observers
 from extender.plugins.registry import SchedulerConf
 from extender.process.settings import ServeSettings
 from extender.server.metrics import Metrics
@@ -134,12 +136,16 @@ class Process:
         # HyperNode members the scheduler leaves out, as Warning Events on the HyperNode.
         self.hypernode_problems = HyperNodeProblems(self.events, self.watched)
         self.metrics = Metrics(version=_version())
-        # Binds and wait times are observed in the watch (see controllers.watch_metrics).
+        # What the loop and the watch report, observed under pumice's and Volcano's names.
+        self.observers = Observers(self.metrics)
+        # Binds, wait times and jobs that end are observed in the watch (see controllers.watch_metrics).
         self.watch_metrics = WatchMetrics(
             scheduler_names=settings.scheduling.scheduler_names,
-            binds=self.metrics.binds.inc,
-            job_wait=self.metrics.job_wait.observe,
-            podgroup_wait=self.metrics.podgroup_wait.observe,
+            default_queue=settings.scheduling.default_queue,
+            bound=self.observers.bound,
+            waited=self.observers.waited,
+            finished=self.observers.finished,
+            gone=self.observers.gone,
         )
         handlers = self.cache.handlers()
         for name, h in (*self.watched.handlers().items(), *self.watch_metrics.handlers().items()):
@@ -155,7 +161,7 @@ class Process:
             heartbeat=self.liveness.expect(_LEADER_LOOPS[0], 60.0),
             admitted=self.jobs.group_admitted,
             events=self.events,
-            on_cycle=self.metrics.observe_cycle,
+            on_cycle=self.observers.cycle,
         )
         self.status = StatusWriter(
             self.cache,
@@ -253,11 +259,17 @@ class Process:
     def job_template_exists(self, namespace: str, name: str) -> bool:
         return name in self.flows.templates.get(namespace, {})
 
-    def register_metrics(self, admission_app: web.Application) -> None:
-        """The families read at scrape time (see extender.families)."""
+    def register_metrics(
+        self,
+        admission_app: web.Application,
+        certificates: Callable[[], Iterable[tuple[str, float]]] = lambda: (),
+    ) -> None:
+        """The families read at scrape time (see extender.families); ``certificates``: each certificate
+        served or presented, with its expiry (epoch seconds), as the TLS in use says when scraped."""
         register_families(
             self.metrics,
             leadership=self.leadership,
+            certificates=certificates,
             scheduler=self.scheduler,
             status=self.status,
             events=self.events,
@@ -267,6 +279,7 @@ class Process:
             flows=self.flows,
             cronjobs=self.cronjobs,
             admission=admission_app[METRICS_KEY],
+            observers=self.observers,
         )
 
 

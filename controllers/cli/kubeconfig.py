@@ -126,6 +126,11 @@ def api_error_message(err: ApiError) -> str:
     return str(err)
 
 
+def selector_query(selector: str | None) -> list[tuple[str, str]]:
+    """``-l``: the API server filters by labels (kubectl's selector syntax, checked by the server)."""
+    return [("labelSelector", selector)] if selector else []
+
+
 async def list_all(client: KubeClient, path: str, query: list[tuple[str, str]] | None = None) -> list[Obj]:
     """Every item of a collection, fetched in chunks as kubectl does so a big list cannot time out."""
     return (await list_versioned(client, path, query))[0]

@@ -217,8 +217,9 @@ class KubeClient:
     ) -> Obj:
         return await self.request("GET", path, query=query, accept=accept)
 
-    async def post(self, path: str, body: Obj) -> Obj:
-        return await self.request("POST", path, body=body)
+    async def post(self, path: str, body: Obj, *, query: list[tuple[str, str]] | None = None) -> Obj:
+        """Create ``body``; ``query`` such as ``[("dryRun", "All")]`` (the CLI's --dry-run=server)."""
+        return await self.request("POST", path, body=body, query=query)
 
     async def merge_patch(self, path: str, body: Obj) -> Obj:
         return await self.request("PATCH", path, body=body, content_type="application/merge-patch+json")

@@ -54,6 +54,7 @@ class EvictArgs:
     """Arguments of preempt and reclaim (``configurations`` in the conf)."""
 
     min_runtime: float = 0.0  # seconds a pod must have existed before it may be a victim
+    topology_aware: bool = False  # preempt's enableTopologyAwarePreemption (Volcano's)
 
 
 def _same_queue(_ssn: Session, theirs: str, mine: str) -> bool:

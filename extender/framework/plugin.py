@@ -104,6 +104,7 @@ import numpy.typing as npt
 
 from extender.core.model import Pod, PodGroup, Queue
 from extender.core.resources import Vector
+from extender.framework.arguments import NO_ARGUMENTS, ArgumentTable
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
@@ -155,6 +156,8 @@ class Plugin:
     name: ClassVar[str]
     # This plugin's switches from the conf (set by the registry when it builds the tiers).
     switches: Mapping[str, bool] = MappingProxyType({})
+    # The arguments this plugin accepts (see extender.framework.arguments), parsed with it in __init__.
+    argument_table: ClassVar[ArgumentTable] = NO_ARGUMENTS
     # True when ``node_score`` honours ``rows`` and a row's score depends only on that row (see above).
     row_local_scores: ClassVar[bool] = False
     # True when ``allocatable`` judges the queue's usage plus the request, monotonically (see above).

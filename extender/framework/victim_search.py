@@ -7,9 +7,10 @@ hooks' tier rule) in victim order (lowest job priority, then lowest pod priority
 by name) until the pod fits. Gangs are kept whole: a running gang gives up members only down to
 ``minMember``, past that a victim goes only with the rest of its gang, every member of which the plugins
 must allow (Volcano's gang plugin instead refuses any victim that would break a gang; see
-:mod:`extender.framework.evict`). Of the nodes compared, the one needing the least disruption wins, as
-Volcano's preempt prefers the node whose victims matter least: fewest gangs taken whole, then the lowest
-victim priority, then the fewest victims, then the node's score.
+:mod:`extender.framework.evict`); when what the plugins allow was used up by such a pod that could not go
+whole, the node is tried again with only the pods that can go alone. Of the nodes compared, the one
+needing the least disruption wins, as Volcano's preempt prefers the node whose victims matter least:
+fewest gangs taken whole, then the lowest victim priority, then the fewest victims, then the node's score.
 
 Per cycle, the candidates by node and the victim order are worked out once (kept in
 ``Session.victim_rooms``); a candidate's own group and pods already being evicted are left out when a
@@ -143,6 +144,12 @@ def cheapest_victims(
             continue
         picked = _victims_on(ssn, mode, p, req, row, cands, own_fit)
         if picked is None:
+            # A pod the plugins allow but whose gang cannot go whole used up what they allow (its
+            # queue's share): try again with only the pods that can go without breaking a gang.
+            alone = _without_breaking(ssn, cands)
+            if len(alone) < len(cands) and alone:
+                picked = _victims_on(ssn, mode, p, req, row, alone, own_fit)
+        if picked is None:
             continue
         victims, whole = picked
         cost = (whole, max(running.group_priority(r.group) for r in victims), len(victims), k)
@@ -152,6 +159,21 @@ def cheapest_victims(
         if looked >= _CANDIDATE_NODES or cost[:3] == (0, best[0][1], 1):
             break  # enough to compare, or one victim of no gang: nothing can be cheaper but its priority
     return None if best is None else (best[1], best[2])
+
+
+def _without_breaking(ssn: Session, cands: list[Running]) -> list[Running]:
+    """The candidates, in order, that can each go while their gang keeps ``minMember``."""
+    running = ssn.running
+    left: dict[GroupKey, int] = {}
+    out: list[Running] = []
+    for r in cands:
+        if r.group not in left:
+            already = sum(m.pod.uid in ssn.evicting for m in running.members.get(r.group, ()))
+            left[r.group] = running.spare(r.group) - already
+        if left[r.group] > 0:
+            left[r.group] -= 1
+            out.append(r)
+    return out
 
 
 def _ranks(ssn: Session) -> dict[PodUID, int]:

@@ -32,8 +32,9 @@ tier-2 one). Objects and labels may be combined; an object wins over a discovere
 Extra pods past the gang minimum (elastic jobs) of a hard gang stay inside the largest HyperNode within
 the limit that holds the pods already placed. Not done here: preempt and reclaim do not look for victims
 by HyperNode, so they leave hard gangs alone (soft ones as without the rule); ``subGroupPolicy``'s per
-sub-group topology is not read. ``weight`` and ``hypernode.binpack.*`` are accepted for compatibility
-with Volcano confs and not used (the order within a tier is the fill above).
+sub-group topology is not read. ``weight``, ``hypernode.binpack.*`` and
+``hypernode.gradient.evict.max-hypernodes`` are accepted for compatibility with Volcano confs and not used
+(the order within a tier is the fill above, and how many HyperNodes are tried for victims is fixed).
 
 Enable with::
 
@@ -53,7 +54,7 @@ import numpy.typing as npt
 from extender.core.hypernodes import EMPTY_TREE, Tree
 from extender.core.model import NetworkTopology, Pod, PodGroup
 from extender.core.resources import describe
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.gangs import gang_need, ordered_waiting
 from extender.framework.plugin import GangDomains, Plugin, Rows
 from extender.framework.session import Session
@@ -61,16 +62,29 @@ from extender.framework.session import Session
 NAME: Final = "network-topology-aware"
 
 
+ARGUMENTS: Final = ArgumentTable(
+    {
+        # Volcano's scoring and eviction knobs, accepted and not used (see above).
+        "weight": (int, 1),
+        "hypernode.binpack.cpu": (int, 1),
+        "hypernode.binpack.memory": (int, 1),
+        "hypernode.binpack.resources": (str, ""),
+        "hypernode.binpack.normal-pod.enable": (bool, True),
+        "hypernode.binpack.normal-pod.fading": (float, 0.8),
+        "hypernode.gradient.evict.max-hypernodes": (int, 0),
+        # pumice's own: HyperNodes from node labels, lowest tier first.
+        "hypernode.discovery.labels": (str, ""),
+    },
+    prefixes={"hypernode.binpack.resources.": int},
+)
+
+
 class NetworkTopologyAwarePlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(
-            self.name,
-            arguments,
-            {"weight": (int, 1), "hypernode.discovery.labels": (str, "")},
-            prefixes={"hypernode.binpack.": str},
-        )
+        args = self.argument_table.parse(self.name, arguments)
         self.labels: tuple[str, ...] = tuple(
             x.strip() for x in args["hypernode.discovery.labels"].split(",") if x.strip()
         )

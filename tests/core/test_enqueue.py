@@ -105,10 +105,42 @@ SCENARIOS: list[
         "capability-counts-held",
         [node("n0", cpu="16")],
         [pod("r0", group="r", cpu="3", node="n0", phase="Running")],
-        [podgroup("r", 1, queue="q", phase="Running"), pg("a", "2", queue="q")],
+        [podgroup("r", 1, queue="q", phase="Running", min_resources={"cpu": "3"}), pg("a", "2", queue="q")],
         [queue("q", capability={"cpu": "4"})],
         {"a": NOT_ADMITTED},
         ["queue q: cpu 5/4 over capability"],
+    ),
+    (
+        # Volcano's jobEnqueueable subtracts the queue's elastic resources (job_info_test.go
+        # TestGetElasticResources: what a job holds beyond its minResources): r holds 3 of which its
+        # minimum is 1, so 2 are reclaimable and a fits (3 + 2 - 2 = 3 <= 4).
+        "capability-less-elastic",
+        [node("n0", cpu="16")],
+        [pod(f"r{i}", group="r", cpu="1", node="n0", phase="Running") for i in range(3)],
+        [podgroup("r", 1, queue="q", phase="Running", min_resources={"cpu": "1"}), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": None},
+        [],
+    ),
+    (
+        # Volcano: a group without minResources counts all it holds as elastic (GetMinResources is empty).
+        "capability-elastic-without-min-resources",
+        [node("n0", cpu="16")],
+        [pod("r0", group="r", cpu="3", node="n0", phase="Running")],
+        [podgroup("r", 1, queue="q", phase="Running"), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": None},
+        [],
+    ),
+    (
+        # The elastic part is only what is past the minimum: r holds 4 with a minimum of 3.
+        "capability-elastic-is-only-past-the-minimum",
+        [node("n0", cpu="16")],
+        [pod(f"r{i}", group="r", cpu="1", node="n0", phase="Running") for i in range(4)],
+        [podgroup("r", 3, queue="q", phase="Running", min_resources={"cpu": "3"}), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": NOT_ADMITTED},
+        ["queue q: cpu 5/4 over capability (cpu: used 4 + minResources 2 − elastic 1)"],
     ),
     (
         "capability-counts-promised",
