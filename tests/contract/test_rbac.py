@@ -330,7 +330,7 @@ def test_namespace_role_is_the_table_limited_by_name(docs: list[Any]) -> None:
         ["pumice-ca", "pumice-webhook-tls", "pumice-extender-tls", "pumice-kube-scheduler-tls"]
     ]
     leases = [r for r in rules if r["resources"] == ["leases"] and "resourceNames" in r]
-    assert [(r["verbs"], r["resourceNames"]) for r in leases] == [(["get", "update"], ["pumice"])]
+    assert [(r["verbs"], r["resourceNames"]) for r in leases] == [(["get", "watch", "update"], ["pumice"])]
 
 
 def test_namespace_rules_refuse_empty_names() -> None:

@@ -512,6 +512,9 @@ async def test_pumice_fills_the_contract_secrets_as_the_chart_service_account(in
         f"{prefix}-kube-scheduler-tls",
     ]
     replicas = ("pumice-tls-0", "pumice-tls-1")
+    # The module's other pumice leads on the chart's Lease: stopped (it releases the Lease), one of these two
+    # leads, and it is the leader that registers the webhook configurations with the Secrets' CA.
+    plane.stop_process("pumice")
     try:
         for index, replica in enumerate(replicas):
             ports = {"extender": free_port(), "webhook": free_port()}
@@ -538,6 +541,19 @@ async def test_pumice_fills_the_contract_secrets_as_the_chart_service_account(in
                 await asyncio.sleep(5)  # time to have made (and lost) a race, if it were going to
                 again = [await asyncio.to_thread(_secret, plane, n) for n in names]
                 assert {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in again if s} == first
+        first_bundle = secrets[0]["data"]["ca.crt"]
+
+        def registered() -> bool:
+            for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+                got = _kubectl_run(plane, "get", kind, f"pumice-{kind.split('webhook')[0]}", "-o", "json")
+                hooks = json.loads(got.stdout)["webhooks"] if got.returncode == 0 else []
+                if not hooks or any(h["clientConfig"].get("caBundle") != first_bundle for h in hooks):
+                    return False
+            return True
+
+        await kube.wait_for(
+            lambda: asyncio.to_thread(registered), 60, interval=0.5, message="the CA registered"
+        )
     finally:
         for replica in replicas:
             plane.stop_process(replica)
