@@ -36,6 +36,7 @@ from controllers.reconcilers.status import StatusWriter
 from controllers.reconcilers.workload_groups import WorkloadGroupController
 from controllers.scheduling.kube_executor import KubeExecutor
 from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import watched_objects
 from controllers.watch_metrics import WatchMetrics
@@ -71,6 +72,8 @@ INFORMERS = (
 _LEADER_LOOPS = ("scheduling loop", "status writer")
 # Seconds a new leader waits before its first cycle: what its predecessor set in motion shows meanwhile.
 TAKEOVER_GRACE = 0.5
+# Seconds after which a planned pod kube-scheduler has not taken is touched again (LoopSettings.retouch).
+RETOUCH = 15.0
 
 
 class Process:
@@ -156,6 +159,8 @@ class Process:
             state,
             conf,
             self.executor,
+            # Replicas hand kube-scheduler's retries to one another: a touch it never took is made again.
+            settings=LoopSettings(retouch=RETOUCH),
             gates=gates,
             ready=lambda: self.ready,
             heartbeat=self.liveness.expect(_LEADER_LOOPS[0], 60.0),

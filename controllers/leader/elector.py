@@ -153,8 +153,7 @@ class Elector:
         lead = self.leadership
         if self._resigned:
             lead.step_down()
-            return self.timing.retry_period
-        if lead.last_renew is not None and not lead.leading:
+        elif lead.last_renew is not None and not lead.leading:
             # The renew deadline passed (renewals failed, or this loop could not run): the term is over,
             # whatever the next read would say.
             log.warning(
@@ -173,6 +172,10 @@ class Elector:
             record.leader_url if record else "",
             expires_at(self._seen, self.timing),
         )
+        if self._resigned:
+            # Shutting down: never lead again, but keep following the Lease, so that while this replica
+            # drains it forwards the extender verbs to whoever leads now.
+            return self.timing.retry_period
         decision = decide(
             self._seen, identity=self.identity, now=now, last_renew=lead.last_renew, timing=self.timing
         )
@@ -231,7 +234,7 @@ class Elector:
 
     def resign(self) -> None:
         """Stop leading now and never lead again (shutdown): the term ends at once; :meth:`release`
-        then lets the Lease go."""
+        then lets the Lease go. The Lease is still followed (who leads, where to forward)."""
         self._resigned = True
         self.leadership.step_down()
         self._wake.set()

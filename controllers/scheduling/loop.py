@@ -70,6 +70,7 @@ class Loop:
         # Told each applied cycle (the metrics).
         self._on_cycle = on_cycle
         self._applier = Applier(shared, writes, admitted=admitted, due_at=self._due_at)
+        self._writes = writes
         # The cache and plan versions the last cycle's snapshot saw (or that were counted as seen).
         self._cycled_at: tuple[int, int] = (-1, -1)
         # A cycle is due though nothing changed (a rule waits for time to pass; a revisit).
@@ -168,6 +169,7 @@ class Loop:
                 s.refused.pop(uid, None)
                 s.rejected.discard(uid)
                 s.touched.pop(uid, None)
+                s.touch_times.pop(uid, None)
                 s.annotations.pop(uid, None)
             elif uid in s.unseen and pod.scheduler_name in ours:
                 del s.unseen[uid]
@@ -177,7 +179,25 @@ class Loop:
                 # a restart): it waits in kube-scheduler's unschedulable queue for up to five minutes
                 # unless touched once planned, as pods we refused are.
                 s.rejected.add(uid)
+        self._retouch()
         return s.pending.work() | s.cache.unfinished_groups()
+
+    def _retouch(self) -> None:
+        """Touch again the pods touched ``retouch`` seconds ago and still waiting on that plan (see
+        LoopSettings.retouch): kube-scheduler otherwise keeps them until its own periodic flush."""
+        s = self.shared
+        if s.settings.retouch <= 0:
+            return
+        before = s.clock() - s.settings.retouch
+        for uid, node in list(s.touched.items()):
+            if s.touch_times.get(uid, 0.0) > before:
+                continue
+            pod = s.cache.pod(uid)
+            if pod is None or not pod.waiting or s.ledger.planned_node(uid) != node:
+                continue
+            if s.ledger.waiting_for(uid) or uid in s.annotations:
+                continue  # held back on purpose: the filter says why
+            self._writes.touch(pod, node)
 
     def _report_unreserved(self) -> None:
         """Pods of ours the watch showed bound without a reservation of this process's, since the last

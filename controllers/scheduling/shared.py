@@ -42,6 +42,11 @@ class LoopSettings:
     plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
     inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
     victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
+    # A pod touched this long ago and still waiting on the same plan is touched again: kube-scheduler's try
+    # after the touch failed where the loop cannot see it (a replica that did not know the leader yet, a
+    # forward that timed out: the same failure writes no new condition on the pod). 0: never (the
+    # simulator's kube-scheduler takes every touch).
+    retouch: float = 0.0
     # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
     # nothing freed room (a new victim may have started, a share may have moved).
     revisit: float = 10.0
@@ -124,6 +129,8 @@ class SchedulingState:
         self.refused: dict[PodUID, frozenset[str]] = {}
         # Pods touched, with the node they were touched for (a pod keeping its plan is not touched again).
         self.touched: dict[PodUID, str] = {}
+        # When each was last touched (the loop's clock), for the retouch of a plan kube-scheduler never took.
+        self.touch_times: dict[PodUID, float] = {}
         # Annotations a plugin asks for on a planned pod (see CycleResult), until they are written: the
         # filter holds the pod back meanwhile, so kube-scheduler binds it only once they are on it.
         self.annotations: dict[PodUID, dict[str, str]] = {}
@@ -148,6 +155,7 @@ class SchedulingState:
             self.ledger.release(uid)
         for memory in (self.unseen, self.refused, self.touched, self.annotations, self.evicted):
             memory.clear()
+        self.touch_times.clear()
         self.rejected.clear()
         self.reasons, self.aside, self.decided = {}, {}, 0
         self.progress.finished()

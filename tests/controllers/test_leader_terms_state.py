@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
+from controllers.state.cluster import cluster_state
 from controllers.state.indexes import watched_objects
 from controllers.state.ledger import State
 from controllers.state.store import ObjectStore, Subscription
 from extender.api import wire
 from extender.core.model import GroupPhase, PodUID, group_key
-from tests.controllers.test_scheduler import node, pod, podgroup, scheduler, settle
+from extender.plugins.registry import load_conf
+from tests.controllers.test_scheduler import RecordingExecutor, node, pod, podgroup, scheduler, settle
 
 
 def refused(raw: dict[str, Any]) -> dict[str, Any]:
@@ -88,3 +92,38 @@ def test_a_new_term_has_every_reconciler_look_at_every_object_again() -> None:
     told.clear()
     store.resync()
     assert told == ["jobs"]
+
+
+async def test_a_touch_kube_scheduler_never_took_is_made_again() -> None:
+    """kube-scheduler's try after a touch can fail where the loop cannot see it (a replica that did not
+    know the new leader yet answered it): the same failure writes no new condition on the pod, so the pod
+    would wait in kube-scheduler's unschedulable queue for its periodic flush. Touched again instead."""
+    now = [1000.0]
+    state = cluster_state(frozenset({"volcano"}))
+    state.cache.replace_nodes([node("n1", "8")])
+    state.cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
+    ex = RecordingExecutor()
+    s = build_scheduler(state, load_conf(), ex, settings=LoopSettings(retouch=15.0), clock=lambda: now[0])
+    s.shared.cache.upsert_pod(refused(pod("waited")))
+    s.loop.cycle()
+    await settle(s)
+    assert ex.touched == [("waited", "n1")]
+    now[0] += 10
+    s.loop.new_term()  # something to cycle for
+    s.loop.cycle()
+    await settle(s)
+    assert ex.touched == [("waited", "n1")]  # not yet
+    now[0] += 6
+    s.loop.new_term()
+    s.loop.cycle()
+    await settle(s)
+    assert ex.touched == [("waited", "n1")] * 2
+    # Bound: forgotten, never touched again.
+    bound = refused(pod("waited"))
+    bound["spec"]["nodeName"] = "n1"
+    s.shared.cache.upsert_pod(bound)
+    now[0] += 60
+    s.loop.new_term()
+    s.loop.cycle()
+    await settle(s)
+    assert ex.touched == [("waited", "n1")] * 2

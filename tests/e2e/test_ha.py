@@ -193,6 +193,8 @@ async def create_job(
 
 
 async def all_running(api: client.ApiClient, ns: str, names: set[str], within: float) -> None:
+    missing: set[str] = set()
+
     async def check() -> bool:
         jobs = (await kube.list_objects(api, kube.collection_path(BATCH, "jobs", ns)))["items"]
         running = {
@@ -200,9 +202,22 @@ async def all_running(api: client.ApiClient, ns: str, names: set[str], within: f
             for j in jobs
             if ((j.get("status") or {}).get("state") or {}).get("phase") == "Running"
         }
-        return names <= running
+        missing.clear()
+        missing.update(names - running)
+        return not missing
 
-    await kube.wait_for(check, within, interval=0.5, message=f"{len(names)} jobs Running in {ns}")
+    try:
+        await kube.wait_for(check, within, interval=0.5, message=f"{len(names)} jobs Running in {ns}")
+    except TimeoutError as err:
+        pods = (await kube.list_objects(api, kube.collection_path("v1", "pods", ns)))["items"]
+        stuck = [
+            (p["metadata"]["name"], p["status"].get("phase"), p["spec"].get("nodeName"),
+             [g["name"] for g in p["spec"].get("schedulingGates") or []],
+             [(c["type"], c["status"], c.get("reason")) for c in p["status"].get("conditions") or []])
+            for p in pods
+            if p["metadata"].get("labels", {}).get("volcano.sh/job-name") in missing
+        ]  # fmt: skip
+        raise AssertionError(f"{err}: not Running: {sorted(missing)[:10]}; their pods: {stuck[:10]}") from err
 
 
 async def invariants(api: client.ApiClient, ns: str, binds: Binds, replicas: int = 2) -> None:

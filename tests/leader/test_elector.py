@@ -80,6 +80,8 @@ async def test_a_release_hands_over_at_once() -> None:
             assert await leader.release()
             took = await until(lambda: standby.leadership.leading)
             assert took < FAST.lease_duration / 2, took  # not after the lease duration: at once
+            # While it drains, the old leader forwards to the new one: it still follows the Lease.
+            await until(lambda: leader.leadership.leader_url() == f"http://{standby.identity}:8888")
             await asyncio.sleep(3 * FAST.retry_period)
             assert not leader.leadership.leading  # resigned for good
         assert read_lease(fake.objects[LEASE]).transitions >= 1
