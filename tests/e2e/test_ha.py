@@ -30,7 +30,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.e2e import kube
-from tests.e2e.controlplane import ControlPlane, skip_reason
+from tests.e2e.controlplane import ControlPlane, _http, skip_reason
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.ha import LEASE, NAMESPACE, USERS, HaPumice
 
@@ -475,3 +475,11 @@ async def test_kube_apiserver_down_for_20s_loses_nothing_and_scheduling_resumes(
             assert ha.leader() is not None
         finally:
             await kubelet.stop()
+
+
+def test_the_default_lease_namespace_outside_a_pod_exists_on_a_bare_control_plane(
+    ha_plane: ControlPlane,
+) -> None:
+    """``--leader-elect-resource-namespace`` defaults to kube-system outside a pod: kube-apiserver itself
+    makes it (with default, kube-public and kube-node-lease), so leader election works on any cluster."""
+    assert _http("GET", f"{ha_plane.server_url}/api/v1/namespaces/kube-system", ha_plane.token)[0] == 200
