@@ -231,10 +231,9 @@ def cli_page() -> str:
 
 
 def metrics_page() -> str:
-    from kubernetes_asyncio import client as k8s
-
     from admission.server import make_admission_app
     from controllers.kube.client import KubeClient
+    from controllers.kube.connection import Connection
     from extender.plugins.registry import load_conf
     from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
     from extender.wiring import Process
@@ -248,7 +247,7 @@ def metrics_page() -> str:
     )
 
     async def families() -> list[tuple[str, str, tuple[str, ...], str]]:
-        kube = KubeClient(k8s.Configuration())
+        kube = KubeClient(Connection(host="http://localhost"))
         try:
             proc = Process(settings, load_conf(), kube)
             proc.register_metrics(make_admission_app(proc.lookup, proc.limits))

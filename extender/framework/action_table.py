@@ -24,6 +24,8 @@ NOT_YET: Final = frozenset({"shuffle", "gangpreempt", "gangreclaim"})
 # ``init-params`` (deviceshare's Ascend vNPU). Accepted as written, unchecked (nothing reads them).
 UNREAD_CONFIGURATIONS: Final = NOT_YET | {"init-params"}
 
+# preempt's switch for victims judged by the inter-pod rules with them gone (and reprieved when not needed).
+TOPOLOGY_AWARE_PREEMPTION: Final = "enableTopologyAwarePreemption"
 # Volcano's on/off switch for its predicate error cache (pumice caches fit per request shape always).
 _CACHE: Final = {"predicateErrorCacheEnable": (bool, True)}
 # Each action's arguments: Volcano's, then pumice's own (see the README's table of conf keys).
@@ -34,7 +36,7 @@ ACTION_ARGUMENTS: Final[Mapping[str, ArgumentTable]] = {
     "preempt": ArgumentTable(
         {
             **_CACHE,
-            "enableTopologyAwarePreemption": (bool, False),
+            TOPOLOGY_AWARE_PREEMPTION: (bool, False),
             "topologyAwarePreemptWorkerNum": (int, 16),
             "minCandidateNodesPercentage": (int, 10),
             "minCandidateNodesAbsolute": (int, 1),
@@ -60,7 +62,7 @@ def _evicting(name: str, fn: _Evicting) -> Callable[[Mapping[str, Any]], Action]
     def build(arguments: Mapping[str, Any]) -> Action:
         a = ACTION_ARGUMENTS[name].parse(name, arguments, kind="action")
         args = evict.EvictArgs(
-            min_runtime=a["minRuntime"], topology_aware=a.get("enableTopologyAwarePreemption", False)
+            min_runtime=a["minRuntime"], topology_aware=a.get(TOPOLOGY_AWARE_PREEMPTION, False)
         )
         return functools.partial(fn, args=args)
 

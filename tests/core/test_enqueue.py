@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.model import GroupKey, group_key
 from extender.framework.reasons import NOT_ADMITTED, QUEUE_UNAVAILABLE
 from tests.core.builders import GPU, T0, conf_with, node, pod, podgroup, priority_class, queue, run
 
@@ -242,7 +243,7 @@ def test_enqueue(
 ) -> None:
     result = run(nodes, pods, groups, queues, conf=conf_with("overcommit", "proportion", actions="enqueue"))
     for name, reason in expected.items():
-        key = f"default/{name}"
+        key = group_key("default", name)
         if reason is None:
             assert key in result.admitted, result.unschedulable.get(key)
             assert key not in result.unschedulable
@@ -287,7 +288,7 @@ def test_enqueue_order_follows_priority() -> None:
     ]
     result = run(NODES, [], groups, priority_classes=[priority_class("high", 100)])
     assert result.admitted == {"default/young"}
-    assert result.unschedulable["default/old"].reason == NOT_ADMITTED
+    assert result.unschedulable[GroupKey("default/old")].reason == NOT_ADMITTED
 
 
 def test_enqueue_without_overcommit_admits_past_the_cluster() -> None:

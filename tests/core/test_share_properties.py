@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from extender.core.model import GroupPhase, Node, Pod, PodGroup, PodPhase, PodUID, Queue
 from extender.core.snapshot import build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins.proportion import ProportionPlugin
 from extender.plugins.registry import load_conf
@@ -97,14 +98,14 @@ def test_deserved_fits_the_cluster_and_honours_guarantees(
         pods += _pods(f"j{j}", q, replicas, cpu)
     snap = build_snapshot(nodes=nodes, pods=pods, podgroups=groups, queues=queues)
     plugin = ProportionPlugin({})
-    Session(snap, [[plugin]], now=NOW)
+    Session(snap, build_hooks([[plugin]]), now=NOW)
     total = snap.alloc.sum(axis=0)
     cpu = snap.index.names.index("cpu")
     guaranteed = sum(q.guarantee.get("cpu", 0) for q in queues)
     if guaranteed <= total[cpu]:
         assert sum(int(d[cpu]) for d in plugin.deserved.values()) <= total[cpu] + len(queues)  # rounding
-        for q in queues:
-            assert plugin.deserved[q.name][cpu] >= q.guarantee.get("cpu", 0)
+        for queue in queues:
+            assert plugin.deserved[queue.name][cpu] >= queue.guarantee.get("cpu", 0)
 
 
 def _simulate(
@@ -228,7 +229,7 @@ def test_reclaim_never_takes_a_queue_below_its_deserved_share(
             pods.append(p)
     snap = build_snapshot(nodes=nodes, pods=pods, podgroups=groups, queues=queues)
     ssn_plugin = ProportionPlugin({})
-    Session(snap, [[ssn_plugin]], now=NOW)
+    Session(snap, build_hooks([[ssn_plugin]]), now=NOW)
     result = run_cycle(snap, conf, NOW)
     before: dict[str, int] = {}
     lost: dict[str, int] = {}

@@ -92,7 +92,7 @@ def test_a_standby_looks_again_at_expiry_or_after_the_retry_period() -> None:
     near = decide(
         Observed(record=held(OTHER), changed_at=91.0), identity=ME, now=100.0, last_renew=None, timing=T
     )
-    assert (near.action, near.wait) == (Action.STAND_BY, pytest.approx(1.0))
+    assert near.action is Action.STAND_BY and near.wait == pytest.approx(1.0)
     far = decide(
         Observed(record=held(OTHER), changed_at=99.0), identity=ME, now=100.0, last_renew=None, timing=T
     )

@@ -147,7 +147,7 @@ async def test_duties_that_will_not_stop_end_the_supervisor() -> None:
         await asyncio.wait_for(task, 2.0)
     for t in asyncio.all_tasks():
         if t.get_name() == "stubborn":
-            t.get_coro().close()  # type: ignore[union-attr]  # the test's own runaway task
+            t.get_coro().close()  # the test's own runaway task
 
 
 async def test_with_leader_election_off_one_term_runs_for_the_whole_life() -> None:

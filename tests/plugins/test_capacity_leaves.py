@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender.core.model import GroupKey
 from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from tests.core.builders import node, pod, podgroup, queue, run
 
@@ -40,7 +41,7 @@ def test_a_job_in_a_parent_queue_waits_with_a_reason(phase: str, reason: str) ->
     groups = [podgroup("j", 1, queue="p", phase=phase, min_resources={"cpu": "1"})]
     result = run([node("n1")], [pod("j-0", group="j")], groups, QUEUES, conf=conf(True))
     assert result.placements == {}
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert u.reason == reason
     assert NOT_A_LEAF in u.message
 
@@ -49,7 +50,8 @@ def test_the_root_queue_is_a_parent_too() -> None:
     groups = [podgroup("j", 1, queue="root", min_resources={"cpu": "1"})]
     result = run([node("n1")], [pod("j-0", group="j")], groups, QUEUES, conf=conf(True))
     assert (
-        "queue root is not a leaf queue (it has child queues p)" in result.unschedulable["default/j"].message
+        "queue root is not a leaf queue (it has child queues p)"
+        in result.unschedulable[GroupKey("default/j")].message
     )
 
 

@@ -108,8 +108,8 @@ def _admission(queues: list[Raw], conf: str, running: tuple[str, int, int], new:
     old, old_pods = _job("old", q, replicas, minimum, on="running")
     pg, pods = _job("new", new, 2, 2)
     result = run(NODES, [*old_pods, *pods], [old, pg], queues, conf=conf)
-    u = result.unschedulable.get("default/new")
-    admitted = "default/new" in result.admitted
+    u = result.unschedulable.get(GroupKey("default/new"))
+    admitted = GroupKey("default/new") in result.admitted
     return admitted, "" if admitted or u is None else f"{u.reason}: {u.message}"
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extender.core.model import PodUID
+from extender.core.model import GroupKey, PodUID
 from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.proportion import ProportionPlugin
 from tests.core.builders import Raw, conf_with, gang, node, pod, podgroup, queue, run
@@ -19,7 +19,7 @@ def asks(q: str, cpu: str, *, held: bool = False) -> tuple[Raw, list[Raw]]:
     """A group in queue ``q`` with one pod asking ``cpu`` and as many Gi (bound when ``held``)."""
     name = f"{q}-job"
     pg = podgroup(name, 1, queue=q, phase="Running" if held else "Inqueue")
-    p = pod(f"{name}-0", group=name, cpu=cpu, memory=f"{cpu}Gi", queue=q, **({"node": "n0"} if held else {}))
+    p = pod(f"{name}-0", group=name, cpu=cpu, memory=f"{cpu}Gi", queue=q, node="n0" if held else "")
     return pg, [p]
 
 
@@ -103,7 +103,7 @@ def test_capability_refuses_allocation() -> None:
     pg, pods = gang("j", 3, queue="q")
     result = run([node("n0", cpu="8")], pods, [pg], [queue("q", capability={"cpu": "2"})])
     assert result.placements == {}
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert u.reason == NOT_ENOUGH_RESOURCES
     assert u.message == "gang 2/3 placeable: queue q: cpu 3/2 over capability"
 
@@ -117,7 +117,7 @@ def test_capability_limits_elastic_extras() -> None:
 def test_capability_refuses_admission() -> None:
     pg = podgroup("j", 1, queue="q", min_resources={"cpu": "3", "memory": "1Gi"})
     result = run([node("n0", cpu="8")], [], [pg], [queue("q", capability={"cpu": "2", "memory": "8Gi"})])
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert (u.reason, u.message) == (
         NOT_ADMITTED,
         "queue q: cpu 3/2 over capability (cpu: used 0 + minResources 3)",  # the sum's terms spelled out
@@ -128,7 +128,7 @@ def test_capability_on_extended_resource() -> None:
     pg, pods = gang("j", 2, queue="q", gpus=1)
     result = run([node("n0", gpus=8)], pods, [pg], [queue("q", capability={"nvidia.com/gpu": "1"})])
     assert result.placements == {}
-    assert "nvidia.com/gpu 2/1 over capability" in result.unschedulable["default/j"].message
+    assert "nvidia.com/gpu 2/1 over capability" in result.unschedulable[GroupKey("default/j")].message
 
 
 # --- preemptive: may a queue reclaim ------------------------------------------------------------------
