@@ -9,11 +9,11 @@ kube-scheduler presents to the extender, and a standby replica when it forwards 
 :meth:`TlsSecrets.ensure` reads them and creates what is missing, the CA first; a create refused with 409
 (another replica made it first) reads the winner's, so every replica ends up with the same material. A CA
 Secret without ``tls.key`` means someone else issues the certificates (cert-manager): pumice then creates
-nothing and waits for the others to appear. A serving certificate pumice made that lacks a name it must
-carry now, or nears its expiry, is issued again from the same CA (an update onto the version read: of two
-replicas, one wins and the other reads its result). :meth:`TlsSecrets.watch` follows the four Secrets (one
-watch per name, a field selector on it, which is what name-limited RBAC allows) and reports new material,
-so the listeners reload without a restart.
+nothing and waits for the others to appear. A certificate that does not chain to ``<prefix>-ca``, a serving
+certificate that lacks a name it must carry now, or one near its expiry, is issued again from the same CA
+(an update onto the version read: of two replicas, one wins and the other reads its result).
+:meth:`TlsSecrets.watch` follows the four Secrets (one watch per name, a field selector on it, which is what
+name-limited RBAC allows) and reports new material, so the listeners reload without a restart.
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ from typing import Final
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, Obj
 from extender.api import labels as L
-from extender.process.tls import EXTENDER_CLIENT_COMMON_NAME, covers, issue_pem, new_ca_pem, not_after
+from extender.process.tls import (
+    EXTENDER_CLIENT_COMMON_NAME,
+    covers,
+    issue_pem,
+    issued_by,
+    new_ca_pem,
+    not_after,
+)
 
 log = logging.getLogger(__name__)
 
@@ -176,15 +183,21 @@ class TlsSecrets:
         ):
             obj = await self._get(name)
             data = _data(obj)
-            if issuing and self._stale(data, dns, ips, client):
+            if issuing and self._stale(data, ca[CERT], dns, ips, client):
                 data = await self._issue(name, obj, ca, dns, ips, client)
             if CERT not in data or KEY not in data:
                 return None
             pairs.append(Pair(data[CERT], data[KEY], data.get(CA) or ca.get(CA) or ca[CERT]))
         return TlsMaterial(ca=ca.get(CA) or ca[CERT], webhook=pairs[0], extender=pairs[1], client=pairs[2])
 
-    def _stale(self, data: dict[str, bytes], dns: Sequence[str], ips: Sequence[str], client: bool) -> bool:
+    def _stale(
+        self, data: dict[str, bytes], ca_cert: bytes, dns: Sequence[str], ips: Sequence[str], client: bool
+    ) -> bool:
         if CERT not in data or KEY not in data:
+            return True
+        if not issued_by(data[CERT], ca_cert):
+            # From another CA (the CA Secret made again, a leaf left from an earlier install): no client
+            # trusting <prefix>-ca would accept it.
             return True
         if not client and (dns or ips) and not covers(data[CERT], dns, ips):
             return True

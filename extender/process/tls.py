@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Final
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
@@ -356,6 +357,17 @@ def covers(cert: bytes, dns_names: Sequence[str], ip_addresses: Sequence[str] = 
     have_dns = set(sans.value.get_values_for_type(x509.DNSName))
     have_ips = {str(a) for a in sans.value.get_values_for_type(x509.IPAddress)}
     return set(dns_names) <= have_dns and {str(ipaddress.ip_address(a)) for a in ip_addresses} <= have_ips
+
+
+def issued_by(cert: bytes, ca_cert: bytes) -> bool:
+    """Whether ``cert`` was signed by ``ca_cert`` (false for anything unreadable)."""
+    try:
+        x509.load_pem_x509_certificate(cert).verify_directly_issued_by(
+            x509.load_pem_x509_certificate(ca_cert)
+        )
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
 
 
 def write_pair(directory: Path, name: str, cert: bytes, key: bytes) -> tuple[Path, Path]:

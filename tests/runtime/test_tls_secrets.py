@@ -10,7 +10,7 @@ import time
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
 from controllers.tls_secrets import Names, TlsMaterial, TlsSecrets, expiry
-from extender.process.tls import covers, issue_pem, new_ca_pem, not_after
+from extender.process.tls import covers, issue_pem, issued_by, new_ca_pem, not_after
 from tests.fakeapi import FakeApiServer, serving
 
 NS = "pumice-system"
@@ -127,3 +127,19 @@ async def test_a_changed_secret_is_reloaded_without_a_restart() -> None:
     assert len(got) == 1 and got[0].webhook.cert == cert and got[0].extender == current.extender
     labels = [name for name, _ in expiry(got[0])]
     assert labels == ["ca", "webhook", "extender", "kube-scheduler-client"]
+
+
+async def test_a_certificate_from_another_ca_is_issued_again_from_the_ca_secret() -> None:
+    """A leaf left from an earlier CA (the CA Secret deleted and made again, a restore) would be refused by
+    every client that trusts ``<prefix>-ca``: it is replaced, the others kept."""
+    fake = FakeApiServer()
+    async with serving(fake) as client:
+        first = await keeper(client).ensure()
+        other_ca, other_key = new_ca_pem()
+        cert, key = issue_pem(other_ca, other_key, common_name="pumice", dns_names=list(NAMES.webhook_dns))
+        fake.seed(secret_path("pumice-webhook-tls"), tls_secret("pumice-webhook-tls", cert, key, other_ca))
+        second = await keeper(client).ensure()
+    assert second.ca == first.ca and second.extender == first.extender and second.client == first.client
+    assert second.webhook.cert != cert and issued_by(second.webhook.cert, first.ca)
+    assert second.webhook.ca == first.ca
+    assert [r.path for r in fake.requests if r.method == "PUT"] == [secret_path("pumice-webhook-tls")]
