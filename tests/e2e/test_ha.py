@@ -5,8 +5,8 @@ extender's and the webhooks' Service), on a control plane of their own.
   double-booked, no pod bound without the leader's reservation; the failover time is printed;
 - a rolling restart of both replicas while a client creates a vcjob every 100 ms: no create refused, every
   job runs; the planned handover's time is printed;
-- a deposed leader (paused past its lease, then resumed; or its Lease taken over) binds nothing and writes
-  nothing once its renew deadline has passed;
+- a deposed leader (paused past its lease, then resumed: on the newest plane only; or its Lease taken
+  over) binds nothing and writes nothing once its renew deadline has passed;
 - kube-apiserver stopped for 20 s and started again mid-run: no replica exits, no job or pod is lost, and
   scheduling resumes.
 
@@ -65,6 +65,22 @@ def ha(ha_plane: ControlPlane) -> Iterator[HaPumice]:
         raise
     finally:
         pumice.stop()
+
+
+# The costliest scenario (the paused leader: a minute and a half on 2 cores) runs on the newest control
+# plane only, so CI's e2e runs on the two planes stay within its 20 minutes. The fence it exercises does not
+# depend on the Kubernetes release, and the deposed-leader case runs on both planes through the Lease taken
+# over.
+NEWEST_ONLY = (1, 28)
+
+
+def newest_plane_only(cp: ControlPlane) -> None:
+    if (cp.version.major, cp.version.minor) < NEWEST_ONLY:
+        pytest.skip(
+            f"runs on Kubernetes {NEWEST_ONLY[0]}.{NEWEST_ONLY[1]}+ only, to keep CI within 20 minutes (the "
+            f"fence does not depend on the release; the Lease taken over covers a deposed leader on every "
+            f"plane; this is {cp.version})"
+        )
 
 
 @pytest.fixture
@@ -354,6 +370,7 @@ def audited_after(cp: ControlPlane, user: str, since_wall: float) -> list[str]:
 
 async def test_a_paused_leader_resumes_deposed_and_binds_and_writes_nothing(replicas_up: HaPumice) -> None:
     ha, cp = replicas_up, replicas_up.cp
+    newest_plane_only(cp)
     async with workload(cp, "pause") as (api, ns, binds), FakeKubelet(api):
         old = ha.leader()
         assert old is not None
