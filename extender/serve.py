@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from admission.server import make_admission_app
 from admission.webhooks import webhook_configurations
@@ -70,7 +71,11 @@ def run(settings: ServeSettings) -> int:
 
 
 class Drain:
-    """Set once a shutdown began: every listener's ``/readyz`` answers 503 from then on."""
+    """Set once a shutdown began: every listener's ``/readyz`` answers 503 from then on, and every answer
+    carries ``Connection: close``. A client (kube-apiserver calling a webhook, kube-scheduler) then opens its
+    next connection through the Service, to a replica that stays, instead of sending on a kept-alive one
+    that the exit closes under it: a POST cut that way is not retried, and kube-apiserver would refuse the
+    create it was admitting."""
 
     def __init__(self) -> None:
         self.draining = False
@@ -83,6 +88,15 @@ def _health_routes(
     not listed, once a shutdown began, and, on the extender's listener with leader election, while no leader
     is known (nobody to answer or forward to)."""
     drain = drain if drain is not None else Drain()
+
+    @web.middleware
+    async def close_when_draining(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        if drain.draining:
+            response.force_close()
+        return response
+
+    app.middlewares.append(close_when_draining)
 
     async def healthz(_: web.Request) -> web.Response:
         problems = proc.liveness.problems()

@@ -202,7 +202,8 @@ async def create_job(
             if "AlreadyExists" in str(err):
                 return True
             if i == attempts - 1:
-                print(f"create {ns}/{name} refused: {str(err)[:300]}")
+                body = getattr(err, "body", "")  # the Status: which webhook failed, and how
+                print(f"create {ns}/{name} refused: {str(err)[:120]} {str(body)[:400]}")
                 return False
             await asyncio.sleep(0.5)
     return False
