@@ -9,18 +9,33 @@ pods of healthy jobs): a LIST page that does not decode is listed again as metad
 then fetched alone, and the ones that still cannot be read are handed over as ``unreadable`` (name and
 metadata only), so consumers know they exist. A watch event that does not decode starts that over. A
 handler that raises on one object is that object's problem: logged, counted, and the stream goes on.
+
+Faults of the API server or the network never end an informer and never delete anything: a stream cut
+mid-chunk, a reset or a server that went away (:class:`~controllers.kube.client.ConnectionLost`), a refused
+connection, a timeout, 5xx answers are watched again from the last resourceVersion, with backoff (at most a
+few seconds apart); throttling (429) waits as long as the server's ``Retry-After`` says; an expired
+resourceVersion (410 Gone) is listed again at once. Only a LIST that succeeds replaces what is held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from controllers.kube.client import METADATA_LIST_ACCEPT, ApiError, KubeClient, Obj, UnreadableResponse
 
 log = logging.getLogger(__name__)
+
+# Retries of a failed list or watch: from half a second, doubling, never more than a few seconds apart, so
+# scheduling resumes within seconds of the API server's return; a server that asks for longer (Retry-After)
+# gets it, up to half a minute.
+_BACKOFF_START = 0.5
+_BACKOFF_CAP = 4.0
+_RETRY_AFTER_CAP = 30.0
 
 
 def _ignore(_: Sequence[Obj]) -> None:
@@ -83,6 +98,10 @@ class Informer:
         self.handler_errors = 0
         self.list_errors = 0
         self.unreadable = 0
+        # Lists and watches that failed (connection, API server errors), and since when the stream has
+        # been broken (monotonic; None while it works): an outage is reported, never fatal.
+        self.connection_errors = 0
+        self.broken_since: float | None = None
 
     def _query(self) -> list[tuple[str, str]]:
         return [("fieldSelector", self.field_selector)] if self.field_selector else []
@@ -169,8 +188,9 @@ class Informer:
             )
 
     async def run(self) -> None:
-        """Run until cancelled. Transient errors back off and retry; the cache stays as it was."""
-        backoff = 0.5
+        """Run until cancelled. Nothing the API server or the network does ends it (see the module
+        docstring); the cache stays as it was meanwhile."""
+        backoff = _BACKOFF_START
         rv = ""
         while True:
             try:
@@ -183,6 +203,7 @@ class Informer:
                     ("timeoutSeconds", str(self.watch_timeout)),
                 ]
                 async for ev in self.client.watch(self.path, q):
+                    self._connected()
                     kind = ev.get("type")
                     obj = ev.get("object")
                     if not isinstance(obj, dict):
@@ -199,7 +220,9 @@ class Informer:
                         continue
                     self.events += 1
                     self._deliver(kind, obj)
-                backoff = 0.5
+                self._connected()
+                backoff = _BACKOFF_START
+                continue
             except asyncio.CancelledError:
                 raise
             except UnreadableResponse as e:
@@ -207,16 +230,33 @@ class Informer:
                 log.warning("unreadable response; re-listing", extra={"informer": self.name, "error": str(e)})
                 self.list_errors += 1
                 rv = ""
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+                delay = backoff
             except ApiError as e:
-                if e.status == 410:
+                if e.status == 410:  # expired: a re-list, at once (nothing is wrong with the server)
                     rv = ""
                     continue
-                log.warning("watch failed", extra={"informer": self.name, "error": str(e)})
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+                self._broken(f"HTTP {e.status} {e.reason}".rstrip(), str(e))
+                # Throttled (429) or unavailable: as long as the server asks, within reason.
+                delay = min(max(e.retry_after or backoff, backoff), _RETRY_AFTER_CAP)
             except (OSError, TimeoutError, ValueError) as e:
-                log.warning("watch broke", extra={"informer": self.name, "error": repr(e)})
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+                # A cut stream (ConnectionLost), a refused connection, a timeout: watch again from where
+                # we were; the resourceVersion is kept, so nothing is listed again unless it expired.
+                self._broken(type(e).__name__, repr(e))
+                delay = backoff
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            backoff = min(backoff * 2, _BACKOFF_CAP)
+
+    def _broken(self, what: str, detail: str) -> None:
+        """A failed list or watch: the first of an outage is a warning, the retries are detail."""
+        self.connection_errors += 1
+        if self.broken_since is None:
+            self.broken_since = time.monotonic()
+            log.warning("watch broke; retrying", extra={"informer": self.name, "error": detail})
+        else:
+            log.debug("watch still broken", extra={"informer": self.name, "error": what})
+
+    def _connected(self) -> None:
+        if self.broken_since is not None:
+            down = time.monotonic() - self.broken_since
+            self.broken_since = None
+            log.info("watch resumed", extra={"informer": self.name, "after_s": round(down, 1)})

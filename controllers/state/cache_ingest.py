@@ -240,6 +240,16 @@ class CacheIngest:
         self._changed("podgroup")
         return True
 
+    def forget_admissions(self) -> None:
+        """A leadership term ended: phases set in memory (:meth:`set_group_phase`) that the API server does
+        not show go back to what it shows, so a later term decides them again."""
+        for key, raw in self._raw_podgroups.items():
+            pg, old = self._pg(raw), self._podgroups.get(key)
+            if pg is not None and old is not None and old != pg:
+                self._podgroups[key] = pg
+                self._group_stored(key, old, pg)
+                self._changed("podgroup")
+
     # --- the kinds kept by key: what callers (and tests) feed directly -----------------------------------
     def upsert_node(self, obj: Obj) -> None:
         self._kinds.nodes.upsert(obj)

@@ -294,6 +294,14 @@ class ObjectStore:
         for sub in self._subscribers(kind):
             self._call(kind, "", sub.unreadable, kind, marked)
 
+    def resync(self) -> None:
+        """Tell every subscriber, for each kind already listed, that it was listed again, as after a LIST
+        that changed nothing: a new leadership term, whose reconcilers then look at every object once
+        (they are level-triggered; what another leader did meanwhile is in the objects)."""
+        for kind in sorted(self._listed):
+            for sub in self._subscribers(kind):
+                self._call(kind, "", sub.listed, kind)
+
     # --- what the reconcilers learn from their own calls -------------------------------------------------
     def fetched(self, kind: str, obj: Obj) -> None:
         """An object a GET returned or a create made: stored as a watch event would be (unless a newer
