@@ -16,10 +16,10 @@ bound or running, dropped on delete.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controllers.kube.informer import Handler
+from controllers.kube.informer import Handler, Listing
 from controllers.state.meta import read_meta
 from extender.core.timestamps import epoch
 
@@ -39,7 +39,10 @@ def _section(obj: Obj, key: str) -> dict[str, Any]:
 
 
 def _uid(obj: Obj) -> str:
-    return read_meta(obj).uid
+    # read_meta(obj).uid without reading the rest (called for every pod of every LIST).
+    meta = obj.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, Mapping) else None
+    return uid if isinstance(uid, str) else ""
 
 
 class _Transitions:
@@ -70,6 +73,26 @@ class _Transitions:
 
     def keep_only(self, objs: Sequence[Obj]) -> None:
         self._waiting &= {_uid(o) for o in objs}
+
+    def listing(self, upsert: Callable[[Obj], None]) -> Listing:
+        """A LIST page by page: each object seen as it arrives, the waiting set trimmed at the end to
+        what the LIST showed (only the UIDs are kept meanwhile, not the objects)."""
+        return _Listing(self, upsert)
+
+
+class _Listing:
+    def __init__(self, t: _Transitions, upsert: Callable[[Obj], None]) -> None:
+        self._t = t
+        self._upsert = upsert
+        self._uids: set[str] = set()
+
+    def page(self, objs: Sequence[Obj], /) -> None:
+        for o in objs:
+            self._upsert(o)
+            self._uids.add(_uid(o))
+
+    def done(self) -> None:
+        self._t._waiting &= self._uids
 
 
 class WatchMetrics:
@@ -142,7 +165,7 @@ class WatchMetrics:
                     upsert(o)
                 t.keep_only(objs)
 
-            return Handler(replace=replace, upsert=upsert, remove=t.forget)
+            return Handler(replace=replace, upsert=upsert, remove=t.forget, listing=lambda: t.listing(upsert))
 
         return {
             "pods": handler(self._pods, pods),

@@ -24,7 +24,8 @@ from controllers.kube.informer import Handler
 from controllers.state.ledger import Ledger
 from controllers.state.meta import read_meta
 from controllers.state.pending import PendingSet
-from controllers.state.unreadable import Unreadable, ref
+from controllers.state.staged import Staged, replace_with
+from controllers.state.unreadable import Failure, Unreadable, ref
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
 from extender.core.hypernodes import HyperNode, HyperNodeSet, parse_hypernode
@@ -193,14 +194,20 @@ class CacheIngest:
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
+        replace_with(self.pods_listing(), objs)
+
+    def pods_listing(self) -> Staged[Pod]:
+        """A pod LIST parsed page by page, applied at its end (see controllers.state.staged)."""
+        return Staged("Pod", parse_pod, self._relisted_pods)
+
+    def _relisted_pods(self, parsed: list[Pod], failures: list[Failure]) -> None:
         # After a re-list every pod is stored anew; those gone while we were not watching are removed
         # (their reservations released, their plans dropped).
         self._unreadable.relisting("Pod")
-        listed: dict[PodUID, Pod] = {}
-        for o in objs:
-            p = self._parse(parse_pod, o, "Pod")
-            if p is not None:
-                listed[p.uid] = p
+        for f in failures:
+            self._unreadable.record(f)
+        listed: dict[PodUID, Pod] = {p.uid: p for p in parsed}
+        del parsed
         gone = [u for u in self._pods if u not in listed]
         self._pending.pods_relisted(gone)
         for uid in gone:
@@ -236,12 +243,16 @@ class CacheIngest:
             self._changed("node")
 
     def replace_nodes(self, objs: Sequence[Obj]) -> None:
+        replace_with(self.nodes_listing(), objs)
+
+    def nodes_listing(self) -> Staged[Node]:
+        return Staged("Node", parse_node, self._relisted_nodes)
+
+    def _relisted_nodes(self, parsed: list[Node], failures: list[Failure]) -> None:
         self._unreadable.relisting("Node")
-        self._nodes = {}
-        for o in objs:
-            n = self._parse(parse_node, o, "Node")
-            if n is not None:
-                self._nodes[n.name] = n
+        for f in failures:
+            self._unreadable.record(f)
+        self._nodes = {n.name: n for n in parsed}
         self._changed("node")
 
     # --- podgroups -------------------------------------------------------------------------------------
@@ -392,10 +403,18 @@ class CacheIngest:
     def handlers(self) -> dict[str, Handler]:
         return {
             "nodes": Handler(
-                self.replace_nodes, self.upsert_node, self.remove_node, self._unreadable.listed("Node")
+                self.replace_nodes,
+                self.upsert_node,
+                self.remove_node,
+                self._unreadable.listed("Node"),
+                self.nodes_listing,
             ),
             "pods": Handler(
-                self.replace_pods, self.upsert_pod, self.remove_pod, self._unreadable.listed("Pod")
+                self.replace_pods,
+                self.upsert_pod,
+                self.remove_pod,
+                self._unreadable.listed("Pod"),
+                self.pods_listing,
             ),
             "podgroups": Handler(
                 self.replace_podgroups,
