@@ -68,18 +68,25 @@ def node_constraints(spec: Obj) -> NodeConstraints:
                 )
             )
         terms = tuple(parsed)
-    tolerations = tuple(
-        Toleration(
-            key=str(t.get("key") or ""),
-            operator=str(t.get("operator") or "Equal"),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-        for t in (
-            _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
+    tolerations = _tolerations(
+        tuple(
+            (
+                str(t.get("key") or ""),
+                str(t.get("operator") or "Equal"),
+                str(t.get("value") or ""),
+                str(t.get("effect") or ""),
+            )
+            for t in (
+                _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
+            )
         )
     )
     return _shared(NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tolerations(fields: tuple[tuple[str, str, str, str], ...]) -> tuple[Toleration, ...]:
+    return tuple(Toleration(key=k, operator=o, value=v, effect=e) for k, o, v, e in fields)
 
 
 # One instance per distinct value (they are frozen and hashable): the pods of a cluster share a handful of
@@ -174,6 +181,8 @@ def _spread(raw: object, pod_labels: Mapping[str, str], where: str) -> SpreadCon
 
 def pod_affinity(spec: Obj, namespace: str, pod_labels: Mapping[str, str]) -> Affinity | None:
     """Inter-pod (anti-)affinity, topology spread and preferred node affinity; None when the pod has none."""
+    if spec.get("affinity") is None and spec.get("topologySpreadConstraints") is None:
+        return None  # (what the rest finds for such a pod, without looking: most pods)
     aff = _map(spec, "affinity", "spec")
     required, preferred = _pod_terms(
         _map(aff, "podAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAffinity"
