@@ -11,8 +11,9 @@ config), then fills it as a busy cluster is filled, fast and without scheduling 
   scheduler's); every pod is created with ``spec.nodeName`` set and its status then patched to Running, as
   a kubelet would. Creates go through a bounded pool of concurrent requests.
 
-A first pumice (the warm-up, from this tree, started as ``tests/e2e/pumice.py`` starts it) registers its webhooks, creates the
-queues and writes every vcjob and PodGroup status, so the cluster is settled as a running pumice leaves it.
+A first pumice (the warm-up, from this tree, started as ``tests/e2e/pumice.py`` starts it) registers its
+webhooks, creates the queues and writes every vcjob and PodGroup status, so the cluster is settled as a
+running pumice leaves it.
 Then, for each ``--src`` (a source tree; default this one), ``--repeat`` times: pumice is stopped (SIGTERM),
 a plain pod and a gang of 8 pods (its PodGroup made while pumice still ran) are created while it is down,
 pumice is started again (``--leader-elect=false`` when its ``serve`` knows the flag) and the bench
@@ -406,6 +407,14 @@ def pumice_argv(plane: ControlPlane, src: Path, extender_port: str, webhook_port
     return argv
 
 
+def spawn(argv: list[str], src: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start pumice in its own session (so its group can be signalled), its output to ``log_path``."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            argv, cwd=src, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
 async def wait_ready(url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
     import aiohttp
 
@@ -485,14 +494,11 @@ async def restart(
     log_path = plane.logs_dir / f"pumice-restart-{run}.log"
     env = {**plane.env(), "PYTHONPATH": str(src), "POD_NAMESPACE": "default", "POD_NAME": PUMICE_POD_NAME}
     t0 = time.monotonic()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            argv, cwd=src, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    proc = spawn(argv, src, env, log_path)
     pid = proc.pid
     if profiled:  # the pumice child of py-spy
-        time.sleep(0.5)
-        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        await asyncio.sleep(0.5)
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()  # noqa: ASYNC240 (procfs)
         pid = int(kids[0]) if kids else proc.pid
     deadline = t0 + args.timeout
     out: dict[str, Any] = {"src": str(src), "run": run}
@@ -537,7 +543,7 @@ async def restart(
     from tests.e2e.controlplane import ManagedProcess
 
     managed = ManagedProcess(name="pumice", argv=argv, log_path=log_path, popen=proc, stop_timeout=15.0)
-    plane._processes["pumice"] = managed  # noqa: SLF001 (the bench adopts the process it spawned)
+    plane._processes["pumice"] = managed  # the bench adopts the process it spawned
     return out
 
 
@@ -575,11 +581,12 @@ async def warm_up(
 
 async def wait_for_tree(src: Path) -> Path:
     """A source tree given before it exists (copied there once ready): waited for."""
-    if not (src / "extender" / "main.py").exists():
+    main = src / "extender" / "main.py"
+    if not main.exists():
         print(f"waiting for {src} to exist", file=sys.stderr, flush=True)
-    while not (src / "extender" / "main.py").exists():
+    while not main.exists():  # noqa: ASYNC110 (polling a directory someone else fills)
         await asyncio.sleep(5.0)
-    return src.resolve()
+    return src.resolve()  # noqa: ASYNC240
 
 
 async def main_async(args: argparse.Namespace, plane: ControlPlane) -> list[dict[str, Any]]:
@@ -602,13 +609,14 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane) -> list[dict
                         raise
             filled = await fill(client, args, stage, have)
             have = Filled(nodes=args.nodes, jobs=filled.jobs, pods=filled.pods)
+            phases = ", ".join(f"{k} {v:.0f} s" for k, v in filled.per_phase.items())
             print(
                 f"filled: {filled.nodes} nodes, {filled.jobs} vcjobs, {filled.pods} bound Running pods in "
-                f"{filled.seconds:.0f} s ({', '.join(f'{k} {v:.0f} s' for k, v in filled.per_phase.items())});"
-                f" kube-apiserver RSS {rss_of('kube-apiserver', plane)} MiB, etcd {rss_of('etcd', plane)} MiB",
+                f"{filled.seconds:.0f} s ({phases}); kube-apiserver RSS {rss_of('kube-apiserver', plane)} "
+                f"MiB, etcd {rss_of('etcd', plane)} MiB",
                 flush=True,
             )
-            pumice = await warm_up(plane, client, args, ports)
+            await warm_up(plane, client, args, ports)
             warm = time.monotonic()
             await settle(client, warm + args.settle)
             print(f"warm-up pumice settled every status in {time.monotonic() - warm:.0f} s", flush=True)
@@ -648,8 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         plane.stop()
     print(f"\nrestart at {args.nodes} nodes (gangs of {args.gang}), kube {args.kube}")
-    cols = ("pods", "profiled", "src", "run", "ready_s", "first_bind_s", "gang_bound_s", "vcjob_admitted_s", "vcjob_bound_s",
-            "peak_rss_mib", "rss_mib", "apiserver_rss_mib", "etcd_rss_mib")  # fmt: skip
+    cols = ("pods", "profiled", "src", "run", "ready_s", "first_bind_s", "gang_bound_s", "vcjob_admitted_s",
+            "vcjob_bound_s", "peak_rss_mib", "rss_mib", "apiserver_rss_mib", "etcd_rss_mib")  # fmt: skip
     print(" | ".join(cols))
     for r in results:
         print(" | ".join(fmt(r.get(c)) for c in cols))

@@ -85,6 +85,8 @@ def test_a_listed_pod_costs_under_the_bound() -> None:
     per_pod = held / PODS
     # Nothing was dropped on the way: every pod is in the cache, every vcjob pod in the store.
     assert all(state.cache.pod(PodUID(f"{i:08x}-0000-4000-8000-000000000000")) for i in range(PODS))
-    assert sum(len(store.indexed("pods", VCJOB, k)) for k in store.index_values("pods", VCJOB)) == PODS * 9 // 10
+    assert (
+        sum(len(store.indexed("pods", VCJOB, k)) for k in store.index_values("pods", VCJOB)) == PODS * 9 // 10
+    )
     print(f"{per_pod:.0f} bytes held per pod")
     assert per_pod < BYTES_PER_POD, f"{per_pod:.0f} bytes held per pod (bound {BYTES_PER_POD})"
