@@ -29,6 +29,10 @@ Invariants:
   subscriber.
 - A kind built ``indexed_only`` keeps only objects some index places (pods: most of a cluster's pods are
   no reconciler's business, and the cluster cache holds them parsed).
+- What is held of an object is its kind's :attr:`Kind.record` of it (pods: their metadata and
+  :class:`~controllers.state.pod_facts.PodFacts`, the raw body only where a reconciler reads it), taken
+  when the object arrives; a LIST arrives page by page (:class:`_StoreListing`) and replaces the kind at
+  its end, so a LIST cut short changes nothing.
 """
 
 from __future__ import annotations
@@ -278,7 +282,9 @@ class ObjectStore:
         listing.page(objs)
         listing.done()
 
-    def _replaced(self, kind: str, listed: list[tuple[str, Stored | None, dict[str, str]]]) -> None:
+    def _replaced(
+        self, kind: str, listed: list[tuple[str, Stored | None, tuple[tuple[str, str], ...]]]
+    ) -> None:
         """A LIST's end: what it showed (key, object or None when not kept, index places) replaces
         the kind."""
         held = self._held[kind]
@@ -287,7 +293,7 @@ class ObjectStore:
         for key, s, places in listed:
             held.unreadable.pop(key, None)
             if s is not None:
-                held.put(key, s, places)
+                held.put(key, s, dict(places))
         for key, s in held.objects.items():
             self._tell(Change(kind=kind, key=key, old=previous.get(key), new=s, listed=True))
         for key, old in previous.items():
@@ -361,7 +367,8 @@ class _StoreListing:
     def __init__(self, store: ObjectStore, kind: str) -> None:
         self._store = store
         self._kind = kind
-        self._listed: list[tuple[str, Stored | None, dict[str, str]]] = []
+        # (key, what is kept or None, index places): the places as pairs, a third of a dict's size.
+        self._listed: list[tuple[str, Stored | None, tuple[tuple[str, str], ...]]] = []
 
     def page(self, objs: Sequence[Obj], /) -> None:
         held = self._store._held[self._kind]
@@ -370,7 +377,7 @@ class _StoreListing:
             key = held.key(s.meta)
             places = held.places(s)
             kept = places or not held.kind.indexed_only
-            self._listed.append((key, s if kept else None, places))
+            self._listed.append((key, s if kept else None, tuple(places.items())))
 
     def done(self) -> None:
         listed, self._listed = self._listed, []

@@ -24,6 +24,8 @@ measures, from the moment the process is spawned:
 - vcjob bound: a vcjob created as soon as admission takes it (the webhooks refuse while pumice starts),
   to all its pods bound (the job controller's path, behind every other job's first reconcile);
 - pumice's peak RSS (``VmHWM`` of /proc/<pid>/status, read at the end) and its RSS then (``VmRSS``);
+- before the restarts, the time a bare paged LIST of every pod takes (the API server's share: no restart
+  can be ready sooner);
 - kube-apiserver's and etcd's RSS (what the machine has to hold for the cluster itself).
 
 It prints one line per restart and a table. Nothing is asserted: figures depend on the machine (2 shared
@@ -349,6 +351,20 @@ async def count_phase(
             return total, running
 
 
+async def list_floor(client: KubeClient, limit: int = 500) -> tuple[int, float]:
+    """A bare paged LIST of every pod, decoded and dropped: what the API server alone allows a restart."""
+    t0 = time.monotonic()
+    n, cont = 0, ""
+    while True:
+        page = await client.get(
+            "/api/v1/pods", [("limit", str(limit))] + ([("continue", cont)] if cont else [])
+        )
+        n += len(page.get("items") or [])
+        cont = (page.get("metadata") or {}).get("continue") or ""
+        if not cont:
+            return n, time.monotonic() - t0
+
+
 async def settle(client: KubeClient, deadline: float) -> tuple[int, int]:
     """Wait until every vcjob and PodGroup of the bench is Running (the warm-up's statuses written)."""
     while True:
@@ -620,6 +636,8 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane) -> list[dict
             warm = time.monotonic()
             await settle(client, warm + args.settle)
             print(f"warm-up pumice settled every status in {time.monotonic() - warm:.0f} s", flush=True)
+            n, took = await list_floor(client)
+            print(f"a bare paged LIST of the {n} pods (500 a page, decoded only): {took:.1f} s", flush=True)
             for src in args.src or [REPO]:
                 tree = await wait_for_tree(src)
                 for k in range(args.repeat + (args.profile is not None)):
