@@ -55,14 +55,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from controllers.kube.client import ApiError, KubeClient, load_config  # noqa: E402
+from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
 from extender.jobs.model import parse_job  # noqa: E402
 from extender.jobs.reconcile import World, reconcile  # noqa: E402
 from tests.e2e.controlplane import DEFAULT_ASSETS, ControlPlane, free_port  # noqa: E402
-from tests.e2e.pumice import PUMICE_POD_NAME, Pumice, _apply_crds, _start_scheduler  # noqa: E402
+from tests.e2e.pumice import PUMICE_POD_NAME, Pumice, _apply_crds  # noqa: E402
 
 BATCH = "/apis/batch.volcano.sh/v1alpha1"
 SCHED = "/apis/scheduling.volcano.sh/v1beta1"
@@ -91,6 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile", type=Path, help="one more restart per --src under py-spy; stacks here")
     p.add_argument("--profile-seconds", type=int, default=90)
     p.add_argument("--keep-dir", action="store_true", help="keep the control-plane dir and logs")
+    p.add_argument("--save-fixtures", type=Path, help="save a settled vcjob, PodGroup, pod and node here")
     return p.parse_args(argv)
 
 
@@ -351,6 +355,17 @@ async def count_phase(
             return total, running
 
 
+async def save_fixtures(client: KubeClient, where: Path) -> None:
+    """A settled vcjob (job-0 of rb-0), its PodGroup and one of its pods, as the API server returns them
+    (what hack/bench/restart_memory.py copies)."""
+    job = await client.get(f"{BATCH}/namespaces/rb-0/jobs/job-0")
+    pg = await client.get(f"{SCHED}/namespaces/rb-0/podgroups/job-0-{job['metadata']['uid']}")
+    pod = await client.get("/api/v1/namespaces/rb-0/pods/job-0-worker-0")
+    node = await client.get("/api/v1/nodes/n-0")
+    for name, obj in (("vcjob", job), ("podgroup", pg), ("pod", pod), ("node", node)):
+        (where / f"restart_{name}.json").write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+
+
 async def list_floor(client: KubeClient, limit: int = 500) -> tuple[int, float]:
     """A bare paged LIST of every pod, decoded and dropped: what the API server alone allows a restart."""
     t0 = time.monotonic()
@@ -368,12 +383,17 @@ async def list_floor(client: KubeClient, limit: int = 500) -> tuple[int, float]:
 async def settle(client: KubeClient, deadline: float) -> tuple[int, int]:
     """Wait until every vcjob and PodGroup of the bench is Running (the warm-up's statuses written)."""
     while True:
-        jobs = await count_phase(
-            client, f"{BATCH}/jobs", lambda o: ((o.get("status") or {}).get("state") or {}).get("phase")
-        )
-        groups = await count_phase(
-            client, f"{SCHED}/podgroups", lambda o: (o.get("status") or {}).get("phase")
-        )
+        try:
+            jobs = await count_phase(
+                client, f"{BATCH}/jobs", lambda o: ((o.get("status") or {}).get("state") or {}).get("phase")
+            )
+            groups = await count_phase(
+                client, f"{SCHED}/podgroups", lambda o: (o.get("status") or {}).get("phase")
+            )
+        except (ApiError, OSError, TimeoutError) as e:  # a loaded API server times out now and then
+            print(f"  settling: a LIST failed ({e!r}); again", file=sys.stderr, flush=True)
+            await asyncio.sleep(5.0)
+            continue
         print(f"  settling: vcjobs {jobs[1]}/{jobs[0]} Running, PodGroups {groups[1]}/{groups[0]}",
               file=sys.stderr, flush=True)  # fmt: skip
         if jobs[0] == jobs[1] and groups[1] >= jobs[0]:
@@ -591,7 +611,15 @@ async def warm_up(
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.5)
-    await asyncio.to_thread(_start_scheduler, plane, pumice, False)
+    conf = scheduler_config(
+        extender_url=pumice.extender_url,
+        api_version=plane.scheduler_config_api_version,
+        kubeconfig=str(plane.kubeconfig_path),
+        with_default_profile=True,
+        leader_elect=False,
+    )
+    # (tests/e2e/pumice.py's config; kube-scheduler too lists every pod before it takes its probe pod)
+    await asyncio.to_thread(plane.start_scheduler, conf, timeout=args.timeout)
     return pumice
 
 
@@ -636,6 +664,8 @@ async def main_async(args: argparse.Namespace, plane: ControlPlane) -> list[dict
             warm = time.monotonic()
             await settle(client, warm + args.settle)
             print(f"warm-up pumice settled every status in {time.monotonic() - warm:.0f} s", flush=True)
+            if args.save_fixtures is not None:
+                await save_fixtures(client, args.save_fixtures)
             n, took = await list_floor(client)
             print(f"a bare paged LIST of the {n} pods (500 a page, decoded only): {took:.1f} s", flush=True)
             for src in args.src or [REPO]:

@@ -1,7 +1,8 @@
 """What a restart holds per pod: a benchmark-like guard on memory, below e2e.
 
 10 000 pods, each a copy of a real vcjob pod as kube-apiserver v1.24 returned it (``managedFields``, a
-Running status; tests/fixtures/vcjob_pod.json) with its own name, UID, node and job, nine in ten in vcjobs
+Running status; tests/fixtures/restart_pod.json, saved by
+hack/bench/restart_bench.py --save-fixtures) with its own name, UID, node and job, nine in ten in vcjobs
 of 8, are listed into what ``pumice serve`` feeds from the pod watch (the cluster cache with its ledger
 and pending set, the store of watched objects, the watch metrics: extender.wiring's tee), page by page as
 the informer hands them over. What stays allocated afterwards, per pod, must be under
@@ -32,9 +33,12 @@ from extender.core.model import PodUID
 PODS = 10_000
 PAGE = 500
 BYTES_PER_POD = 3_500
-TEMPLATE = (Path(__file__).resolve().parents[1] / "fixtures" / "vcjob_pod.json").read_bytes()
-POD_UID = b"43ab8106-b9d4-49e1-bbc2-5cf1379348f5"
-JOB_UID = b"94dcfc3f-6342-4feb-82d8-5d8358dcc637"
+TEMPLATE = (Path(__file__).resolve().parents[1] / "fixtures" / "restart_pod.json").read_bytes()
+_META = orjson.loads(TEMPLATE)
+POD_UID = _META["metadata"]["uid"].encode()
+JOB_UID = _META["metadata"]["ownerReferences"][0]["uid"].encode()
+NODE = f'"{_META["spec"]["nodeName"]}"'.encode()
+POD_IP = _META["status"]["podIP"].encode()
 
 
 def pod(i: int) -> dict[str, Any]:
@@ -45,8 +49,9 @@ def pod(i: int) -> dict[str, Any]:
         .replace(JOB_UID, f"{job:08x}-1111-4000-8000-000000000000".encode())
         .replace(b"job-0-worker-0", f"job-{job}-worker-{i % 8}".encode())
         .replace(b'"job-0"', f'"job-{job}"'.encode())
-        .replace(b'"n-1271"', f'"n-{i % 5000}"'.encode())
-        .replace(b"10.64.0.97", f"10.64.{i // 250 % 250}.{i % 250}".encode())
+        .replace(b"job-0-", f"job-{job}-".encode())
+        .replace(NODE, f'"n-{i % 5000}"'.encode())
+        .replace(POD_IP, f"10.64.{i // 250 % 250}.{i % 250}".encode())
     )
     obj: dict[str, Any] = orjson.loads(raw)
     if i % 10 == 9:  # a plain pod: no vcjob, its own implicit group
