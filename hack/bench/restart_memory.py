@@ -79,9 +79,7 @@ def main() -> int:
     names = frozenset({"volcano"})
     state = cluster_state(names)
     store = watched_objects(names)
-    metrics = WatchMetrics(
-        scheduler_names=names, binds=lambda: None, job_wait=lambda _: None, podgroup_wait=lambda _: None
-    )
+    metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
     cache_h, store_h, metrics_h = state.cache.handlers(), store.handlers(), metrics.handlers()
 
     def handler(kind: str) -> Handler:

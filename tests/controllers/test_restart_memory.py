@@ -74,9 +74,7 @@ def test_a_listed_pod_costs_under_the_bound() -> None:
     try:
         state = cluster_state(names)
         store = watched_objects(names)
-        metrics = WatchMetrics(
-            scheduler_names=names, binds=lambda: None, job_wait=lambda _: None, podgroup_wait=lambda _: None
-        )
+        metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
         handler = tee(state.cache.handlers()["pods"], store.handlers()["pods"], metrics.handlers()["pods"])
         listing = handler.begin()
         for page in pages():
