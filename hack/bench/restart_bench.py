@@ -60,7 +60,8 @@ import orjson
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from controllers.kube.client import ApiError, KubeClient, load_config  # noqa: E402
+from controllers.kube.client import ApiError, KubeClient  # noqa: E402
+from controllers.kube.kubeconfig import load_config  # noqa: E402
 from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
 from extender.jobs.model import parse_job  # noqa: E402
 from extender.jobs.reconcile import World, reconcile  # noqa: E402
