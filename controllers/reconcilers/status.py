@@ -83,6 +83,13 @@ class StatusWriter:
         self.writes = 0
         self.errors = 0
 
+    def reset(self) -> None:
+        """A leadership term begins: what this writer remembers writing may have been overwritten by
+        another leader since; every status is compared with the cluster afresh."""
+        self._written.clear()
+        self._seen = None
+        self.scheduler.pending.status_changed(self.cache.podgroup_keys())
+
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str, GroupKey | None]]:
         if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided

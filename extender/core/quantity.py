@@ -76,15 +76,15 @@ def parse_quantity(value: object) -> Fraction:
 def to_units(resource: str, value: object) -> int:
     """The integer amount of ``resource`` the scheduler accounts: milli for CPU, whole units otherwise."""
     if type(value) is str:
-        return _text_units(resource, value)
+        return _str_units(resource, value)
     return _units(resource, value)
 
 
-# Every pod of a job carries the same few quantity strings, and every watch event of a pod parses them
-# again: exact Fraction arithmetic is worth doing once per distinct string. Bounded: a stream of distinct
-# strings costs memory no more than this many entries. (A refused value raises, and is not remembered.)
+# Remembered, as a pure function's results: a cluster's pods repeat a few dozen quantity strings, and
+# parsing one (exact fractions) cost more than the rest of a pod's parse. An invalid one is not
+# remembered (the exception propagates; the next call raises it again).
 @functools.lru_cache(maxsize=4096)
-def _text_units(resource: str, value: str) -> int:
+def _str_units(resource: str, value: str) -> int:
     return _units(resource, value)
 
 
