@@ -2,8 +2,9 @@
 
 Builds :class:`extender.wiring.Process` and serves one aiohttp application per listener (extender: plain
 HTTP by default; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
-serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), and owns every background
-task in one TaskGroup: informers, the scheduling loop, the status writer and the controllers. If any of
+serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics) (the webhook listener also serves
+the read-only forecast endpoint, extender.server.forecast_api), and owns every background task in one
+TaskGroup: informers, the scheduling loop, the status writer, the forecaster and the controllers. If any of
 them dies, the process exits non-zero rather than serve a stale cache; SIGTERM/SIGINT shut it down
 cleanly. Start-up problems (a kubeconfig that is not there, a port taken, an unreachable API server) end
 in one line on stderr and exit status 2, before anything is served.
@@ -21,6 +22,7 @@ import signal
 import ssl
 import sys
 import threading
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -38,6 +40,7 @@ from extender.process.preflight import kubeconfig_problem, listen_problem, one_l
 from extender.process.settings import ServeSettings
 from extender.process.tls import generate_serving_certs, mtls_server_context, server_ssl_context
 from extender.server.app import make_extender_app
+from extender.server.forecast_api import add_forecast_routes
 from extender.server.metrics import CONTENT_TYPE
 from extender.wiring import Process
 
@@ -179,6 +182,9 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
     _health_routes(ext_app, proc)
     adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc)
+    # The forecast endpoint rides the webhook listener: always TLS (callers send their bearer tokens), and
+    # already reachable in-cluster through its Service; the extender listener is kube-scheduler's alone.
+    add_forecast_routes(adm_app, proc.forecaster.forecast, proc.access, time.time)
     proc.register_metrics(adm_app)
 
     wh_ssl, ca_pem = _webhook_tls(settings)
@@ -266,6 +272,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
+            if settings.scheduling.forecast_interval > 0:
+                tasks.append(tg.create_task(proc.forecaster.run(), name="forecaster"))
             for t in tasks:  # each runs forever: ending at all is a death
                 proc.liveness.watch(t)
             tg.create_task(after_sync(), name="bootstrap")

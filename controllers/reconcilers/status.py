@@ -4,6 +4,11 @@ Each pass recomputes the desired status of every PodGroup and Queue from the lat
 :mod:`extender.core.status`), compares it with what the API server last showed us, and merge-patches the
 status subresource where they differ. What we last wrote is remembered until the watch echoes it, so a
 slow echo does not cause a second identical write; a failed write is retried on the next pass.
+
+A waiting PodGroup's status also carries the latest forecast as its ``StartEstimate`` condition
+(:mod:`extender.forecast.condition`), rewritten only when the forecast moves enough to tell the user
+something new. It goes out in the same status write, through the same Executor: whatever fences that
+write (only the leader writes statuses) fences the estimate too.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from controllers.state.cache import ClusterCache
 from controllers.state.meta import read_meta
 from extender.core.status import differs, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
+from extender.forecast.condition import with_estimate
+from extender.forecast.model import EMPTY, Forecast
 from extender.jobs.notices import same_reason
 
 log = logging.getLogger(__name__)
@@ -66,6 +73,7 @@ class StatusWriter:
         period: float = 0.5,
         heartbeat: Callable[[], None] = lambda: None,
         events: EventRecorder | None = None,
+        estimates: Callable[[], Forecast] = lambda: EMPTY,
     ):
         self.cache = cache
         self.scheduler = scheduler
@@ -73,20 +81,29 @@ class StatusWriter:
         self.period = period
         self.heartbeat = heartbeat
         self.events = events
+        # The latest forecast (controllers.forecast): shown on waiting PodGroups as their StartEstimate.
+        self.estimates = estimates
         self._written: dict[str, dict[str, Any]] = {}
-        self._seen: tuple[int, int, float] | None = None
+        self._seen: tuple[int, int, float, float] | None = None
         self.writes = 0
         self.errors = 0
 
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
         if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided
-        seen = (self.cache.version, self.scheduler.ledger.plan_version, self.scheduler.decided)
+        forecast = self.estimates()
+        seen = (
+            self.cache.version,
+            self.scheduler.ledger.plan_version,
+            self.scheduler.decided,
+            forecast.computed_at,
+        )
         if self._seen == seen:
             return []  # nothing a status depends on changed since the last pass
         self._seen = seen
         snap = self.cache.status_snapshot()
-        now = rfc3339(time.time())
+        clock = time.time()
+        now = rfc3339(clock)
         out: list[tuple[str, dict[str, Any], bool, str]] = []
         for key, raw in self.cache.raw_podgroups():
             g = snap.groups.get(key)
@@ -95,6 +112,7 @@ class StatusWriter:
             u = self.scheduler.reasons.get(key)
             current = raw.get("status") or {}
             desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
+            desired = with_estimate(desired, current, forecast.groups.get(key), forecast.computed_at, clock)
             path = paths.PODGROUPS.item(g.name, namespace=g.namespace)
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, False, _rv(raw)))
