@@ -36,6 +36,13 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         help="a preempted or reclaimed job keeps its progress (default: it starts over)",
     )
     p.add_argument("--until", metavar="DURATION", help="stop the simulation at this virtual time (e.g. 24h)")
+    p.add_argument(
+        "--cycles",
+        type=int,
+        metavar="N",
+        help="snapshot mode: run exactly N scheduling sessions and stop (1: one session, as one Volcano "
+        "session; default: until nothing changes)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(
         "--forecast",

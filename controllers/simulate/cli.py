@@ -2,9 +2,9 @@
 
 ``pumice simulate TRACE.yaml`` runs a trace (jobs arriving over time, see
 :mod:`controllers.simulate.trace`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
-cluster's objects until nothing changes. Each ``--scheduler-conf`` (repeatable) is a
-``volcano-scheduler.conf``; without one, pumice's default conf. Exit codes: 0 done, 2 bad input (the
-message says what and where).
+cluster's objects until nothing changes, or for exactly ``--cycles N`` scheduling sessions. Each
+``--scheduler-conf`` (repeatable) is a ``volcano-scheduler.conf``; without one, pumice's default conf.
+Exit codes: 0 done, 2 bad input (the message says what and where).
 """
 
 from __future__ import annotations
@@ -113,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.trace) == bool(args.snapshot):
         print("pumice simulate: give a TRACE file or --snapshot STATE (one of them)", file=sys.stderr)
         return 2
+    if args.cycles is not None and (not args.snapshot or args.cycles < 1):
+        print("pumice simulate: --cycles takes --snapshot and a number of sessions >= 1", file=sys.stderr)
+        return 2
     try:
         confs = _confs(args.scheduler_conf)
         path = Path(args.snapshot or args.trace)
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         if args.snapshot:
             if len(confs) > 1:
                 raise ValueError("--snapshot takes one --scheduler-conf")
-            result = simulate_snapshot(flatten(docs), confs[0][1])
+            result = simulate_snapshot(flatten(docs), confs[0][1], cycles=args.cycles)
             queues = dict(result.queue_objects)
             if args.output == "table":
                 sys.stdout.write(snapshot_table(result, queues))

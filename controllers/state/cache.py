@@ -11,7 +11,7 @@ copy of every parsed object a forecast starts from (:meth:`ClusterCache.models`,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 from controllers.state.cache_ingest import CacheIngest, Obj
 from controllers.state.models import ClusterModels
@@ -19,6 +19,9 @@ from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
@@ -191,15 +194,16 @@ class ClusterCache(CacheIngest):
         """Take every object of ``m`` as if the watch had just listed it (into an empty cache: a forecast's
         simulated cluster). Pods are stored through the ledger and the pending set like any watched pod;
         a pod's assumed binding is taken as its binding."""
-        self._nodes = {n.name: n for n in m.nodes}
-        self._queues = {q.name: q for q in m.queues}
-        self._raw_queues = dict(m.raw_queues)
-        self._priority_classes = {pc.name: pc for pc in m.priority_classes}
-        self._quotas = dict(m.quotas)
-        self._budgets = dict(m.budgets)
-        self._hypernodes = dict(m.hypernodes)
+        # In place: the cache's kinds are one dict each for its life (controllers.state.parsed_kind).
+        _refill(self._nodes, {n.name: n for n in m.nodes})
+        _refill(self._queues, {q.name: q for q in m.queues})
+        _refill(self._raw_queues, m.raw_queues)
+        _refill(self._priority_classes, {pc.name: pc for pc in m.priority_classes})
+        _refill(self._quotas, m.quotas)
+        _refill(self._budgets, m.budgets)
+        _refill(self._hypernodes, m.hypernodes)
+        _refill(self._numatopologies, m.numatopologies)
         self._hypernode_set = None
-        self._numatopologies = dict(m.numatopologies)
         for pg in m.podgroups:
             self._podgroups[pg.key] = pg
             raw = m.raw_podgroups.get(pg.key)
@@ -226,3 +230,8 @@ class ClusterCache(CacheIngest):
 
     def queue_has_podgroups(self, name: str) -> bool:
         return any(pg.queue == name for pg in self._podgroups.values())
+
+
+def _refill(held: dict[K, V], objects: Mapping[K, V]) -> None:
+    held.clear()
+    held.update(objects)

@@ -8,12 +8,13 @@ a preemptor may wait for it without evicting anyone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from extender.core import subgroups
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot, implicit_group, pod_group_key
@@ -35,6 +36,8 @@ class RunningIndex:
         self.members: dict[GroupKey, list[Running]] = {}
         self._groups: dict[GroupKey, PodGroup] = {}
         self._vectors: dict[PodUID, Vector] = {}
+        # Pods that may never be victims (``volcano.sh/preemptable: "false"``), usually none.
+        self.protected: set[PodUID] = set()
         releasing: list[tuple[int, Pod]] = []
         for p, row in snap.residents.all():
             if not p.holds_resources:
@@ -53,6 +56,8 @@ class RunningIndex:
             self._groups[key] = g
             r = Running(pod=p, row=row, group=key, queue=g.queue)
             self.by_uid[p.uid] = r
+            if not p.preemptable:
+                self.protected.add(p.uid)
             self.on_node.setdefault(row, []).append(r)
             self.members.setdefault(key, []).append(r)
         # What pods already leaving will free, per node row, and who they are.
@@ -78,6 +83,23 @@ class RunningIndex:
         # Succeeded members count toward the gang (as allocate counts them); the PodGroup's status has
         # them, as the snapshot holds only the pods of groups with work.
         return max(0, len(self.members.get(key, ())) + g.succeeded - g.min_member)
+
+    def alone(self, r: Running, gone: Container[PodUID], chosen: Container[PodUID] = frozenset()) -> bool:
+        """Whether ``r`` may be evicted on its own, the members in ``gone`` (evicted already) or ``chosen``
+        (as victims alongside) aside: its group keeps ``minMember`` without it and, with sub-groups, its
+        policy's ``minSubGroups`` (:func:`extender.core.subgroups.may_lose`). Otherwise it goes only with
+        the rest of its gang."""
+        g = self._groups[r.group]
+        members = self.members.get(r.group, ())
+        spare = len(members) + g.succeeded - g.min_member
+        if spare <= 0:
+            return False  # (a gang at its minimum: no need to count who is gone)
+        if spare - sum(m.pod.uid in gone or m.pod.uid in chosen for m in members) <= 0:
+            return False
+        if not g.sub_group_policy:
+            return True
+        there = [m.pod for m in members if m.pod.uid not in gone and m.pod.uid not in chosen]
+        return subgroups.may_lose(g, there, r.pod)
 
     def group_priority(self, key: GroupKey) -> int:
         g = self._groups[key]

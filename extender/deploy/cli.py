@@ -30,7 +30,7 @@ from extender.api import crds, versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, ClusterUnreachable, KubernetesVersion
 from extender.deploy import yamltext
-from extender.deploy.args import VersionReader
+from extender.deploy.args import VersionReader, default_image
 from extender.deploy.manifests import deploy_manifests
 from extender.deploy.scheduler_config import ExtenderTLS, scheduler_config, scheduler_config_yaml
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
@@ -73,7 +73,7 @@ def print_manifests(
         if command == "deploy":
             docs = deploy_manifests(
                 namespace=args.namespace,
-                image=args.image,
+                image=args.image or default_image(),
                 mutual_tls=not args.extender_plain_http,
                 webhook_configurations=webhook_configurations if args.webhooks else None,
                 kubernetes_version=version,

@@ -30,7 +30,11 @@ Deliberate differences from Volcano:
 - ``deviceshare.NodeLockEnable`` is accepted and has no effect: there is no second scheduler to lock
   out, and the annotation write precedes the bind;
 - vGPU's MIG geometries (``deviceshare.KnownGeometriesCMName``/``Namespace``) are accepted but not used:
-  a MIG-mode node is treated as hami-core slicing by memory and cores.
+  a MIG-mode node is treated as hami-core slicing by memory and cores;
+- Volcano's Ascend NPU families (``deviceshare.AscendMindClusterVNPUEnable``,
+  ``deviceshare.AscendHAMiVNPUEnable``) and exclusive-GPU rules (``deviceshare.GPUExclusiveRules``, a
+  list of label sets) are accepted so a Volcano conf loads, and not implemented: NPU pods are counted by
+  their nodes' extended resources only, without the annotations Ascend's device plugins read.
 
 Enable with::
 
@@ -66,7 +70,7 @@ from extender.core.gpus import MEMORY, NUMBER, POLICIES, SHARE, VGPU, GpuRequest
 from extender.core.model import Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
@@ -77,26 +81,32 @@ NAME: Final = "deviceshare"
 _Taken = tuple[int, tuple[tuple[int, int, int], ...], bool, str, str]
 
 
+ARGUMENTS: Final = ArgumentTable(
+    {
+        "deviceshare.GPUSharingEnable": (bool, False),
+        "deviceshare.GPUNumberEnable": (bool, False),
+        "deviceshare.VGPUEnable": (bool, False),
+        "deviceshare.NodeLockEnable": (bool, False),
+        "deviceshare.SchedulePolicy": (str, ""),
+        "deviceshare.ScheduleWeight": (int, 0),
+        "deviceshare.KnownGeometriesCMName": (str, ""),
+        "deviceshare.KnownGeometriesCMNamespace": (str, ""),
+        # Volcano's Ascend NPU families and exclusive-GPU rules: accepted, not implemented (see above).
+        "deviceshare.AscendMindClusterVNPUEnable": (bool, False),
+        "deviceshare.AscendHAMiVNPUEnable": (bool, False),
+        "deviceshare.GPUExclusiveRules": (list, []),
+    }
+)
+
+
 class DeviceSharePlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
     row_local_scores = True  # node_score has no opinion: its scores are per pod
     fit_follows_evictions = True  # an evicted pod's cards are free (see _sync)
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(
-            self.name,
-            arguments,
-            {
-                "deviceshare.GPUSharingEnable": (bool, False),
-                "deviceshare.GPUNumberEnable": (bool, False),
-                "deviceshare.VGPUEnable": (bool, False),
-                "deviceshare.NodeLockEnable": (bool, False),
-                "deviceshare.SchedulePolicy": (str, ""),
-                "deviceshare.ScheduleWeight": (int, 0),
-                "deviceshare.KnownGeometriesCMName": (str, ""),
-                "deviceshare.KnownGeometriesCMNamespace": (str, ""),
-            },
-        )
+        args = self.argument_table.parse(self.name, arguments)
         self.kinds = frozenset(
             kind
             for kind, key in (

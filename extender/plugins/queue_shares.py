@@ -36,6 +36,7 @@ from extender.core.model import PodPhase, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot
 from extender.core.status import queue_allocated
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins.capacity import CapacityPlugin
 from extender.plugins.proportion import ProportionPlugin
@@ -100,7 +101,7 @@ def queue_shares(snapshot: Snapshot, conf: SchedulerConf) -> QueueShares:
     deserved: dict[str, dict[str, int]] | None = None
     real: dict[str, dict[str, int]] | None = None
     # Opening the session opens the plugin: what a cycle starts with.
-    ssn = Session(snapshot, [] if plugin is None else [[plugin]])
+    ssn = Session(snapshot, build_hooks([] if plugin is None else [[plugin]]))
     if plugin is not None:
         deserved = {q: snapshot.index.to_map(v) for q, v in plugin.deserved.items()}
         real = {q: _limited(snapshot, v) for q, v in plugin.real_capability.items()}

@@ -682,13 +682,13 @@ def _grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -
 def test_rbac_is_least_privilege() -> None:
     """The shape of the rules; tests/contract/test_rbac.py holds them against the code that uses them."""
     docs = _deploy(webhook_configurations=None, namespace="batch-system")
-    for role, rule in _rules(docs):
+    for role, granted in _rules(docs):
         for field in ("apiGroups", "resources", "verbs"):
-            assert "*" not in rule[field], (role, rule)
+            assert "*" not in granted[field], (role, granted)
         assert (
-            "escalate" not in rule["verbs"]
-            and "bind" not in rule["verbs"]
-            and "impersonate" not in rule["verbs"]
+            "escalate" not in granted["verbs"]
+            and "bind" not in granted["verbs"]
+            and "impersonate" not in granted["verbs"]
         )
     cluster_role = _by_kind(docs, "ClusterRole")["pumice"]["rules"]
     assert _grants(cluster_role, "", "pods/binding", "create")
@@ -715,15 +715,15 @@ def test_rbac_is_least_privilege() -> None:
                 "pumice-validating",
             ]
     # pumice's Role in its namespace: its Lease and the contract's four Secrets by name, create unnamed.
-    role = _by_kind(docs, "Role")["pumice"]
-    assert role["metadata"]["namespace"] == "batch-system"
-    for rule in role["rules"]:
+    pumice_role = _by_kind(docs, "Role")["pumice"]
+    assert pumice_role["metadata"]["namespace"] == "batch-system"
+    for rule in pumice_role["rules"]:
         assert rule["verbs"] == ["create"] or rule.get("resourceNames") in (
             ["pumice"],
             ["pumice-ca", "pumice-webhook-tls", "pumice-extender-tls", "pumice-kube-scheduler-tls"],
         ), rule
-    assert _grants(role["rules"], "coordination.k8s.io", "leases", "update")
-    assert _grants(role["rules"], "", "secrets", "watch")
+    assert _grants(pumice_role["rules"], "coordination.k8s.io", "leases", "update")
+    assert _grants(pumice_role["rules"], "", "secrets", "watch")
     # The scheduler's lease: its own name, in our namespace.
     lease_role = _by_kind(docs, "Role")["pumice-kube-scheduler-leader-election"]
     assert lease_role["metadata"]["namespace"] == "batch-system"
@@ -1302,7 +1302,7 @@ def test_deploy_for_1_27_has_gates_but_no_match_conditions() -> None:
 
 @pytest.mark.parametrize("version", [None, "1.28", "v1.28.7"])
 def test_deploy_for_1_28(version: str | None) -> None:
-    kwargs = {} if version is None else {"kubernetes_version": parse_version(version)}
+    kwargs: dict[str, Any] = {} if version is None else {"kubernetes_version": parse_version(version)}
     docs = _deploy(scheduler_name="batch", **kwargs)
     hooks = _webhooks(docs)
     assert sorted(_pod_webhooks(docs)) == ["mutate-pod.pumice.dev", "validate-pod.pumice.dev"]

@@ -215,7 +215,7 @@ def _built_paths(text: str) -> Iterator[tuple[str, str]]:
 
 
 def test_every_resource_the_code_builds_a_path_for_has_a_row() -> None:
-    table = {(g.group, g.resource) for g in (*GRANTS, *NAMESPACE_GRANTS)}
+    table = {(g.group, g.resource) for g in GRANTS} | {(g.group, g.resource) for g in NAMESPACE_GRANTS}
     seen: dict[tuple[str, str], str] = {}
     for path in _SERVICE_ACCOUNT_CODE:
         text = path.read_text()

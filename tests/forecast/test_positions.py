@@ -8,13 +8,14 @@ import pytest
 
 from extender.core.model import GroupKey
 from extender.core.snapshot import pod_group_key
+from extender.forecast.model import Position
 from extender.forecast.positions import positions
 from extender.framework.cycle import run_cycle
-from tests.core.builders import NOW, conf_of, gang, node, pod, priority_class, queue, snapshot
+from tests.core.builders import NOW, Raw, conf_of, gang, node, pod, priority_class, queue, snapshot
 
 
-def order(pos: dict[GroupKey, object]) -> list[str]:
-    return [k.partition("/")[2] for k, _ in sorted(pos.items(), key=lambda kv: kv[1].in_cluster)]  # type: ignore[attr-defined]
+def order(pos: dict[GroupKey, Position]) -> list[str]:
+    return [k.partition("/")[2] for k, _ in sorted(pos.items(), key=lambda kv: kv[1].in_cluster)]
 
 
 def test_the_fairest_queue_takes_the_next_turn() -> None:
@@ -60,7 +61,8 @@ tiers:
 - plugins: [{name: priority}, {name: gang}]
 - plugins: [{name: predicates}, {name: proportion}]
 """
-    groups, pods = [], []
+    groups: list[Raw] = []
+    pods: list[Raw] = []
     for name, q in (("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")):
         g, ps = gang(name, 1, queue=q, cpu="2", created=f"2024-01-01T00:00:0{len(groups)}Z")
         groups.append(g)

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS
@@ -48,7 +48,7 @@ def queries(dashboard: dict[str, Any] | None = None) -> list[str]:
 @pytest.fixture
 async def exported() -> AsyncIterator[set[str]]:
     """Every series name the registry can expose: a histogram's _bucket/_sum/_count, a counter's _total."""
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         proc.register_metrics(make_admission_app(proc.lookup, proc.limits))

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS, podgroup, queue, value
@@ -43,7 +43,7 @@ def share_pod(name: str, memory: int, node: str = "", card: str = "") -> dict[st
 
 @pytest.fixture
 async def text() -> AsyncIterator[str]:
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         proc.register_metrics(make_admission_app(proc.lookup, proc.limits))

@@ -77,6 +77,7 @@ def kinds(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
 
 def container(docs: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
     [found] = kinds(docs, "Deployment")[deployment]["spec"]["template"]["spec"]["containers"]
+    assert isinstance(found, dict)
     return found
 
 
@@ -104,7 +105,7 @@ def test_chart_renders_what_manifests_deploy_prints(minor: int, mtls: bool, name
         )
     )
     deploy = by_key(
-        deploy_manifests(  # type: ignore[arg-type]
+        deploy_manifests(
             namespace=namespace,
             image=f"pumice:{VERSION}",
             mutual_tls=mtls,
@@ -335,7 +336,7 @@ def test_prometheus_service_account_is_granted_metrics() -> None:
 
 
 def test_the_values_users_expect_reach_both_deployments() -> None:
-    placement = {
+    placement: dict[str, Any] = {
         "priorityClassName": "system-cluster-critical",
         "nodeSelector": {"pool": "system"},
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}],

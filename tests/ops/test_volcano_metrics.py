@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS, pod, podgroup, queue
@@ -74,7 +74,7 @@ def gpu_pod(name: str, group: str, node_name: str = "") -> dict[str, Any]:
 async def after_a_run() -> AsyncIterator[tuple[Process, str]]:
     """Two GPU nodes, two queues (one with a capability in cpu, memory and GPUs), a running gang and a
     waiting one; one cycle plans the waiting gang, then the watch shows it Running and a vcjob complete."""
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         proc.register_metrics(make_admission_app(proc.lookup, proc.limits))
