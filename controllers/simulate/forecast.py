@@ -36,6 +36,7 @@ capability, a closed queue). A forecast that reaches ``horizon`` or ``max_steps`
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from controllers.simulate.forecast_cluster import ForecastCluster
+from controllers.simulate.forecast_standins import with_standins
 from controllers.state.models import ClusterModels
 from extender.core.model import GroupKey, Pod, PodUID
 from extender.core.snapshot import Aside, pod_group_key
@@ -301,6 +303,7 @@ def forecast(
 ) -> Forecast:
     """Every waiting PodGroup's position and start (see the module docstring)."""
     cpu = time.thread_time()
-    run = _Run(inp, conf, settings)
+    # A vcjob's pods exist once its group is Inqueue: the groups that wait get stand-ins for the run.
+    run = _Run(dataclasses.replace(inp, models=with_standins(inp.models)), conf, settings)
     run.run()
     return run.result(time.thread_time() - cpu)

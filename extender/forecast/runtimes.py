@@ -168,11 +168,14 @@ def job_name(group: PodGroup, pods: Iterable[Pod]) -> str:
 
 def group_runtime(group: PodGroup, pods: Iterable[Pod], book: RuntimeBook, now: float) -> Runtime | None:
     """How long ``group`` is expected to run once started: the longest ``pumice.dev/expected-runtime`` of
-    its pods, else the book's estimate for its job name, namespace or queue, else None."""
+    its pods, else the group's own (its job's, before its pods exist), else the book's estimate for its job
+    name, namespace or queue, else None."""
     members = list(pods)
     declared = [p.expected_runtime for p in members if p.expected_runtime is not None]
     if declared:
         return Runtime.declared(max(declared))
+    if group.expected_runtime is not None:
+        return Runtime.declared(group.expected_runtime)
     return book.estimate(queue=group.queue, namespace=group.namespace, name=job_name(group, members), now=now)
 
 

@@ -125,12 +125,20 @@ async def test_three_gangs_behind_a_running_job(
         for i in (1, 2, 3):
             await create_job(kube_api, namespace, f"gang{i}", job_spec(queue, labels, 2, "2", "5m"))
 
+        conditions: dict[str, Any] = {}
+
         async def estimated() -> dict[str, Any] | None:
             groups = await podgroups(kube_api, namespace)
+            for n, pg in groups.items():  # what the groups show, for the message of a timeout
+                conditions[n] = [
+                    (c.get("type"), c.get("message")) for c in pg.get("status", {}).get("conditions") or []
+                ]
             shown = {n: estimates.shown(groups.get(n)) for n in ("gang1", "gang2", "gang3")}
             return shown if all(s is not None and s.start is not None for s in shown.values()) else None
 
-        shown = await kube.wait_for(estimated, 120, interval=2.0, message="StartEstimate on the three gangs")
+        shown = await kube.wait_for(
+            estimated, 120, interval=2.0, message=lambda: f"StartEstimate on the three gangs: {conditions}"
+        )
         running = (await podgroups(kube_api, namespace))["long"]
         began = epoch(
             next(c["lastTransitionTime"] for c in running["status"]["conditions"] if c["type"] == "Scheduled")

@@ -105,6 +105,12 @@ def test_a_declared_runtime_comes_first() -> None:
     est = group_runtime(pg, [plain], book, 0)
     assert est is not None and (est.basis, est.seconds) == (JOB_NAME, 100)
     assert group_runtime(parse_podgroup(podgroup("solo", 1, namespace="z", queue="zq")), [], book, 0) is None
+    # No pods yet (a vcjob's before it is Inqueue): what its PodGroup says.
+    said = podgroup("j-123", 2)
+    said["metadata"]["annotations"] = {"pumice.dev/expected-runtime": "2m"}
+    assert group_runtime(parse_podgroup(said), [], book, 0) == Runtime(
+        seconds=120, low=120, high=120, basis=ANNOTATION
+    )
 
 
 def test_group_start() -> None:

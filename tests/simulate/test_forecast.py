@@ -90,6 +90,34 @@ def test_three_gangs_behind_a_running_job() -> None:
     assert f.steps == 2
 
 
+def vcjob_group(name: str, minute: int, cpu: int = 4) -> Raw:
+    """A vcjob's PodGroup before its pods exist (they are created once it is Inqueue): ``minResources``
+    for two workers, its job's expected runtime on it."""
+    g, _ = gang(name, 2, phase="Pending", created=f"2024-01-01T00:{minute:02}:00Z")
+    g["metadata"]["creationTimestamp"] = f"2024-01-01T00:{minute:02}:00Z"
+    g["metadata"]["annotations"] = {"pumice.dev/expected-runtime": "5m"}
+    g["spec"]["minTaskMember"] = {"worker": 2}
+    g["spec"]["minResources"] = {"cpu": str(cpu), "memory": "2Gi"}
+    return g
+
+
+def test_groups_without_pods_start_as_their_stand_ins_would() -> None:
+    """The e2e scenario: vcjob groups with no pods yet, behind a running job, start one after the other
+    (stand-in pods play theirs); a group too big for the cluster will not start."""
+    objects = [
+        node("n", cpu="4"),
+        *running("big", "4", "n"),
+        vcjob_group("g1", 1),
+        vcjob_group("g2", 2),
+        vcjob_group("g3", 3),
+        vcjob_group("huge", 4, cpu=16),
+    ]
+    f = run(objects, {"big": 10 * MIN, "g1": 5 * MIN, "g2": 5 * MIN, "g3": 5 * MIN})
+    assert starts(f) == {"g1": 600.0, "g2": 900.0, "g3": 1200.0, "huge": None}
+    assert [f.groups[GroupKey(f"default/g{i}")].position.in_queue for i in (1, 2, 3)] == [1, 2, 3]  # type: ignore[union-attr]
+    assert f.groups[GroupKey("default/huge")].outlook == Outlook.NEVER
+
+
 def test_a_range_follows_the_chain_of_runtimes() -> None:
     objects = [
         node("n", cpu="2"),
