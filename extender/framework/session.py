@@ -73,6 +73,7 @@ class Session:
         cache_scores: bool = True,
         cache_keys: bool = True,
         batch: bool = True,
+        fast_victims: bool = True,
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -126,6 +127,9 @@ class Session:
         self.pod_scores = self.rules.pod_scores
         # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict).
         self.victim_rooms: dict[tuple[object, ...], object] = {}
+        # Off: preempt and reclaim take the plain path (see extender.framework.victim_rooms; exact, the
+        # tests compare).
+        self.fast_victims = fast_victims
         # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
         # may start a gang that takes it past that share, but adds extra pods only up to it (proportion).
         self.placing_extras = False

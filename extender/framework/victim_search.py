@@ -43,7 +43,8 @@ from extender.core import fit
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import Running
-from extender.core.timestamps import epoch
+from extender.framework import victim_rooms
+from extender.framework.plugin import Scores
 from extender.framework.result import Eviction
 from extender.framework.session import Session
 from extender.framework.statement import Statement
@@ -130,59 +131,13 @@ def _pod_fits_without(ssn: Session, p: Pod, row: int, victims: list[Running]) ->
         trial.discard()
 
 
-@dataclass(frozen=True, slots=True)
-class _Rooms:
-    """For one mode and one preemptor queue: the nodes with candidate victims, their candidates, and what
-    evicting all of them would free per node (an upper bound: the preemptor's own group and pods evicted
-    since are filtered out when a node is looked at)."""
-
-    rows: npt.NDArray[np.intp]
-    room: npt.NDArray[np.int64]
-    cands: dict[int, list[Running]]
-
-
-def _rooms(ssn: Session, mode: Mode, min_runtime: float, queue: str) -> _Rooms:
-    key = ("rooms", mode.reason, queue)
-    cached = ssn.victim_rooms.get(key)
-    if isinstance(cached, _Rooms):
-        return cached
-    running = ssn.running
-    now = ssn.now
-    allowed_queue: dict[str, bool] = {}
-    cands: dict[int, list[Running]] = {}
-    for row, on in running.on_node.items():
-        for r in on:
-            ok = allowed_queue.get(r.queue)
-            if ok is None:
-                ok = allowed_queue[r.queue] = mode.candidate_queue(ssn, r.queue, queue)
-            if ok and (min_runtime <= 0 or now - epoch(r.pod.created) >= min_runtime):
-                cands.setdefault(row, []).append(r)
-    protected = running.protected
-    if protected:
-        for row in list(cands):
-            cands[row] = [r for r in cands[row] if r.pod.uid not in protected]
-            if not cands[row]:
-                del cands[row]
-    rank = _ranks(ssn)
-    for row_cands in cands.values():
-        row_cands.sort(key=lambda r: rank[r.pod.uid])
-    rows = np.fromiter(sorted(cands), dtype=np.intp, count=len(cands))
-    room = np.zeros((len(rows), len(ssn.snapshot.index)), dtype=np.int64)
-    for i, row in enumerate(rows.tolist()):
-        for r in cands[row]:
-            room[i] += running.vector(r.pod)
-    out = _Rooms(rows=rows, room=room, cands=cands)
-    ssn.victim_rooms[key] = out
-    return out
-
-
 def cheapest_victims(
     ssn: Session, mode: Mode, min_runtime: float, ask: Ask
 ) -> tuple[int, list[Running]] | None:
     """The node and victims that make room for ``ask.pod`` at the least cost (see :class:`Ask` for what
     room means)."""
     running = ssn.running
-    rooms = _rooms(ssn, mode, min_runtime, ask.queue.name)
+    rooms = victim_rooms.rooms(ssn, mode.reason, mode.candidate_queue, min_runtime, ask.queue.name)
     if not len(rooms.rows):
         return None
     req = ask.req
@@ -191,12 +146,15 @@ def cheapest_victims(
     if not len(rows):
         return None
     scores = scores_for(ssn, req, ask.queue)[rows]
-    order = rows[np.lexsort((rows, -scores))]
+    if ssn.fast_victims:
+        order = best_first(rows, scores, _MAX_LOOKED_AT)
+    else:
+        order = rows[np.lexsort((rows, -scores))]
     best: tuple[tuple[int, int, int, int], int, list[Running]] | None = None
     key = ask.g.key
     looked = 0
     for k, row in enumerate(order[:_MAX_LOOKED_AT].tolist()):
-        cands = [r for r in rooms.cands[row] if r.group != key and r.pod.uid not in ssn.evicting]
+        cands = [r for r in rooms.cands(row) if r.group != key and r.pod.uid not in ssn.evicting]
         if not cands:
             continue
         if ask.exact:
@@ -221,6 +179,21 @@ def cheapest_victims(
     return None if best is None else (best[1], best[2])
 
 
+def best_first(rows: npt.NDArray[np.intp], scores: Scores, k: int) -> npt.NDArray[np.intp]:
+    """The first ``k`` of ``rows`` (ascending) by highest score, then lowest row: what a full sort on
+    (-score, row) begins with, found by partitioning (the search looks at a few dozen of thousands)."""
+    n = len(rows)
+    if n <= k or np.isnan(scores).any():
+        return rows[np.lexsort((rows, -scores))][:k]
+    # The k-th highest score: every row above it is among the first k, and the lowest rows scoring it
+    # fill the rest (rows ascending: the first ones met).
+    kth = np.partition(scores, n - k)[n - k]
+    above = np.flatnonzero(scores > kth)
+    tied = np.flatnonzero(scores == kth)[: k - len(above)]
+    pick = np.concatenate((above, tied))
+    return rows[pick[np.lexsort((rows[pick], -scores[pick]))]]
+
+
 def _without_breaking(ssn: Session, cands: list[Running]) -> list[Running]:
     """The candidates, in order, that can each go while their gang keeps ``minMember``."""
     running = ssn.running
@@ -233,23 +206,6 @@ def _without_breaking(ssn: Session, cands: list[Running]) -> list[Running]:
         if left[r.group] > 0:
             left[r.group] -= 1
             out.append(r)
-    return out
-
-
-def _ranks(ssn: Session) -> dict[PodUID, int]:
-    """Every running pod's place in victim order, worked out once a cycle: lowest job priority first,
-    then lowest pod priority, then the youngest (least work lost), then by name."""
-    cached = ssn.victim_rooms.get(("ranks",))
-    if isinstance(cached, dict):
-        return cached
-    running = ssn.running
-    everyone = list(running.by_uid.values())
-    # Stable sorts, last key first: names, then newest first, then the priorities.
-    everyone.sort(key=lambda r: r.pod.key)
-    everyone.sort(key=lambda r: r.pod.created, reverse=True)
-    everyone.sort(key=lambda r: (running.group_priority(r.group), r.pod.priority))
-    out = {r.pod.uid: i for i, r in enumerate(everyone)}
-    ssn.victim_rooms[("ranks",)] = out
     return out
 
 
@@ -281,7 +237,7 @@ def _victims_on(
             chosen.append(r)
             chosen_uids.add(r.pod.uid)
             taken[r.group] = taken.get(r.group, 0) + 1
-            free += ssn.snapshot.index.vector(r.pod.requests)
+            free += running.vector(r.pod)
             continue
         # Taking it breaks its gang: the whole gang goes, or none of it.
         rest = _rest_of_gang(ssn, r, chosen_uids)
@@ -409,4 +365,6 @@ def scores_for(ssn: Session, req: Vector, queue: Queue) -> npt.NDArray[np.float6
 
 def fits_on(ssn: Session, req: Vector, free: Vector, row: int) -> bool:
     """Whether node ``row`` with ``free`` free may take ``req``: resources and the node_fit plugins."""
+    if not ssn.hooks.node_fit:
+        return bool((free >= req).all())  # (fit.fits for one row: what fits_at is without plugins)
     return bool(ssn.nodes.fits_at(req, free[None, :], np.array([row], dtype=np.intp))[0])
