@@ -8,7 +8,8 @@ queue ``min_samples``), with a range from its spread: the 10th to the 90th perce
 on, the smallest to the largest before. Samples older than ``max_age`` no longer count (workloads change).
 
 A group's expected runtime (:func:`group_runtime`): its pods' ``pumice.dev/expected-runtime`` where given
-(what the user declared is taken as exact), else the book's estimate, else None ("unknown"); a running
+(what the user declared is taken as exact), else its PodGroup's (a vcjob's, copied from its tasks'
+templates, before its pods exist), else the book's estimate, else None ("unknown"); a running
 group's start (:func:`group_start`): when its gang turned whole.
 
 Pure: the clock is passed in (``now``, ``at``); memory is bounded (``window`` samples per key, at most
