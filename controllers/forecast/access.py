@@ -20,10 +20,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
+from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 
-TOKEN_REVIEWS: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
-SUBJECT_ACCESS_REVIEWS: Final = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+TOKEN_REVIEWS: Final = paths.TOKEN_REVIEWS.collection()
+SUBJECT_ACCESS_REVIEWS: Final = paths.SUBJECT_ACCESS_REVIEWS.collection()
 V = TypeVar("V")
 
 
