@@ -88,6 +88,12 @@ class StatusWriter:
         self.writes = 0
         self.errors = 0
 
+    def reset(self) -> None:
+        """A leadership term begins: what this writer remembers writing may have been overwritten by
+        another leader since; every status is compared with the cluster afresh."""
+        self._written.clear()
+        self._seen = None
+
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
         if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided

@@ -13,7 +13,9 @@ Invariants:
   still wait: the loop forgets a pod's entries once the watch shows it bound, finished or deleted;
 - ``reasons``, ``aside`` and ``decided`` are written by the loop alone; the verbs, the status writer and
   the metrics only read them;
-- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it.
+- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it;
+- what a leadership term decided in memory ends with it (:meth:`SchedulingState.end_term`): the next term
+  starts from the cluster (:meth:`SchedulingState.begin_term`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class LoopSettings:
     plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
     inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
     victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
+    # A pod touched this long ago and still waiting on the same plan is touched again: kube-scheduler's try
+    # after the touch failed where the loop cannot see it (a replica that did not know the leader yet, a
+    # forward that timed out: the same failure writes no new condition on the pod). 0: never (the
+    # simulator's kube-scheduler takes every touch).
+    retouch: float = 0.0
     # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
     # nothing freed room (a new victim may have started, a share may have moved).
     revisit: float = 10.0
@@ -60,6 +67,8 @@ class SchedulerStats:
     evictions: int = 0
     eviction_errors: int = 0
     plans: int = 0  # pods given a node by a cycle
+    # Pods of ours seen bound during this process's terms without a plan or bind of its own (should stay 0).
+    unreserved_binds: int = 0
     eviction_reasons: dict[str, int] = field(default_factory=dict)  # evictions carried out, by reason
 
 
@@ -120,6 +129,8 @@ class SchedulingState:
         self.refused: dict[PodUID, frozenset[str]] = {}
         # Pods touched, with the node they were touched for (a pod keeping its plan is not touched again).
         self.touched: dict[PodUID, str] = {}
+        # When each was last touched (the loop's clock), for the retouch of a plan kube-scheduler never took.
+        self.touch_times: dict[PodUID, float] = {}
         # Annotations a plugin asks for on a planned pod (see CycleResult), until they are written: the
         # filter holds the pod back meanwhile, so kube-scheduler binds it only once they are on it.
         self.annotations: dict[PodUID, dict[str, str]] = {}
@@ -131,6 +142,44 @@ class SchedulingState:
         self.aside: dict[GroupKey, Aside] = {}
         # Cycles applied: the status writer waits for the first (phases are not decided before it).
         self.decided = 0
+        # The ledger's count of unreserved binds when the current term began (None: no term).
+        self._unreserved_at: int | None = None
+
+    def end_term(self) -> None:
+        """A leadership term ended (the loop and the writes have stopped): drop what only this process's
+        memory held, so a later term, here or on another replica, starts from the cluster alone. Plans
+        (waiting for victims or not) go, since no pod was bound to them; assumed and bound reservations
+        stay (they are binds that happened). The filter memory, the evictions asked for, the cycles'
+        reasons go; a filter waiting for a cycle is let go."""
+        for uid in self.ledger.plans():
+            self.ledger.release(uid)
+        for memory in (self.unseen, self.refused, self.touched, self.annotations, self.evicted):
+            memory.clear()
+        self.touch_times.clear()
+        self.rejected.clear()
+        self.reasons, self.aside, self.decided = {}, {}, 0
+        self.progress.finished()
+        self.pending.room_freed()
+        if self._unreserved_at is not None:
+            self.stats.unreserved_binds += self.ledger.unreserved_binds - self._unreserved_at
+            self._unreserved_at = None
+
+    def begin_term(self) -> None:
+        """A leadership term begins: what kube-scheduler holds as unschedulable is read from the pods
+        (PodScheduled False: refused by an earlier leader, or failed while no leader answered), so those
+        pods are touched once planned, as the pods this process refused are."""
+        for uids in self.pending.waiting().values():
+            for uid in uids:
+                pod = self.cache.pod(uid)
+                if pod is not None and pod.scheduler_refused:
+                    self.rejected.add(uid)
+        self.pending.room_freed()
+        self._unreserved_at = self.ledger.unreserved_binds
+
+    def unreserved_binds(self) -> int:
+        """Pods of ours seen bound, during this process's terms, that it held no reservation for."""
+        current = self.ledger.unreserved_binds - self._unreserved_at if self._unreserved_at is not None else 0
+        return self.stats.unreserved_binds + current
 
     def release(self, uid: PodUID) -> None:
         """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""

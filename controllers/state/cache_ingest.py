@@ -27,7 +27,8 @@ from controllers.state.meta import read_meta
 from controllers.state.parsed_kind import ClusterKinds
 from controllers.state.pending import PendingSet
 from controllers.state.pod_index import PodIndex
-from controllers.state.unreadable import Unreadable
+from controllers.state.staged import Staged, replace_with
+from controllers.state.unreadable import Failure, Unreadable
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID, group_key
@@ -151,14 +152,20 @@ class CacheIngest:
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
+        replace_with(self.pods_listing(), objs)
+
+    def pods_listing(self) -> Staged[Pod]:
+        """A pod LIST parsed page by page, applied at its end (see controllers.state.staged)."""
+        return Staged("Pod", parse_pod, self._relisted_pods)
+
+    def _relisted_pods(self, parsed: list[Pod], failures: list[Failure]) -> None:
         # After a re-list every pod is stored anew; those gone while we were not watching are removed
         # (their reservations released, their plans dropped).
         self._unreadable.relisting("Pod")
-        listed: dict[PodUID, Pod] = {}
-        for o in objs:
-            p = self._parse(parse_pod, o, "Pod")
-            if p is not None:
-                listed[p.uid] = p
+        for f in failures:
+            self._unreadable.record(f)
+        listed: dict[PodUID, Pod] = {p.uid: p for p in parsed}
+        del parsed
         gone = [u for u in self._pods if u not in listed]
         self._pending.pods_relisted(gone)
         for uid in gone:
@@ -240,6 +247,16 @@ class CacheIngest:
         self._changed("podgroup")
         return True
 
+    def forget_admissions(self) -> None:
+        """A leadership term ended: phases set in memory (:meth:`set_group_phase`) that the API server does
+        not show go back to what it shows, so a later term decides them again."""
+        for key, raw in self._raw_podgroups.items():
+            pg, old = self._pg(raw), self._podgroups.get(key)
+            if pg is not None and old is not None and old != pg:
+                self._podgroups[key] = pg
+                self._group_stored(key, old, pg)
+                self._changed("podgroup")
+
     # --- the kinds kept by key: what callers (and tests) feed directly -----------------------------------
     def upsert_node(self, obj: Obj) -> None:
         self._kinds.nodes.upsert(obj)
@@ -260,7 +277,11 @@ class CacheIngest:
         return {
             **self._kinds.handlers(),
             "pods": Handler(
-                self.replace_pods, self.upsert_pod, self.remove_pod, self._unreadable.listed("Pod")
+                self.replace_pods,
+                self.upsert_pod,
+                self.remove_pod,
+                self._unreadable.listed("Pod"),
+                self.pods_listing,
             ),
             "podgroups": Handler(
                 self.replace_podgroups,
