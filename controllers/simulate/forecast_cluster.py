@@ -71,6 +71,10 @@ class ForecastLoop(SimLoop):
         # Groups the last cycle left out only for the window: not settled, they come in the next cycle.
         self.held_back: frozenset[GroupKey] = frozenset()
 
+    def _report_unreserved(self) -> None:
+        """Nothing to warn of: the pods the forecast is seeded with were bound in the live cluster, never
+        through this simulated one's reservations (the live loop warns of a real unreserved bind)."""
+
     def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
         s = self.shared
         work = self._work()

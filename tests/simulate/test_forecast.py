@@ -6,6 +6,7 @@ as ``pumice serve`` would, and forecast from its cache's models, as the forecast
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -88,6 +89,16 @@ def test_three_gangs_behind_a_running_job() -> None:
     assert [f.groups[GroupKey(f"default/g{i}")].position.in_queue for i in (1, 2, 3)] == [1, 2, 3]  # type: ignore[union-attr]
     assert {g.outlook for g in f.groups.values()} == {Outlook.ESTIMATED}
     assert f.steps == 2
+
+
+def test_the_forecast_warns_of_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """Its running pods were bound in the live cluster, not through the simulated one's reservations: the
+    live loop's warning of an unreserved bind is not the forecast's (it would log one per pod each time)."""
+    objects = [node("n", cpu="4"), *running("big", "4", "n"), *waiting("g1", 2, minute=1)]
+    with caplog.at_level(logging.WARNING):
+        f = run(objects, {"big": 10 * MIN, "g1": 5 * MIN}, settle=False)
+    assert starts(f) == {"g1": 600.0}
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def vcjob_group(name: str, minute: int, cpu: int = 4) -> Raw:
