@@ -3,10 +3,12 @@
 Builds :class:`extender.wiring.Process` and serves one aiohttp application per listener (extender: plain
 HTTP, TLS or mutual TLS; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
 serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), with the TLS of
-:mod:`extender.serve_tls`, and owns every background task in one TaskGroup: the informers, the Event
-writer, the TLS reload, the conf reload, leader election and the leader-only tasks, which run per term
-(:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the controllers, the
-start-up writes). If any root task dies, the process exits non-zero rather than serve a stale cache.
+:mod:`extender.serve_tls` (the webhook listener also serves the read-only forecast endpoint,
+extender.server.forecast_api), and owns every background task in one TaskGroup: the informers, the Event
+writer, the forecaster, the TLS reload, the conf reload, leader election and the leader-only tasks, which
+run per term (:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the
+controllers, the start-up writes). If any root task dies, the process exits non-zero rather than serve a
+stale cache.
 
 SIGTERM/SIGINT is a handover: every ``/readyz`` turns 503, a leader stops its leader-only tasks and
 releases the Lease at once (a standby takes over without waiting out the lease), and admission and
@@ -27,6 +29,7 @@ import signal
 import ssl
 import sys
 import threading
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -48,6 +51,7 @@ from extender.process.preflight import kubeconfig_problem, listen_problem, one_l
 from extender.process.settings import ServeSettings
 from extender.serve_tls import serving_tls
 from extender.server.app import make_extender_app
+from extender.server.forecast_api import add_forecast_routes
 from extender.server.forward import Forwarder
 from extender.server.metrics import CONTENT_TYPE
 from extender.wiring import Process
@@ -217,6 +221,9 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
     _health_routes(ext_app, proc, drain, extender=True)
     adm_app = make_admission_app(proc.lookup, proc.limits)
     _health_routes(adm_app, proc, drain)
+    # The forecast endpoint rides the webhook listener: always TLS (callers send their bearer tokens), and
+    # already reachable in-cluster through its Service; the extender listener is kube-scheduler's alone.
+    add_forecast_routes(adm_app, proc.forecaster.forecast, proc.access, time.time)
     proc.register_metrics(adm_app, lambda: tls.expiry)
 
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
@@ -335,6 +342,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
+            if settings.scheduling.forecast_interval > 0:
+                tasks.append(tg.create_task(proc.forecaster.run(), name="forecaster"))
             for t in tasks:  # each runs forever: ending at all is a death
                 proc.liveness.watch(t)
             tg.create_task(handover(), name="handover")

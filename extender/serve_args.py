@@ -100,6 +100,20 @@ def add_serve_parser(sub: Any) -> None:
     )
     p.add_argument("--default-queue", default=L.DEFAULT_QUEUE, help="queue of a PodGroup that names none")
     p.add_argument(
+        "--forecast-interval",
+        type=float,
+        default=30.0,
+        help="seconds between forecasts of waiting jobs' starts, made only when something changed; 0: off "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--forecast-max-steps",
+        type=int,
+        default=200,
+        help="scheduler steps a forecast may take at most; ends further apart are taken together beyond "
+        "(default %(default)s)",
+    )
+    p.add_argument(
         "--metrics-bind",
         "--metrics-listen",
         default="0.0.0.0:9090",
@@ -279,6 +293,8 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error("--extender-tls-cert-file and --extender-tls-key-file go together")
     if args.extender_client_ca_file and not args.extender_tls_cert_file:
         parser.error("--extender-client-ca-file needs --extender-tls-cert-file and --extender-tls-key-file")
+    if args.forecast_interval < 0 or args.forecast_max_steps < 1:
+        parser.error("--forecast-interval must be >= 0 and --forecast-max-steps >= 1")
     if args.max_job_replicas < 1 or args.extender_max_body_bytes < 64 * 1024:
         parser.error("--max-job-replicas must be >= 1 and --extender-max-body-bytes >= 65536")
     if bool(args.extender_client_cert_file) != bool(args.extender_client_key_file):
@@ -333,6 +349,8 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             default_queue=args.default_queue,
             max_job_replicas=args.max_job_replicas,
             conf_poll=args.scheduler_conf_poll,
+            forecast_interval=args.forecast_interval,
+            forecast_max_steps=args.forecast_max_steps,
             self_pod=(
                 (os.environ["POD_NAMESPACE"], os.environ["POD_NAME"])
                 if os.environ.get("POD_NAMESPACE") and os.environ.get("POD_NAME")

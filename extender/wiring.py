@@ -10,6 +10,7 @@ the composition root (with :mod:`extender.main`, :mod:`extender.serve`, :mod:`ex
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from importlib import metadata
 
@@ -18,6 +19,9 @@ from aiohttp import web
 from admission.lookup import LookupUnavailable
 from admission.server import METRICS_KEY
 from controllers.events import EventRecorder
+from controllers.forecast.access import KubeAccess
+from controllers.forecast.finished import runtime_handler
+from controllers.forecast.runner import Forecaster
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
 from controllers.kube.informer import Informer, tee
@@ -37,6 +41,7 @@ from controllers.reconcilers.workload_groups import WorkloadGroupController
 from controllers.scheduling.kube_executor import KubeExecutor
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.scheduling.shared import LoopSettings
+from controllers.simulate.forecast import ForecastSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import watched_objects
 from controllers.watch_metrics import WatchMetrics
@@ -44,6 +49,8 @@ from extender.api import labels as L
 from extender.api.limits import Limits
 from extender.core.model import PodGroup, Queue
 from extender.families import register_families
+from extender.forecast.runtimes import RuntimeBook
+from extender.forecast_families import register_forecast_families
 from extender.jobs.rules import job_problems
 from extender.observers import Observers
 from extender.plugins.registry import SchedulerConf
@@ -150,8 +157,14 @@ class Process:
             finished=self.observers.finished,
             gone=self.observers.gone,
         )
+        # Runtimes of finished vcjobs, learned from the jobs watch (controllers.forecast.finished).
+        self.runtimes = RuntimeBook()
         handlers = self.cache.handlers()
-        for name, h in (*self.watched.handlers().items(), *self.watch_metrics.handlers().items()):
+        for name, h in (
+            *self.watched.handlers().items(),
+            *self.watch_metrics.handlers().items(),
+            ("jobs", runtime_handler(self.runtimes, settings.scheduling.default_queue)),
+        ):
             handlers[name] = tee(handlers[name], h) if name in handlers else h
         self.informers = [Informer(client, path, handlers[name], name=name) for name, path in INFORMERS]
         # A loop that has not completed a pass for this long is reported unhealthy (see /healthz).
@@ -168,12 +181,24 @@ class Process:
             events=self.events,
             on_cycle=self.observers.cycle,
         )
+        # When waiting jobs will start: forecast off the scheduling path (controllers.forecast), shown by the
+        # status writer, the forecast endpoint and the metrics; who may read which namespace's, the API
+        # server says.
+        self.forecaster = Forecaster(
+            self.cache,
+            self.scheduler.shared,
+            self.runtimes,
+            interval=settings.scheduling.forecast_interval,
+            settings=ForecastSettings(max_steps=settings.scheduling.forecast_max_steps),
+        )
+        self.access = KubeAccess(client)
         self.status = StatusWriter(
             self.cache,
             self.scheduler.shared,
             self.executor,
             heartbeat=self.liveness.expect(_LEADER_LOOPS[1], 120.0),
             events=self.events,
+            estimates=self.forecaster.forecast,
         )
         self.latency = self.metrics.extender
         if election.enabled:  # a standby's leader-only loops do not beat; checked again when it leads
@@ -286,6 +311,7 @@ class Process:
             admission=admission_app[METRICS_KEY],
             observers=self.observers,
         )
+        register_forecast_families(self.metrics, self.forecaster, time.time)
 
 
 def _version() -> str:

@@ -65,6 +65,12 @@ def queue_list(args: argparse.Namespace) -> int:
     return cmd_list(args)
 
 
+def queue_pending(args: argparse.Namespace) -> int:
+    from controllers.cli.pending import cmd_pending
+
+    return cmd_pending(args)
+
+
 def queue_get(args: argparse.Namespace) -> int:
     from controllers.cli.queues import cmd_get
 

@@ -4,9 +4,10 @@
 says whether it runs or why it waits, from what is already written on the objects: the PodGroup's phase and
 the ``Unschedulable`` condition pumice's status writer keeps on it (reason and message as pumice wrote
 them, numbers included; for a group with ``subGroupPolicy`` the message names the sub-group that could not
-be placed, and its rules are summed up in a line), and for each of the group's pods that waits for a node,
-its own reason (pumice's gang gate, its planned node, or kube-scheduler's ``PodScheduled`` condition). It
-reads; it computes nothing.
+be placed, and its rules are summed up in a line), its ``StartEstimate`` (position in its queue and in the
+cluster, and when it is expected to start: :mod:`controllers.cli.estimates`), and for each of the group's
+pods that waits for a node, its own reason (pumice's gang gate, its planned node, or kube-scheduler's
+``PodScheduled`` condition). It reads; it computes nothing.
 ``view`` shows the same waiting condition in a Job's description
 (:func:`~controllers.cli.job_views.describe_job`).
 
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from controllers import tables
-from controllers.cli import output
+from controllers.cli import estimates, output
 from controllers.cli.errors import CliError
 from controllers.cli.job_bodies import JOB_API_VERSION, JOB_RESOURCE
 from controllers.cli.job_views import POD_PHASES, condition_text, describe_job, field_lines, indented
@@ -205,6 +206,9 @@ def explain(s: Subject, now: datetime) -> str:
             pairs.append(("Message", message))
         if reason in REASON_HINTS:
             pairs.append(("Meaning", REASON_HINTS[reason]))
+    estimate = estimates.shown(s.podgroup) if _own_phase(s) not in (RUNNING, *FINISHED) else None
+    if estimate is not None:
+        pairs += estimates.explain_lines(estimate, now)
     pairs.append(("Pods", _pod_counts(s.pods)))
     lines += field_lines(pairs)
     waiting = [p for p in s.pods if waits_for_node(p)]

@@ -1,7 +1,8 @@
 """How Volcano Jobs print: the ``job list`` table and the ``job view`` description.
 
 Pure functions of the objects and ``now`` (unit-tested): kubectl's layout (see :mod:`controllers.tables`),
-vcctl's columns, and a Job's events and its PodGroup's waiting condition as ``job why`` shows them.
+vcctl's columns (with ``-o wide``, the forecast's POSITION and ESTIMATED START too), and a Job's events and
+its PodGroup's waiting condition as ``job why`` shows them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from controllers import tables
+from controllers.cli import estimates
 from controllers.tables import NONE, Obj, count, field, mapping, metadata, render_table, text
+from extender.forecast.condition import Shown
 
 JOB_TYPE_LABEL: Final = "volcano.sh/job-type"
 POD_PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -42,7 +45,14 @@ JOB_COLUMNS: Final = (
 )  # fmt: skip
 
 
-def job_row(job: Mapping[str, Any], now: datetime, *, all_namespaces: bool, wide: bool) -> list[str]:
+def job_row(
+    job: Mapping[str, Any],
+    now: datetime,
+    *,
+    all_namespaces: bool,
+    wide: bool,
+    estimate: Shown | None = None,
+) -> list[str]:
     status = mapping(job.get("status"))
     row = [
         text(metadata(job).get("name")),
@@ -61,17 +71,38 @@ def job_row(job: Mapping[str, Any], now: datetime, *, all_namespaces: bool, wide
     if all_namespaces:
         row.insert(0, text(metadata(job).get("namespace")))
     if wide:
-        row += [text(field(job, "spec", "queue")), text(field(job, "spec", "schedulerName"))]
+        row += [
+            text(field(job, "spec", "queue")),
+            text(field(job, "spec", "schedulerName")),
+            estimates.position_cell(estimate),
+            estimates.start_cell(estimate, now),
+        ]
     return row
 
 
-def job_table(jobs: Sequence[Mapping[str, Any]], now: datetime, *, all_namespaces: bool, wide: bool) -> str:
+def job_table(
+    jobs: Sequence[Mapping[str, Any]],
+    now: datetime,
+    *,
+    all_namespaces: bool,
+    wide: bool,
+    forecast: Mapping[str, Shown] | None = None,
+) -> str:
+    """``forecast``: the jobs' PodGroups' estimates (:func:`controllers.cli.estimates.by_job`), shown by
+    ``wide`` as POSITION (in its queue) and ESTIMATED START."""
     headers = list(JOB_COLUMNS)
     if all_namespaces:
         headers.insert(0, "NAMESPACE")
     if wide:
-        headers += ["QUEUE", "SCHEDULER"]
-    return render_table(headers, (job_row(j, now, all_namespaces=all_namespaces, wide=wide) for j in jobs))
+        headers += ["QUEUE", "SCHEDULER", "POSITION", "ESTIMATED START"]
+    found = forecast or {}
+    return render_table(
+        headers,
+        (
+            job_row(j, now, all_namespaces=all_namespaces, wide=wide, estimate=estimates.for_job(found, j))
+            for j in jobs
+        ),
+    )
 
 
 def filter_jobs(jobs: Sequence[Obj], *, queue: str | None, scheduler: str | None) -> list[Obj]:

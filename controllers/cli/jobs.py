@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from controllers.cli import output
+from controllers.cli.estimates import by_job
 from controllers.cli.flags import DRY_CLIENT, created, dry_run_query, show
 from controllers.cli.job_bodies import (
     ABORT_JOB,
@@ -34,11 +35,12 @@ from controllers.cli.job_bodies import (
     load_job_file,
 )
 from controllers.cli.job_views import filter_jobs, job_table
-from controllers.cli.kubeconfig import list_versioned, run_action, selector_query
+from controllers.cli.kubeconfig import list_all, list_versioned, run_action, selector_query
 from controllers.cli.watch import one_row, watch
 from controllers.kube import paths
-from controllers.kube.client import KubeClient
+from controllers.kube.client import ApiError, KubeClient
 from controllers.tables import Obj, metadata
+from extender.forecast.condition import Shown
 
 # -- API calls -------------------------------------------------------------------------------------
 
@@ -64,6 +66,18 @@ async def list_jobs_versioned(
     client: KubeClient, namespace: str | None, selector: str | None = None
 ) -> tuple[list[Obj], str]:
     return await list_versioned(client, jobs_path(namespace), selector_query(selector))
+
+
+async def job_forecast(client: KubeClient, namespace: str | None) -> dict[str, Shown]:
+    """The estimates on the PodGroups of ``namespace`` (all: None) by their jobs; none when the user may
+    not list PodGroups (the columns then show ``<none>``; a watch keeps the first listing's)."""
+    try:
+        groups = await list_all(
+            client, paths.PODGROUPS.collection(None if namespace is None else paths.segment(namespace))
+        )
+    except ApiError:
+        return {}
+    return by_job(groups)
 
 
 async def get_job(client: KubeClient, namespace: str, name: str) -> Obj:
@@ -130,9 +144,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_action(args, action)
 
 
-def render_jobs(jobs: Sequence[Obj], fmt: str, *, all_namespaces: bool, header: bool = True) -> str:
+def render_jobs(
+    jobs: Sequence[Obj],
+    fmt: str,
+    *,
+    all_namespaces: bool,
+    header: bool = True,
+    forecast: Mapping[str, Shown] | None = None,
+) -> str:
     """Jobs as ``-o`` asks: a table (``header=False``: its rows only, for a watch), a List document,
-    names or a jsonpath template."""
+    names or a jsonpath template. ``forecast``: their PodGroups' estimates, for ``-o wide``."""
     # As kubectl: a template sees the List, but in a watch each changed object on its own.
     special = output.render_as(fmt, output.as_list(list(jobs)) if header else jobs[0], JOB_RESOURCE)
     if special is not None:
@@ -142,7 +163,7 @@ def render_jobs(jobs: Sequence[Obj], fmt: str, *, all_namespaces: bool, header: 
             return output.dump(output.as_list(list(jobs)), "json" if fmt == "json" else "yaml")
         # A watch prints each changed object as a document of its own.
         return "---\n" + output.dump(jobs[0], "yaml") if fmt == "yaml" else output.dump(jobs[0], "json")
-    table = job_table(jobs, _now(), all_namespaces=all_namespaces, wide=fmt == "wide")
+    table = job_table(jobs, _now(), all_namespaces=all_namespaces, wide=fmt == "wide", forecast=forecast)
     return table if header else one_row(table)
 
 
@@ -151,13 +172,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         where_ns = None if args.all_namespaces else namespace
         jobs, version = await list_jobs_versioned(client, where_ns, args.selector)
         jobs = filter_jobs(jobs, queue=args.queue, scheduler=args.scheduler)
+        forecast = await job_forecast(client, where_ns) if args.output == "wide" and jobs else {}
         per_object = args.watch and args.output.startswith(output.JSONPATH)
         if per_object:  # kubectl: while watching, a template sees each object, the first ones too
             sys.stdout.write(
                 "".join(render_jobs([j], args.output, all_namespaces=False, header=False) for j in jobs)
             )
         elif jobs or output.always_printed(args.output) or (args.watch and args.output in ("table", "wide")):
-            sys.stdout.write(render_jobs(jobs, args.output, all_namespaces=args.all_namespaces))
+            sys.stdout.write(
+                render_jobs(jobs, args.output, all_namespaces=args.all_namespaces, forecast=forecast)
+            )
         else:
             where = "" if args.all_namespaces else f" in {namespace} namespace"
             print(f"No resources found{where}.", file=sys.stderr)
@@ -168,7 +192,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         def row(obj: Mapping[str, Any]) -> str:
             if not filter_jobs([dict(obj)], queue=args.queue, scheduler=args.scheduler):
                 return ""
-            return render_jobs([dict(obj)], args.output, all_namespaces=args.all_namespaces, header=False)
+            return render_jobs(
+                [dict(obj)], args.output, all_namespaces=args.all_namespaces, header=False, forecast=forecast
+            )
 
         query = selector_query(args.selector)
         await watch(client, jobs_path(where_ns), query, version, row, seconds=args.timeout)

@@ -225,6 +225,28 @@ def _queue_parsers(sub: Subparsers) -> None:
     )
     ls.set_defaults(func=commands.queue_list)
 
+    waiting = verbs.add_parser(
+        "pending",
+        parents=[cluster],
+        help="list a Queue's waiting PodGroups in the order pumice will start them",
+        description="List the PodGroups waiting in a Queue (phase Pending or Inqueue), in the order pumice "
+        "will consider them: POSITION in the queue and IN CLUSTER, and the ESTIMATED START pumice's forecast "
+        "wrote on each (its StartEstimate condition; <none> before the first forecast). Lists PodGroups in "
+        "every namespace, or in one with -n; without the right to list them cluster-wide, your namespace's. "
+        "Like kueuectl list pending-workloads.",
+    )
+    name_flags(waiting, "queue")
+    waiting.add_argument(
+        "-n", "--namespace", default=None, help="only this namespace's PodGroups (default: every namespace)"
+    )
+    waiting.add_argument(
+        "--default-queue",
+        default=L.DEFAULT_QUEUE,
+        help="the queue of PodGroups that name none, as given to pumice serve (default: %(default)s)",
+    )
+    output_flag(waiting, ("wide", "yaml", "json"), many=True)
+    waiting.set_defaults(func=commands.queue_pending)
+
     get = verbs.add_parser("get", parents=[cluster], help="show one Queue", description="Show one Queue.")
     name_flags(get, "queue", short_n=True)
     output_flag(get, ("wide", "yaml", "json"))

@@ -154,6 +154,15 @@ NUMATOPOLOGIES: Final = Resource(
 )
 
 
+# Asked by the forecast endpoint (controllers.forecast.access): who is a bearer token, and may it read?
+TOKEN_REVIEWS: Final = Resource(
+    group="authentication.k8s.io", version="v1", plural="tokenreviews", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS: Final = Resource(
+    group="authorization.k8s.io", version="v1", plural="subjectaccessreviews", namespaced=False
+)
+
+
 def segment(text: str) -> str:
     """A name or namespace a user typed, quoted so a ``/`` or ``?`` in it cannot leave its path segment."""
     return quote(text, safe="")

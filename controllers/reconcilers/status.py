@@ -6,6 +6,11 @@ re-list) and of every Queue, from a snapshot of those groups (pure, in :mod:`ext
 compares it with what the API server last showed us, and merge-patches the status subresource where they
 differ: a pass costs what changed. What we last wrote is remembered until the watch echoes it, so a
 slow echo does not cause a second identical write; a failed write is retried on the next pass.
+
+A waiting PodGroup's status also carries the latest forecast as its ``StartEstimate`` condition
+(:mod:`extender.forecast.condition`), rewritten only when the forecast moves enough to tell the user
+something new. It goes out in the same status write, through the same Executor: whatever fences that
+write (only the leader writes statuses) fences the estimate too.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from controllers.state.meta import read_meta
 from extender.core.model import GroupKey
 from extender.core.status import differs, phase_counts, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
+from extender.forecast.condition import with_estimate
+from extender.forecast.model import EMPTY, Forecast
 from extender.jobs.notices import same_reason
 
 log = logging.getLogger(__name__)
@@ -69,6 +76,7 @@ class StatusWriter:
         period: float = 0.5,
         heartbeat: Callable[[], None] = lambda: None,
         events: EventRecorder | None = None,
+        estimates: Callable[[], Forecast] = lambda: EMPTY,
     ):
         self.cache = cache
         self.scheduler = scheduler
@@ -76,10 +84,14 @@ class StatusWriter:
         self.period = period
         self.heartbeat = heartbeat
         self.events = events
+        # The latest forecast (controllers.forecast): shown on waiting PodGroups as their StartEstimate.
+        self.estimates = estimates
         self._written: dict[str, dict[str, Any]] = {}
-        self._seen: tuple[int, int, float] | None = None
+        self._seen: tuple[int, int, float, float] | None = None
         # PodGroups whose write failed: looked at again on the next pass.
         self._retry: set[GroupKey] = set()
+        # The groups the forecast last shown estimated: looked at again when a new one comes.
+        self._estimated: set[GroupKey] = set()
         self.writes = 0
         self.errors = 0
 
@@ -93,17 +105,29 @@ class StatusWriter:
     def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str, GroupKey | None]]:
         if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided
-        seen = (self.cache.version, self.scheduler.ledger.plan_version, self.scheduler.decided)
+        forecast = self.estimates()
+        seen = (
+            self.cache.version,
+            self.scheduler.ledger.plan_version,
+            self.scheduler.decided,
+            forecast.computed_at,
+        )
         if self._seen == seen:
             return []  # nothing a status depends on changed since the last pass
-        self._seen = seen
+        moved, self._seen = self._seen is None or self._seen[3] != forecast.computed_at, seen
         # Only the PodGroups whose pods, object, plans or reason changed since the last pass (every one
         # on the first pass and after a re-list): a pass costs what changed. Queues are few: all of them.
+        # A new forecast changes the StartEstimate of the groups it (or the one before) estimated.
         changed, everything = self.scheduler.pending.drain_status()
         keys = None if everything else changed | self._retry
+        if keys is not None and moved:
+            keys |= self._estimated | forecast.groups.keys()
+        if moved:
+            self._estimated = set(forecast.groups)
         self._retry = set()
         snap = self.cache.status_snapshot(keys)
-        now = rfc3339(time.time())
+        clock = time.time()
+        now = rfc3339(clock)
         out: list[tuple[str, dict[str, Any], bool, str, GroupKey | None]] = []
         for key, g in snap.groups.items():
             raw = self.cache.raw_podgroup(key)
@@ -112,6 +136,7 @@ class StatusWriter:
             u = self.scheduler.reasons.get(key)
             current = raw.get("status") or {}
             desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
+            desired = with_estimate(desired, current, forecast.groups.get(key), forecast.computed_at, clock)
             path = paths.PODGROUPS.item(g.name, namespace=g.namespace)
             if differs(desired, current) and self._written.get(path) != desired:
                 out.append((path, desired, False, _rv(raw), key))

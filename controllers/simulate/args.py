@@ -44,6 +44,20 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "session; default: until nothing changes)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--forecast",
+        action="store_true",
+        help="trace mode: forecast each job's start at its submission, as pumice serve would show it, and "
+        "report the error against the start it then had",
+    )
+    p.add_argument(
+        "--runtime-noise",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="with --forecast: jobs run their declared duration times a factor drawn from 1-F to 1+F "
+        "(seeded), while the forecast is told the declared one (default 0)",
+    )
     p.set_defaults(func=_run)
 
 

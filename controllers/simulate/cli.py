@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 
 from controllers.simulate.engine import TraceRun
+from controllers.simulate.forecast_report import accuracy_document, accuracy_table
+from controllers.simulate.forecast_trace import Accuracy, ForecastTraceRun, noisy
 from controllers.simulate.metrics import TraceResult
 from controllers.simulate.plots import require_matplotlib, write_plots
 from controllers.simulate.report import snapshot_document, snapshot_table, trace_document, trace_table
@@ -49,18 +51,31 @@ def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argpa
         require_matplotlib()
     until = parse_duration(args.until) if args.until else None
     runs: list[tuple[str, TraceResult]] = []
+    accuracy: list[tuple[str, Accuracy]] = []
     end = until if until is not None else max((j.submit + j.duration for j in trace.jobs), default=0.0)
     for label, conf in confs:
         bar = _progress(label, end, quiet=args.no_progress or len(trace.jobs) < 200)
         try:
+            if args.forecast:  # the forecast's accuracy (controllers.simulate.forecast_trace)
+                noise = args.runtime_noise
+                fr = ForecastTraceRun(
+                    noisy(trace, noise), conf, declared=trace, noise=noise, resume=args.resume, until=until,
+                    progress=bar.update_to,
+                )  # fmt: skip
+                runs.append((label, fr.run()))
+                accuracy.append((label, fr.accuracy()))
+                continue
             run = TraceRun(trace, conf, resume=args.resume, until=until, progress=bar.update_to)
             runs.append((label, run.run()))
         finally:
             bar.close()
     if args.output == "table":
-        sys.stdout.write(trace_table(runs))
+        sys.stdout.write(trace_table(runs) + (accuracy_table(accuracy) if accuracy else ""))
     else:
-        _emit(trace_document(runs), args.output)
+        doc = trace_document(runs)
+        for run_doc, (_, a) in zip(doc["runs"], accuracy, strict=False):
+            run_doc["forecast"] = accuracy_document(a)
+        _emit(doc, args.output)
     if args.plot:
         for path in write_plots(runs, Path(args.plot)):
             print(f"wrote {path}", file=sys.stderr)
@@ -92,6 +107,9 @@ def _progress(label: str, end: float, *, quiet: bool) -> _Bar:
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.runtime_noise and not args.forecast) or not 0 <= args.runtime_noise < 1:
+        print("pumice simulate: --runtime-noise takes --forecast and a fraction from 0 to 1", file=sys.stderr)
+        return 2
     if bool(args.trace) == bool(args.snapshot):
         print("pumice simulate: give a TRACE file or --snapshot STATE (one of them)", file=sys.stderr)
         return 2

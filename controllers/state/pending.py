@@ -185,6 +185,10 @@ class PendingSet:
         """Every group a cycle starting now leaves out (settled or placed)."""
         return frozenset(self._settled.keys() | self._placed.keys())
 
+    def settled_asides(self) -> dict[GroupKey, Aside]:
+        """What each settled group weighs on its queue (a forecast starts from them)."""
+        return {k: a for k in self._settled if (a := self._settled.get(k)) is not None}
+
     def aside(self) -> list[Aside]:
         """What the groups left out weigh, summed per queue (for the snapshot)."""
         return self._settled.totals() + self._placed.totals()

@@ -342,6 +342,9 @@ class PodGroup:
     network_topology: NetworkTopology | None = None
     # ``spec.subGroupPolicy`` in order (empty: the gang has no sub-groups, the common case).
     sub_group_policy: tuple[SubGroupPolicy, ...] = ()
+    # Seconds its job is expected to run (its ``pumice.dev/expected-runtime`` annotation), if said: what a
+    # forecast knows of a job whose pods do not exist yet (a vcjob's are created once it is Inqueue).
+    expected_runtime: float | None = None
 
     @property
     def key(self) -> GroupKey:

@@ -277,6 +277,9 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
         },
         network_topology=parse_network_topology(spec, _map(meta, "annotations", "metadata")),
         sub_group_policy=parse_sub_group_policy(spec),
+        expected_runtime=_positive_duration(
+            _map(meta, "annotations", "metadata"), (L.EXPECTED_RUNTIME_ANNOTATION,)
+        ),
     )
 
 

@@ -501,6 +501,25 @@ GRANTS: Final[tuple[Grant, ...]] = (
         code=("controllers.reconcilers.workload_groups:WorkloadGroupController.sync",),
         why="workloads: annotate a workload's pod with its group (scheduling.k8s.io/group-name)",
     ),
+    # --- the forecast endpoint: the API server says who may read which namespace's forecasts ----------------
+    Grant(
+        group="authentication.k8s.io",
+        resource="tokenreviews",
+        verbs=("create",),
+        code=("controllers.forecast.access:KubeAccess._user", "controllers.forecast.access:TOKEN_REVIEWS"),
+        why="the forecast endpoint: who a caller's bearer token stands for",
+    ),
+    Grant(
+        group="authorization.k8s.io",
+        resource="subjectaccessreviews",
+        verbs=("create",),
+        code=(
+            "controllers.forecast.access:KubeAccess._may_get",
+            "controllers.forecast.access:SUBJECT_ACCESS_REVIEWS",
+        ),
+        why="the forecast endpoint: whether that user may get podgroups in a namespace (it is shown what "
+        "kubectl get podgroups would show it)",
+    ),
 )
 
 

@@ -12,8 +12,9 @@ cluster (Volcano's per-task loop). A run of a gang's identical pods (one request
 inter-pod rules, no per-pod scores) is placed as a batch that lands every pod where that loop would
 (:func:`extender.framework.place.place_run`); ``batch=False`` keeps the loop, which the tests compare
 against. A gang's minimum is placed by :func:`extender.framework.gang_allocate.allocate_group`; this
-module holds the turns between queues and groups (:class:`_Turns`), the extra pods of whole gangs, and
-the actions' entry points.
+module holds the turns between queues and groups (:class:`Turns`, which the forecast's queue positions
+take too: :mod:`extender.forecast.positions`), the extra pods of whole gangs, and the actions' entry
+points.
 
 Invariants: a queue that is overused takes no turn; a closed queue keeps what runs and starts nothing;
 a group's extra pods never go before another group's gang minimum in the same queue.
@@ -88,7 +89,7 @@ class AllocateArgs:
     reserve_after: float = 0.0
 
 
-class _Turns:
+class Turns:
     """Whose turn it is: the fairest queue that is not overused, then its first group in job order, as
     Volcano's allocate loop takes them (queue keys re-read after every turn; a group goes back in line
     after its gang minimum and after each extra pod, so queues take extras by turns, by share). Within a
@@ -147,7 +148,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             )
     if args.reserve_after > 0:
         ssn.reservation = reserve(ssn, args.reserve_after)
-    turns = _Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
+    turns = Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]

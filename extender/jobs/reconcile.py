@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from extender.api import labels as L
 from extender.core.errors import ConfigError
+from extender.core.fields import positive_duration
 from extender.core.model import PodPhase
 from extender.core.parse import pod_requests
 from extender.core.resource_maps import add, format_resource_list
@@ -371,7 +372,7 @@ def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
                 "name": podgroup_name(job),
                 "namespace": job.namespace,
                 "labels": {L.JOB_NAME_KEY: job.name, L.JOB_NAMESPACE_KEY: job.namespace},
-                "annotations": dict(job.annotations),
+                "annotations": _podgroup_annotations(job),
                 "ownerReferences": [owner_reference(job)],
             },
             "spec": spec,
@@ -385,6 +386,22 @@ def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
             diff[k] = None
     if diff:
         plan.podgroup_patch = {"spec": diff}
+
+
+def _podgroup_annotations(job: Job) -> dict[str, str]:
+    """The job's annotations, and its expected runtime when only its tasks' pod templates say it (the
+    longest of theirs): a forecast reads it on the PodGroup before the job's pods exist."""
+    out = dict(job.annotations)
+    key = L.EXPECTED_RUNTIME_ANNOTATION
+    if positive_duration(out, (key,)) is None:
+        said = []
+        for t in job.tasks:
+            ann = ((t.template or {}).get("metadata") or {}).get("annotations") or {}
+            if (seconds := positive_duration(ann, (key,))) is not None:
+                said.append((seconds, str(ann[key])))
+        if said:
+            out[key] = max(said)[1]
+    return out
 
 
 def _ttl(plan: Plan, job: Job, phase: JobPhase, status: Obj | None, now: float) -> None:

@@ -57,6 +57,10 @@ class SchedulingSettings:
     # (namespace, name; from POD_NAMESPACE/POD_NAME, the downward API) for the reload's Events.
     conf_poll: float = 1.0
     self_pod: tuple[str, str] | None = None
+    # The forecast of waiting jobs' starts: at most every this many seconds (0: off), and at most this many
+    # scheduler steps each (see controllers.simulate.forecast).
+    forecast_interval: float = 30.0
+    forecast_max_steps: int = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

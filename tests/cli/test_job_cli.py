@@ -206,11 +206,13 @@ def test_job_table() -> None:
 def test_job_table_all_namespaces_and_wide() -> None:
     table = job_views.job_table([vcjob("a", "ns1")], NOW, all_namespaces=True, wide=True)
     header, row = table.splitlines()
+    # -o wide also shows the forecast pumice wrote on the job's PodGroup (issue #26): POSITION in its
+    # queue and ESTIMATED START, "<none>" without one (tests/cli/test_estimates_cli.py has them filled).
     assert header.split() == [
         *("NAMESPACE", "NAME", "PHASE", "JOBTYPE", "REPLICAS", "MIN", "PENDING", "RUNNING", "SUCCEEDED"),
-        *("FAILED", "UNKNOWN", "RETRYCOUNT", "AGE", "QUEUE", "SCHEDULER"),
+        *("FAILED", "UNKNOWN", "RETRYCOUNT", "AGE", "QUEUE", "SCHEDULER", "POSITION", "ESTIMATED", "START"),
     ]
-    assert row.split()[:2] == ["ns1", "a"] and row.split()[-2:] == ["q1", "volcano"]
+    assert row.split()[:2] == ["ns1", "a"] and row.split()[-4:] == ["q1", "volcano", "<none>", "<none>"]
 
 
 def test_filter_jobs() -> None:

@@ -483,6 +483,7 @@ PODGROUP_COMPUTED = {
     "implicit": "set for the one-pod group of a plain pod, which has no API object",
     "sla_waiting_time": "metadata.annotations[volcano.sh/sla-waiting-time] (the sla plugin)",
     "task_topology": "metadata.annotations[volcano.sh/task-topology-*] (the task-topology plugin)",
+    "expected_runtime": "metadata.annotations[pumice.dev/expected-runtime] (the forecast)",
 }
 
 QUEUE_READS: dict[str, Fields] = {

@@ -228,6 +228,23 @@ def names(plan_pods: list[Obj]) -> list[str]:
 
 
 # --- creation -------------------------------------------------------------------------------------
+def test_the_podgroup_carries_the_expected_runtime_its_tasks_declare() -> None:
+    """A forecast reads it there before the pods exist: the longest of the tasks' templates, unless the
+    job itself says one."""
+    short, long = task("a", 1), task("b", 1)
+    short["template"]["metadata"]["annotations"] = {"pumice.dev/expected-runtime": "5m"}
+    long["template"]["metadata"]["annotations"] = {"pumice.dev/expected-runtime": "1h"}
+    plan = Sim(job_json(short, long)).step()
+    assert plan.podgroup_create is not None
+    assert plan.podgroup_create["metadata"]["annotations"] == {"pumice.dev/expected-runtime": "1h"}
+    assert parse_podgroup(plan.podgroup_create).expected_runtime == 3600
+    said = job_json(short, long)
+    said["metadata"]["annotations"] = {"pumice.dev/expected-runtime": "2m"}
+    plan = Sim(said).step()
+    assert plan.podgroup_create is not None
+    assert plan.podgroup_create["metadata"]["annotations"] == {"pumice.dev/expected-runtime": "2m"}
+
+
 def test_create_podgroup_then_pods_once_inqueue() -> None:
     sim = Sim(job_json(task("w", 2), maxRetry=2))
     plan = sim.step()

@@ -31,6 +31,23 @@ LINT_IMPORTS = shutil.which("lint-imports", path=str(Path(sys.executable).parent
 
 # (file in the copy, the import added to it, the contract that must then be broken)
 CASES = [
+    ("extender/forecast/positions.py", "import controllers.state.cache", "The forecast core is pure"),
+    ("extender/forecast/runtimes.py", "import aiohttp", "The forecast core is pure"),
+    (
+        "controllers/reconcilers/status.py",
+        "import controllers.forecast.runner",
+        "The forecast runs beside the scheduler",
+    ),
+    (
+        "controllers/scheduling/loop.py",
+        "import controllers.forecast.inputs",
+        "The forecast runs beside the scheduler",
+    ),
+    (
+        "controllers/forecast/runner.py",
+        "import extender.server.forecast_api",
+        "The forecaster stays out of the servers and the reconcilers",
+    ),
     (
         "extender/core/model.py",
         "import kubernetes_asyncio",

@@ -1,0 +1,16 @@
+"""The forecast in ``pumice serve``: off the scheduling path, bounded, and where users read it.
+
+- :mod:`~controllers.forecast.finished`: runtimes learned from Volcano Jobs seen completed (the jobs
+  watch), into the pure :class:`~extender.forecast.runtimes.RuntimeBook`;
+- :mod:`~controllers.forecast.inputs`: what a forecast starts from, taken from the cache on the event
+  loop (each group's expected runtime and start);
+- :mod:`~controllers.forecast.runner`: :class:`~controllers.forecast.runner.Forecaster`, which runs the
+  simulator's :func:`~controllers.simulate.forecast.forecast` in a worker thread at most every
+  ``--forecast-interval`` seconds and only when something changed, and keeps the latest;
+- :mod:`~controllers.forecast.access`: who may read which namespace's forecasts, asked of the API
+  server (TokenReview, then SubjectAccessReview for ``get podgroups``).
+
+The status writer shows the latest forecast on each waiting PodGroup (its ``StartEstimate`` condition),
+the composition root serves it over HTTP and as metrics; none of them imports this package (they are
+handed its callables), and nothing in the scheduling room does.
+"""

@@ -1,0 +1,98 @@
+"""The forecast beside the scheduler: :class:`Forecaster` runs it off the scheduling path, bounded.
+
+At most every ``interval`` seconds, and only when something it depends on changed since the last one
+(the cache, the plans, the learned runtimes, the conf), it takes its input on the event loop
+(:func:`~controllers.forecast.inputs.forecast_input`, a pass over the cache's objects) and runs
+:func:`~controllers.simulate.forecast.forecast` in a worker thread, never inside a cycle or a verb: the
+simulated cluster is its own, the live cache only lent its frozen objects. The latest forecast is kept
+(``latest``) for the status writer, the HTTP endpoint and the metrics; a forecast that fails is logged
+and counted, and the last good one stays.
+
+Every replica forecasts (each serves the endpoint); only the one that writes statuses shows it on
+PodGroups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from controllers.forecast.inputs import forecast_input
+from controllers.scheduling.shared import SchedulingState
+from controllers.simulate.forecast import ForecastSettings, forecast
+from controllers.state.cache import ClusterCache
+from extender.forecast.model import EMPTY, Forecast
+from extender.forecast.runtimes import RuntimeBook
+
+log = logging.getLogger(__name__)
+
+
+class Forecaster:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        shared: SchedulingState,
+        book: RuntimeBook,
+        *,
+        interval: float,
+        settings: ForecastSettings = ForecastSettings(),  # noqa: B008  # frozen
+        clock: Callable[[], float] = time.time,
+        heartbeat: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.cache = cache
+        self.shared = shared
+        self.book = book
+        self.interval = interval
+        self.settings = settings
+        self.clock = clock
+        self.heartbeat = heartbeat
+        self.latest: Forecast = EMPTY
+        self._seen: tuple[int, int, int, int] | None = None
+        self.runs = 0
+        self.errors = 0
+        self.cpu_seconds = 0.0
+
+    def forecast(self) -> Forecast:
+        """The latest forecast (EMPTY before the first)."""
+        return self.latest
+
+    def _inputs_version(self) -> tuple[int, int, int, int]:
+        s = self.shared
+        return (s.cache.version, s.ledger.plan_version, self.book.version, id(s.conf))
+
+    async def once(self) -> bool:
+        """One forecast if anything changed since the last; whether one was made."""
+        if not self.shared.decided:
+            return False  # no cycle yet: nothing is settled, phases are not decided
+        seen = self._inputs_version()
+        if seen == self._seen:
+            return False
+        inp = forecast_input(self.cache, self.shared, self.book, self.clock())
+        try:
+            result = await asyncio.to_thread(forecast, inp, self.shared.conf, self.settings)
+        except Exception:  # one forecast's problem: the last good one stays
+            self.errors += 1
+            log.exception("forecast failed")
+            return False
+        self._seen = seen
+        self.latest = result
+        self.runs += 1
+        self.cpu_seconds += result.cpu_seconds
+        log.debug(
+            "forecast",
+            extra={
+                "groups": len(result.groups),
+                "steps": result.steps,
+                "cpu_ms": round(result.cpu_seconds * 1e3),
+            },
+        )
+        return True
+
+    async def run(self) -> None:
+        """Forecast every ``interval`` seconds when something changed (a root task of ``pumice serve``)."""
+        while True:
+            self.heartbeat()
+            await asyncio.sleep(self.interval)
+            await self.once()

@@ -1,0 +1,297 @@
+"""The simulated cluster a forecast runs on: :class:`ForecastCluster`, seeded with parsed objects.
+
+The same :class:`~controllers.simulate.cluster.SimCluster` (the real scheduler's parts on a virtual clock,
+kube-scheduler's binds, the status writer's phases), with two differences that make a forecast cheap
+enough to run every few seconds beside the scheduler:
+
+- **seeded, not parsed**: the cluster cache is loaded with the live cache's frozen models
+  (:class:`~controllers.state.models.ClusterModels`) and raw PodGroups, so there are no raw pods: a
+  pod is bound, deleted or evicted by its model (the bind verb lays the binding over it, as it does for
+  every bind), and the live scheduler's settled groups and what they weigh on their queues (``aside``)
+  are taken over, so the first cycle looks only at what the live one would look at next;
+- **groups that cannot start are left out**: before each cycle, an admitted group whose waiting pods
+  could not fit even in the whole cluster's free room (fewer copies of its smallest pod fit the free room
+  node by node than its gang still needs) is left out of the snapshot as settled, weighing on its queue
+  by its totals, as the live loop leaves out groups short of room until room appears. It is a necessary
+  condition the real cycle would find failing too, so no placement changes; it is off when the conf
+  evicts (``preempt``, ``reclaim``: victims make room) or holds nodes for starving jobs
+  (``reserveAfter``), where every group stays in;
+- **a window per queue**: of the groups that could fit, a cycle looks at the first ``window`` of each
+  queue in line order (``order``); the others wait for the next cycle, which the forecast runs while
+  cycles place something. When every group of a window fails though room was left, the groups behind
+  it wait for the next step: the one way this differs from a cycle over all of them, traded for a cost
+  per cycle that does not grow with the backlog.
+
+Invariant: nothing here decides anything the scheduler's own parts do not; it only plays the API server,
+kube-scheduler and the kubelets for objects that exist as models alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from controllers.scheduling.scheduler import Scheduler
+from controllers.scheduling.shared import LoopSettings, SchedulingState
+from controllers.scheduling.verbs import Verbs
+from controllers.simulate.cluster import Evicted, SimCluster, SimExecutor, SimLoop, SimWrites, run_now
+from controllers.state.models import ClusterModels
+from extender.api import wire
+from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID
+from extender.core.snapshot import Aside, Snapshot, pod_group_key
+from extender.framework.result import CycleResult
+from extender.plugins.registry import SchedulerConf
+
+Obj = dict[str, Any]
+_EVICTING = frozenset({"preempt", "reclaim"})
+_WAITING = (GroupPhase.PENDING, GroupPhase.INQUEUE)
+
+
+def prefilter_applies(conf: SchedulerConf) -> bool:
+    """Whether groups that cannot fit the free room may be left out: no action makes room by evicting,
+    and no starvation guard holds nodes for a group that does not fit."""
+    if _EVICTING & set(conf.spec.actions):
+        return False
+    for c in conf.spec.configurations:
+        arguments = c.get("arguments")
+        if c.get("name") == "allocate" and isinstance(arguments, dict) and arguments.get("reserveAfter"):
+            return False
+    return True
+
+
+class ForecastLoop(SimLoop):
+    """The simulator's loop, leaving out admitted groups that cannot fit the free room (see the module
+    docstring); the rest is the real loop's."""
+
+    def __init__(self, cluster: ForecastCluster, shared: SchedulingState, writes: SimWrites) -> None:
+        super().__init__(cluster, shared, writes)
+        self.forecast = cluster
+        # Groups the last cycle left out only for the window: not settled, they come in the next cycle.
+        self.held_back: frozenset[GroupKey] = frozenset()
+        # What each group weighed on its queue when a cycle last left it waiting for room (seeded with the
+        # live scheduler's settled groups): a group back in the work is prefiltered by it.
+        self.asides: dict[GroupKey, Aside] = {}
+
+    def _report_unreserved(self) -> None:
+        """Nothing to warn of: the pods the forecast is seeded with were bound in the live cluster, never
+        through this simulated one's reservations (the live loop warns of a real unreserved bind)."""
+
+    def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
+        s = self.shared
+        work = self._work()
+        left_out = s.pending.left_out()
+        extra: frozenset[GroupKey] = frozenset()
+        self.held_back = frozenset()
+        if self.forecast.prefilter:
+            candidates = {k for k in work - left_out if k in self.asides}
+            no_room = self.forecast.cannot_fit(candidates)
+            self.held_back = self.forecast.beyond_window(candidates - no_room)
+            extra = frozenset(no_room | self.held_back)
+        snap = s.cache.snapshot(
+            work - left_out - extra, dict(s.refused), s.pending.aside() + [self.asides[k] for k in extra]
+        )
+        self._cycled_at = self._versions()
+        s.progress.started(s.cache.version)
+        return snap, left_out | extra
+
+    def _apply(self, snap: Snapshot, left_out: frozenset[GroupKey], result: CycleResult, t0: float) -> None:
+        super()._apply(snap, left_out, result, t0)
+        for key in snap.groups:
+            if key in result.aside:
+                self.asides[key] = result.aside[key]
+            else:
+                self.asides.pop(key, None)
+
+
+def _copies(free: npt.NDArray[np.int64], smallest: npt.NDArray[np.int64]) -> int:
+    """How many pods of request ``smallest`` the nodes' ``free`` room holds in all, node by node (none
+    when it asks for a resource no node has: marked -1)."""
+    if (smallest < 0).any():
+        return 0
+    asked = smallest > 0
+    if not asked.any():
+        return len(free) * 1_000_000
+    per_node = (free[:, asked] // smallest[asked]).min(axis=1)
+    return int(per_node.sum())
+
+
+def _stub(pod: Pod) -> Obj:
+    """What the cache needs of a pod to remove it: its metadata."""
+    return {"metadata": {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name}}
+
+
+class ForecastCluster(SimCluster):
+    """A :class:`SimCluster` seeded with ``models``, whose pods exist as models only."""
+
+    def __init__(
+        self,
+        conf: SchedulerConf,
+        models: ClusterModels,
+        *,
+        now: float,
+        aside: Mapping[GroupKey, Aside] = {},  # read only
+        settled: frozenset[GroupKey] = frozenset(),
+        prefilter: bool = True,
+        window: int = 0,
+    ) -> None:
+        super().__init__(
+            conf, now=now, scheduler_names=models.scheduler_names, default_queue=models.default_queue
+        )
+        self.prefilter = prefilter and prefilter_applies(conf)
+        self.window = window
+        # Each group's place in the cluster's order (the forecast sets it once positions are known).
+        self.order: Mapping[GroupKey, int] = {}
+        self._shapes: dict[GroupKey, tuple[PodGroup, tuple[str, ...], tuple[int, npt.NDArray[np.int64]]]] = {}
+        self.scheduler = self._scheduler(conf)
+        self.cache.load(models)
+        self.podgroups = dict(models.raw_podgroups)
+        self.queues = dict(models.raw_queues)
+        for pod in models.pods:
+            if pod.deleting:  # on its way out: its room is free from now on
+                self.delete_pod(pod.uid)
+        # The live scheduler's settled groups stay settled until room appears, as they would there.
+        pending = self.state.pending
+        pending.drain()
+        pending.work()
+        pending.after_cycle((), {k: aside[k] for k in settled if k in aside}, {}, set())
+        self.loop.asides = {k: aside[k] for k in pending.settled()}
+        self.dirty.clear()
+
+    def _scheduler(self, conf: SchedulerConf) -> Scheduler:
+        """The simulator's wiring of the scheduler's parts, with the forecast's loop."""
+        shared = SchedulingState(self.state, conf, settings=LoopSettings(), clock=lambda: self.now)
+        executor = SimExecutor(self)
+        writes = SimWrites(self, shared, executor)
+        loop = ForecastLoop(self, shared, writes)
+        self.loop = loop
+        return Scheduler(shared=shared, writes=writes, loop=loop, verbs=Verbs(shared, loop, executor))
+
+    # --- pods as models ------------------------------------------------------------------------------
+    def bind(self, uid: PodUID, node: str) -> None:
+        """The bind verb has laid the binding over the model (``assume_bound``): the pod runs."""
+        self.bound[uid] = node
+
+    def delete_pod(self, uid: PodUID) -> None:
+        pod = self.cache.pod(uid)
+        if pod is None:
+            return
+        self.dirty.add(pod_group_key(pod))
+        self.cache.remove_pod(_stub(pod))
+
+    def evict(self, uid: PodUID) -> None:
+        pod = self.cache.pod(uid)
+        if pod is None:
+            return
+        why = self.eviction_reasons.pop(uid, None)
+        if why is not None:
+            self.evictions.append(
+                Evicted(
+                    at=self.now,
+                    pod=pod.key,
+                    node=pod.node_name,
+                    reason=why.reason,
+                    message=why.message,
+                    by=why.by,
+                )
+            )
+        self.delete_pod(uid)
+
+    def _bind_plans(self) -> int:
+        n = 0
+        for uid, node in sorted(self.ledger.plans().items()):
+            pod = self.cache.pod(uid)
+            if pod is None or self.ledger.waiting_for(uid):
+                continue
+            args: wire.ExtenderBindingArgs = {
+                "PodName": pod.name,
+                "PodNamespace": pod.namespace,
+                "PodUID": uid,
+                "Node": node,
+            }
+            if not run_now(self.scheduler.verbs.bind(args)):
+                n += 1
+        return n
+
+    # --- the forecast's questions ---------------------------------------------------------------------
+    def free(self) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+        """Each node's free room (allocatable less what is held and planned, never below 0), by the node
+        table's resource names."""
+        table = self.cache.node_table()
+        free = table.alloc - self.ledger.held_matrix(table) - self.ledger.planned_matrix(table)
+        return table.index.names, np.maximum(free, 0)
+
+    def cannot_fit(self, keys: Iterable[GroupKey], *, admitted: bool = True) -> frozenset[GroupKey]:
+        """The groups among ``keys`` (admitted ones only, unless ``admitted`` is False) whose waiting pods
+        cannot fit the free room: fewer copies of the smallest of them (resource by resource) fit the
+        nodes' free room, node by node, than the gang still needs. Groups of one shape are answered
+        together."""
+        names, free = self.free()
+        verdicts: dict[tuple[int, bytes], bool] = {}
+        out = set()
+        for key in keys:
+            shape = self._shape(key, names, admitted=admitted)
+            if shape is None:
+                continue
+            need, smallest = shape
+            mark = (need, smallest.tobytes())
+            fits = verdicts.get(mark)
+            if fits is None:
+                fits = verdicts[mark] = _copies(free, smallest) >= need
+            if not fits:
+                out.add(key)
+        return frozenset(out)
+
+    def beyond_window(self, keys: Iterable[GroupKey]) -> frozenset[GroupKey]:
+        """Of the groups that could fit, those past the first ``window`` of each queue in line order."""
+        if self.window <= 0:
+            return frozenset()
+        by_queue: dict[str, list[GroupKey]] = {}
+        for key in keys:
+            g = self.cache.group(key)
+            if g is not None:
+                by_queue.setdefault(g.queue, []).append(key)
+        out: list[GroupKey] = []
+        last = len(self.order) + 1
+        for line in by_queue.values():
+            if len(line) > self.window:
+                line.sort(key=lambda k: (self.order.get(k, last), k))
+                out.extend(line[self.window :])
+        return frozenset(out)
+
+    def _shape(
+        self, key: GroupKey, names: tuple[str, ...], *, admitted: bool
+    ) -> tuple[int, npt.NDArray[np.int64]] | None:
+        """How many pods group ``key`` still needs placed and the smallest of its waiting pods, resource
+        by resource (a resource no node has: -1); None when it waits for nothing, is not waiting, or
+        (``admitted``) is not admitted. Kept while the group and the table's names stay as they are."""
+        g = self.cache.group(key)
+        if g is None or g.phase not in ((GroupPhase.INQUEUE,) if admitted else _WAITING):
+            return None
+        cached = self._shapes.get(key)
+        if cached is not None and cached[0] is g and cached[1] == names:
+            return cached[2]
+        pods = [p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None]
+        waiting = [p for p in pods if p.waiting and not self.ledger.is_planned(p.uid)]
+        if not waiting:
+            return None
+        have = sum(1 for p in pods if p.holds_resources or self.ledger.is_planned(p.uid))
+        col = set(names)
+        rows = np.array([[p.requests.get(n, 0) for n in names] for p in waiting], dtype=np.int64)
+        smallest = rows.min(axis=0)
+        if any(v > 0 and r not in col for p in waiting for r, v in p.requests.items()):
+            smallest = np.full(len(names), -1, dtype=np.int64)
+        shape = (max(g.min_member - have, 1), smallest)
+        self._shapes[key] = (g, names, shape)
+        return shape
+
+    def started(self, key: GroupKey) -> bool:
+        """Whether group ``key``'s gang is whole: ``minMember`` pods bound (or done)."""
+        g = self.cache.group(key)
+        if g is not None and g.phase == GroupPhase.RUNNING:
+            return True
+        pods = [p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None]
+        have = sum(1 for p in pods if p.node_name and not p.terminal)
+        return have >= max(g.min_member if g is not None else 1, 1)
