@@ -3,6 +3,7 @@ forecaster's pacing (only when something changed, off the event loop), and who m
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any, cast
 
@@ -11,7 +12,7 @@ import pytest
 from controllers.forecast.access import AccessUnavailable, KubeAccess
 from controllers.forecast.finished import finished_job, runtime_handler
 from controllers.forecast.inputs import forecast_input
-from controllers.forecast.runner import Forecaster
+from controllers.forecast.runner import COST_RATIO, Forecaster
 from controllers.kube.client import ApiError, KubeClient
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.simulate import forecast as engine
@@ -127,6 +128,29 @@ async def test_the_forecaster_runs_off_the_loop_and_only_when_something_changed(
     state.cache.upsert_node(node("n2", cpu="1"))
     assert not await f.once()
     assert f.errors == 1 and f.runs == 2 and f.forecast().groups  # the last good one stays
+
+
+async def test_a_costly_forecast_waits_longer_before_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forecast shares the interpreter with the cycle: the next waits COST_RATIO times what the last
+    one cost when that is longer than the interval, so forecasting never takes more than a slice of a core."""
+    state = state_with(*scenario())
+    s = build_scheduler(state, load_conf(), RecordingExecutor())
+    real = engine.forecast
+
+    def costly(*args: Any, **kwargs: Any) -> Any:
+        return dataclasses.replace(real(*args, **kwargs), cpu_seconds=2.5)
+
+    f = Forecaster(state.cache, s.shared, RuntimeBook(), interval=30.0, clock=lambda: 1704069000.0)
+    assert f.next_wait() == 30.0
+    s.loop.cycle()
+    s.shared.decided += 1
+    monkeypatch.setattr("controllers.forecast.runner.forecast", costly)
+    assert await f.once()
+    assert f.next_wait() == COST_RATIO * 2.5 > 30.0
+    monkeypatch.setattr("controllers.forecast.runner.forecast", real)
+    f.book.observe(Finished(uid="x", queue="default", namespace="default", name="wait", seconds=60.0, at=0.0))
+    assert await f.once()
+    assert f.next_wait() == 30.0  # a cheap one: the interval again
 
 
 class Reviews:
