@@ -10,15 +10,13 @@ cycle, the status writer and preemption take, each over the reservation ledger's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
 
 from controllers.state.cache_ingest import CacheIngest, Obj
+from extender.core.gpu_memo import HoldsAt
 from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNodeSet
-from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
+from extender.core.model import GroupKey, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
-
-_UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
 class ClusterCache(CacheIngest):
@@ -54,8 +52,9 @@ class ClusterCache(CacheIngest):
         return pod is not None and pod.waiting and node in self._nodes
 
     def unfinished_groups(self) -> set[GroupKey]:
-        """PodGroups not running yet (or broken): their admission and promises matter every cycle."""
-        return {k for k, g in self._podgroups.items() if g.phase in _UNFINISHED}
+        """PodGroups not running yet (or broken): their admission and promises matter every cycle (kept as
+        they change: a cycle does not walk the groups that run)."""
+        return set(self._unfinished)
 
     def raw_podgroups(self) -> list[tuple[GroupKey, Obj]]:
         return list(self._raw_podgroups.items())
@@ -95,6 +94,7 @@ class ClusterCache(CacheIngest):
         for g in podgroups:
             wanted.update(g.min_resources)
         table = self._table(wanted)
+        holds, planned = self._device_holds()
         return build_snapshot(
             nodes=table,
             pods=pods,
@@ -111,29 +111,34 @@ class ClusterCache(CacheIngest):
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
             residents=self._pods.values(),
             aside=aside,
-            other_groups=self._podgroups,
+            other_groups=dict(self._podgroups),  # (a copy: the cycle may read it off the loop)
             quotas=self._quotas.values(),
             budgets=self._budgets.values(),
             hypernodes=self._hypernodes_now(),
             numatopologies=self._numatopologies.values(),
-            device_holds=self._device_holds(),
+            device_holds=holds,
+            card_memo=self._card_memo,
+            holds_at=HoldsAt(
+                log=self._hold_log, position=self._hold_log.position, planned=frozenset(planned)
+            ),
         )
 
-    def _device_holds(self) -> dict[PodUID, tuple[str, GpuHold]]:
+    def _device_holds(self) -> tuple[dict[PodUID, tuple[str, GpuHold]], list[PodUID]]:
         """The GPU cards each pod holds, by where it is: bound (or bound by us) with the cards its
-        annotations name, else planned with the cards decided with its plan (written on it or not yet)."""
-        out: dict[PodUID, tuple[str, GpuHold]] = {}
-        for uid, pod in self._device_pods.items():
-            if pod.terminal:
-                continue
-            decided = pod_hold(self._ledger.decided(uid), pod.gpu)
-            if pod.node_name:
-                node, hold = pod.node_name, pod.gpu_hold or decided
-            else:  # an annotation left from an earlier plan holds nothing: only the live plan's does
-                node, hold = self._ledger.planned_node(uid) or "", decided
-            if node and hold is not None:
+        annotations name (kept in the hold log as pods change), else planned with the cards decided with
+        its plan (written on it or not yet); and which are planned. Costs the planned pods, not the
+        bound ones (a copy of their dict)."""
+        out = dict(self._hold_log.holds)
+        planned: list[PodUID] = []
+        for uid, node in self._ledger.plans().items():
+            pod = self._device_pods.get(uid)
+            if pod is None or pod.terminal or pod.node_name:
+                continue  # (an annotation left from an earlier plan holds nothing: only the live plan's does)
+            hold = pod_hold(self._ledger.decided(uid), pod.gpu)
+            if hold is not None:
                 out[uid] = (node, hold)
-        return out
+                planned.append(uid)
+        return out, planned
 
     def _hypernodes_now(self) -> HyperNodeSet:
         if self._hypernode_set is None:

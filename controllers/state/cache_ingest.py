@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from controllers.kube.informer import Handler
 from controllers.state.ledger import Ledger
@@ -27,6 +27,8 @@ from controllers.state.pending import PendingSet
 from controllers.state.unreadable import Unreadable, ref
 from extender.api import labels as L
 from extender.core.budgets import DisruptionBudget
+from extender.core.gpu_memo import CardMemo, HoldLog
+from extender.core.gpus import pod_hold
 from extender.core.hypernodes import HyperNode, HyperNodeSet, parse_hypernode
 from extender.core.model import (
     GroupKey,
@@ -51,6 +53,8 @@ from extender.core.parse import (
 )
 from extender.core.quota import ResourceQuota
 from extender.core.snapshot import NodeTable, pod_group_key
+
+UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -78,6 +82,8 @@ class CacheIngest:
         self._nodes: dict[str, Node] = {}
         self._pods: dict[PodUID, Pod] = {}
         self._podgroups: dict[GroupKey, PodGroup] = {}
+        # PodGroups not running yet (or broken), kept as they change: every cycle asks for them.
+        self._unfinished: set[GroupKey] = set()
         self._queues: dict[str, Queue] = {}
         self._priority_classes: dict[str, PriorityClass] = {}
         # ResourceQuotas and PodDisruptionBudgets by namespace/name (the resourcequota, drf and pdb plugins).
@@ -89,8 +95,12 @@ class CacheIngest:
         self._hypernode_set: HyperNodeSet | None = None
         # Numatopologies by node name (numa-aware): each node's NUMA cells and free cpus.
         self._numatopologies: dict[str, NumaTopology] = {}
-        # Pods that ask GPU cards (deviceshare): the snapshot's card holdings come from these alone.
+        # Pods that ask GPU cards (deviceshare): the snapshot's card holdings come from these alone. The
+        # holds of those bound are kept in a log as they change (deviceshare follows the changes from one
+        # cycle to the next in its memo, which lives here too: see extender.core.gpu_memo).
         self._device_pods: dict[PodUID, Pod] = {}
+        self._hold_log = HoldLog()
+        self._card_memo = CardMemo()
         # Raw objects we write status for (resourceVersion, existing status) keyed like the model.
         self._raw_podgroups: dict[GroupKey, Obj] = {}
         self._raw_queues: dict[str, Obj] = {}
@@ -164,6 +174,16 @@ class CacheIngest:
         after = self._ledger.get(uid)
         freed = before is not None and (after is None or after.node != before.node)
         self._pending.pod_changed(uid, key, pod is not None and pod.waiting, freed)
+        self._log_hold(uid)
+
+    def _log_hold(self, uid: PodUID) -> None:
+        """The cards a bound pod holds (its annotations', else those decided with its plan), into the log."""
+        pod = self._device_pods.get(uid)
+        if pod is None or not pod.node_name or pod.terminal:
+            self._hold_log.set(uid, None)
+            return
+        hold = pod.gpu_hold or pod_hold(self._ledger.decided(uid), pod.gpu)
+        self._hold_log.set(uid, None if hold is None else (pod.node_name, hold))
 
     def _with_assumed(self, seen: Pod) -> Pod:
         """``seen`` with the node of our bind laid over it while the watch does not show it bound yet: an
@@ -220,6 +240,7 @@ class CacheIngest:
         if uid in self._device_pods:
             self._device_pods[uid] = bound
         self._pending.pod_changed(uid, self._ours(bound), False, False)
+        self._log_hold(uid)
         self._changed("pod")
 
     # --- nodes ---------------------------------------------------------------------------------------
@@ -272,8 +293,16 @@ class CacheIngest:
             pg = dataclasses.replace(pg, phase=old.phase)
         if old != pg:
             self._podgroups[pg.key] = pg
+            self._track(pg.key)
             self._group_stored(pg.key, old, pg)
             self._changed("podgroup")
+
+    def _track(self, key: GroupKey) -> None:
+        pg = self._podgroups.get(key)
+        if pg is not None and pg.phase in UNFINISHED:
+            self._unfinished.add(key)
+        else:
+            self._unfinished.discard(key)
 
     def remove_podgroup(self, obj: Obj) -> None:
         meta = read_meta(obj)
@@ -281,6 +310,7 @@ class CacheIngest:
         key = group_key(meta.namespace or "default", meta.name)
         self._raw_podgroups.pop(key, None)
         old = self._podgroups.pop(key, None)
+        self._track(key)
         self._group_stored(key, old, None)
         if old is not None:
             self._changed("podgroup")
@@ -293,6 +323,7 @@ class CacheIngest:
             if pg is not None:
                 self._podgroups[pg.key] = pg
                 self._raw_podgroups[pg.key] = o
+        self._unfinished = {k for k, g in self._podgroups.items() if g.phase in UNFINISHED}
         for key in old.keys() | self._podgroups.keys():  # those deleted while we were not watching too
             self._group_stored(key, old.get(key), self._podgroups.get(key))
         self._changed("podgroup")
@@ -304,6 +335,7 @@ class CacheIngest:
         if pg is None or pg.phase == phase:
             return False
         self._podgroups[key] = dataclasses.replace(pg, phase=phase)
+        self._track(key)
         self._changed("podgroup")
         return True
 

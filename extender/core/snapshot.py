@@ -23,7 +23,7 @@ Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.budgets import DisruptionBudget
+from extender.core.gpu_memo import CardMemo, HoldsAt
 from extender.core.gpus import GpuHold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import (
@@ -117,6 +118,10 @@ class Snapshot:
     # The GPU cards pods hold (deviceshare), with the node they hold them on: bound pods by their
     # annotations, planned ones by their plan's decision (see controllers.state.cache).
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] = field(default_factory=dict)
+    # What deviceshare keeps across the cycles over one cache's snapshots, and where these holds stand
+    # in that cache's hold log (see extender.core.gpu_memo); None: a cycle starts from the holds alone.
+    card_memo: CardMemo | None = None
+    holds_at: HoldsAt | None = None
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -237,6 +242,8 @@ def build_snapshot(
     hypernodes: HyperNodeSet | None = None,
     numatopologies: Iterable[NumaTopology] = (),
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] | None = None,
+    card_memo: CardMemo | None = None,
+    holds_at: HoldsAt | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -369,7 +376,7 @@ def build_snapshot(
         aside_waiting=aside_waiting,
         aside_owed=aside_owed,
         scheduler_names=scheduler_names,
-        other_groups={k: g for k, g in (other_groups or {}).items() if k not in groups},
+        other_groups=_Without(other_groups or {}, groups),
         quotas=_by_namespace(quotas),
         budgets=_by_namespace(budgets),
         hypernodes=HyperNodeSet() if hypernodes is None else hypernodes,
@@ -383,7 +390,29 @@ def build_snapshot(
             if device_holds is None
             else device_holds
         ),
+        card_memo=card_memo,
+        holds_at=holds_at,
     )
+
+
+class _Without(Mapping[GroupKey, PodGroup]):
+    """``groups`` less the keys of ``left_out``, read through (a snapshot costs its work, not every group
+    the cache holds: few readers look, and only at some keys)."""
+
+    def __init__(self, groups: Mapping[GroupKey, PodGroup], left_out: Mapping[GroupKey, PodGroup]) -> None:
+        self._groups = groups
+        self._left_out = left_out
+
+    def __getitem__(self, key: GroupKey) -> PodGroup:
+        if key in self._left_out:
+            raise KeyError(key)
+        return self._groups[key]
+
+    def __iter__(self) -> Iterator[GroupKey]:
+        return (k for k in self._groups if k not in self._left_out)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 _Namespaced = TypeVar("_Namespaced", ResourceQuota, DisruptionBudget)
