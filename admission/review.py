@@ -5,7 +5,8 @@ Only v1 is spoken (kube-apiserver >= 1.16 sends it when a webhook lists only ``v
 envelope has a field of the wrong type, raises :class:`MalformedReview`, which the server turns into an
 HTTP 400; everything else is answered with a
 response that echoes ``request.uid``: allowed, denied with ``status.code`` and a message naming each field
-at fault, or allowed with a base64 JSONPatch. Response shapes follow the captures in ``shared/wire-samples``.
+at fault, or allowed with a base64 JSONPatch. Response shapes follow the captures in
+``tests/contract/wire_samples``.
 """
 
 from __future__ import annotations

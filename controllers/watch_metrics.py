@@ -1,4 +1,5 @@
-"""Metrics only the watch can observe: pods bound, and how long vcjobs and PodGroups waited to run.
+"""Metrics only the watch can observe: pods bound, how long vcjobs and PodGroups waited to run, vcjobs
+that finished.
 
 kube-scheduler binds pumice's pods itself unless the extender's ``bind`` verb is configured, so counting
 binds at the verb counted nothing in the usual set-up. What is counted here is what the watch shows: a pod
@@ -6,7 +7,10 @@ of one of pumice's scheduler names first seen without a node, later seen with on
 vcjob (or PodGroup) seen not yet Running, later seen Running, is observed once, as the time from its
 ``metadata.creationTimestamp`` to when the watch showed it Running. An object first seen already bound or
 already Running (pumice restarted meanwhile) is not observed: its wait was never watched, and observing it
-at a restart would count it twice.
+at a restart would count it twice. Likewise a vcjob seen unfinished, later seen Completed or Failed, is
+reported once (Volcano's job phase counters). Each report names the object and its queue (``spec.queue``,
+else the default queue), so the figures can be kept per queue and per object; a deleted vcjob or PodGroup
+is reported ``gone`` so per-object figures go with it.
 
 Volcano's PodGroup phases (Pending, Inqueue, Running, ...) and vcjob ``status.state.phase`` are read as
 the API server stores them; nothing here decides anything. Memory: one set entry per object not yet
@@ -17,7 +21,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from controllers.kube.informer import Handler
 from controllers.state.meta import read_meta
@@ -25,12 +30,29 @@ from extender.core.timestamps import epoch
 
 Obj = dict[str, Any]
 Observe = Callable[[float], None]
-Count = Callable[[], object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """A vcjob or PodGroup as a watch report names it: ``seconds`` from its creation to the report
+    (a wait when it started running), ``phase`` the phase it was seen in."""
+
+    kind: Literal["job", "podgroup"]
+    namespace: str
+    name: str
+    queue: str
+    phase: str
+    seconds: float
+
+
+Report = Callable[[Seen], None]
 
 _RUNNING = "Running"
 # Phases after which a wait can no longer end in Running.
 _FINISHED_JOB = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 _FINISHED_POD = frozenset({"Succeeded", "Failed"})
+# The ends Volcano's job controller counts (volcano_job_completed_phase_count, ..._failed_phase_count).
+_COUNTED_ENDS = frozenset({"Completed", "Failed"})
 
 
 def _section(obj: Obj, key: str) -> dict[str, Any]:
@@ -73,20 +95,26 @@ class _Transitions:
 
 
 class WatchMetrics:
-    """Feeds ``binds``, ``job_wait`` and ``podgroup_wait`` from the pods, vcjobs and PodGroups watches."""
+    """Reports from the pods, vcjobs and PodGroups watches: ``bound`` (a pod of ours seen bound, with the
+    seconds since its creation), ``waited`` (a vcjob or PodGroup seen starting to run), ``finished`` (a
+    vcjob seen Completed or Failed) and ``gone`` (a vcjob or PodGroup deleted)."""
 
     def __init__(
         self,
         *,
         scheduler_names: frozenset[str],
-        binds: Count,
-        job_wait: Observe,
-        podgroup_wait: Observe,
+        default_queue: str = "default",
+        bound: Observe,
+        waited: Report,
+        finished: Report = lambda _seen: None,
+        gone: Report = lambda _seen: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._binds = binds
-        self._job_wait = job_wait
-        self._podgroup_wait = podgroup_wait
+        self._bound = bound
+        self._waited = waited
+        self._finished = finished
+        self._gone = gone
+        self._default_queue = default_queue
         self._clock = clock
 
         def ours(pod: Obj) -> bool:
@@ -100,10 +128,10 @@ class WatchMetrics:
                 and not read_meta(pod).deleting
             )
 
-        def bound(pod: Obj) -> bool:
+        def has_node(pod: Obj) -> bool:
             return ours(pod) and bool(_section(pod, "spec").get("nodeName"))
 
-        self._pods = _Transitions(unbound, bound)
+        self._pods = _Transitions(unbound, has_node)
         self._groups = _Transitions(
             lambda pg: _section(pg, "status").get("phase") in (None, "Pending", "Inqueue", "Unknown"),
             lambda pg: _section(pg, "status").get("phase") == _RUNNING,
@@ -116,36 +144,63 @@ class WatchMetrics:
             lambda job: job_phase(job) not in _FINISHED_JOB and job_phase(job) != _RUNNING,
             lambda job: job_phase(job) == _RUNNING,
         )
+        self._job_ends = _Transitions(
+            lambda job: job_phase(job) not in _FINISHED_JOB,
+            lambda job: job_phase(job) in _COUNTED_ENDS,
+        )
+        self._job_phase = job_phase
 
-    def _waited(self, obj: Obj) -> float:
+    def _age(self, obj: Obj) -> float:
         created = epoch(read_meta(obj).creation_timestamp)
         return max(0.0, self._clock() - created) if created else 0.0
+
+    def _seen(self, kind: Literal["job", "podgroup"], obj: Obj, phase: Any) -> Seen:
+        meta = read_meta(obj)
+        return Seen(
+            kind=kind,
+            namespace=meta.namespace,
+            name=meta.name,
+            queue=str(_section(obj, "spec").get("queue") or self._default_queue),
+            phase=str(phase or ""),
+            seconds=self._age(obj),
+        )
 
     def handlers(self) -> dict[str, Handler]:
         """One handler per watch, to be tee'd with the cache's and the job controller's."""
 
         def pods(obj: Obj) -> None:
             if self._pods.seen(obj):
-                self._binds()
+                self._bound(self._age(obj))
 
         def groups(obj: Obj) -> None:
             if self._groups.seen(obj):
-                self._podgroup_wait(self._waited(obj))
+                self._waited(self._seen("podgroup", obj, _RUNNING))
 
         def jobs(obj: Obj) -> None:
             if self._jobs.seen(obj):
-                self._job_wait(self._waited(obj))
+                self._waited(self._seen("job", obj, _RUNNING))
+            if self._job_ends.seen(obj):
+                self._finished(self._seen("job", obj, self._job_phase(obj)))
 
-        def handler(t: _Transitions, upsert: Callable[[Obj], None]) -> Handler:
+        def handler(
+            ts: Sequence[_Transitions], upsert: Callable[[Obj], None], kind: Literal["job", "podgroup"] | None
+        ) -> Handler:
             def replace(objs: Sequence[Obj]) -> None:
                 for o in objs:
                     upsert(o)
-                t.keep_only(objs)
+                for t in ts:
+                    t.keep_only(objs)
 
-            return Handler(replace=replace, upsert=upsert, remove=t.forget)
+            def remove(obj: Obj) -> None:
+                for t in ts:
+                    t.forget(obj)
+                if kind is not None:
+                    self._gone(self._seen(kind, obj, ""))
+
+            return Handler(replace=replace, upsert=upsert, remove=remove)
 
         return {
-            "pods": handler(self._pods, pods),
-            "podgroups": handler(self._groups, groups),
-            "jobs": handler(self._jobs, jobs),
+            "pods": handler((self._pods,), pods, None),
+            "podgroups": handler((self._groups,), groups, "podgroup"),
+            "jobs": handler((self._jobs, self._job_ends), jobs, "job"),
         }

@@ -1,24 +1,14 @@
 """The metric families ``pumice serve`` exports beside the hot-path ones: counters and gauges read at scrape
 time from the objects that keep them (the scheduler's stats, the controllers', the informers', admission's),
-and the per-queue gauges computed from the cache once per scrape. Part of the composition root
-(:mod:`extender.wiring` calls :func:`register_families` with what it built); nothing else imports it.
-
-The per-queue figures, computed when Prometheus scrapes, never on the hot path. For each queue:
-``allocated`` and ``deserved`` as :func:`extender.plugins.queue_shares.queue_shares` computes them through
-the conf's share plugin over a full snapshot of the cache (``deserved`` absent when the conf has neither
-``proportion`` nor ``capacity``), ``capability`` (the spec; only limited resources), the PodGroups per
-phase, and ``share``: Volcano's proportion share, the largest ``allocated / deserved`` over the resources
-the queue deserves any of (0 when it deserves nothing). Units: cpu in cores, every other resource in its
-accounted unit (bytes, counts), so the figures read as Prometheus base units. Cost: one full snapshot and
-one session opening per scrape (what ``pumice queue list`` costs): :class:`Memo` keeps the result for the
-several families that read it.
+the per-queue gauges computed from the cache once per scrape (:mod:`extender.queue_families`), and the
+scrape-time families of the loop's and the watch's observers (:mod:`extender.observers`). Part of the
+composition root (:mod:`extender.wiring` calls :func:`register_families` with what it built); nothing else
+imports it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from admission.server import AdmissionMetrics
@@ -29,11 +19,9 @@ from controllers.reconcilers.flows import FlowController
 from controllers.reconcilers.jobs import JobController
 from controllers.reconcilers.status import StatusWriter
 from controllers.scheduling.scheduler import Scheduler
-from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
-from extender.core.model import GroupPhase
-from extender.plugins.queue_shares import queue_shares
-from extender.plugins.registry import SchedulerConf
+from extender.observers import Observers
+from extender.queue_families import register_queue_families
 from extender.server.metrics import Metrics, Sample, one
 
 
@@ -49,6 +37,7 @@ def register_families(
     flows: FlowController,
     cronjobs: CronJobController,
     admission: AdmissionMetrics,
+    observers: Observers,
 ) -> None:
     """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
     shared = scheduler.shared
@@ -179,61 +168,8 @@ def register_families(
             _by_path(counter),
             ["path"],
         )
-    _queue_families(m, cache, shared)
-
-
-def _queue_families(m: Metrics, cache: ClusterCache, shared: SchedulingState) -> None:
-    """Per-queue gauges, computed from the cache once per scrape (see :func:`queue_figures`)."""
-    figures = Memo(lambda: queue_figures(cache, shared.conf))
-
-    def per_resource(pick: Callable[[Any], Mapping[str, float] | None]) -> Callable[[], list[Sample]]:
-        return lambda: [
-            ((q.name, r), v) for q in figures().queues for r, v in sorted((pick(q) or {}).items())
-        ]
-
-    unit = " (cpu in cores, memory in bytes, others in their unit)"
-    m.scrape(
-        "pumice_queue_allocated",
-        "gauge",
-        "Requests of the bound, unfinished pods of each queue" + unit + ".",
-        per_resource(lambda q: q.allocated),
-        ["queue", "resource"],
-    )
-    m.scrape(
-        "pumice_queue_deserved",
-        "gauge",
-        "What each queue deserves by the conf's share plugin (proportion or capacity)" + unit + ".",
-        per_resource(lambda q: q.deserved),
-        ["queue", "resource"],
-    )
-    m.scrape(
-        "pumice_queue_capability",
-        "gauge",
-        "Each queue's spec.capability, for the resources it limits" + unit + ".",
-        per_resource(lambda q: q.capability),
-        ["queue", "resource"],
-    )
-    m.scrape(
-        "pumice_queue_share",
-        "gauge",
-        "Each queue's share: the largest allocated/deserved over its resources (Volcano's proportion).",
-        lambda: [((q.name,), q.share) for q in figures().queues],
-        ["queue"],
-    )
-    m.scrape(
-        "pumice_queue_podgroups",
-        "gauge",
-        "PodGroups of each queue by phase (Pending, Inqueue, Running, ...).",
-        lambda: [((q.name, p), n) for q in figures().queues for p, n in sorted(q.podgroups.items())],
-        ["queue", "phase"],
-    )
-    m.scrape(
-        "pumice_cluster_allocatable",
-        "gauge",
-        "The nodes' allocatable, summed" + unit + ".",
-        lambda: [((r,), v) for r, v in sorted(figures().allocatable.items())],
-        ["resource"],
-    )
+    figures = register_queue_families(m, cache, lambda: shared.conf, lambda: tuple(shared.reasons))
+    observers.register(lambda: s.cycle_errors, figures)
 
 
 def _attr(obj: object, name: str) -> Callable[[], list[Sample]]:
@@ -253,74 +189,3 @@ def _count_by(items: Any) -> list[Sample]:
     for it in items:
         out[str(it)] = out.get(str(it), 0) + 1
     return [((k,), v) for k, v in sorted(out.items())]
-
-
-# -- the per-queue figures --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueFigures:
-    name: str
-    allocated: Mapping[str, float]
-    deserved: Mapping[str, float] | None
-    capability: Mapping[str, float]
-    podgroups: Mapping[str, int]  # by phase; every phase present
-    share: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Figures:
-    queues: list[QueueFigures]
-    allocatable: Mapping[str, float]  # the nodes' allocatable, summed
-
-
-def _units(amounts: Mapping[str, int]) -> dict[str, float]:
-    return {r: (v / 1000 if r == "cpu" else float(v)) for r, v in amounts.items() if r != "pods"}
-
-
-def _share(allocated: Mapping[str, float], deserved: Mapping[str, float] | None) -> float:
-    if not deserved:
-        return 0.0
-    return max((allocated.get(r, 0.0) / d for r, d in deserved.items() if d > 0), default=0.0)
-
-
-def queue_figures(cache: ClusterCache, conf: SchedulerConf) -> Figures:
-    snap = cache.full_snapshot()
-    shares = queue_shares(snap, conf)
-    phases: dict[str, dict[str, int]] = {}
-    for pg in snap.groups.values():
-        counts = phases.setdefault(pg.queue, {p.value: 0 for p in GroupPhase})
-        counts[pg.phase.value] += 1
-    out = []
-    for name, q in sorted(snap.queues.items()):
-        allocated = _units(shares.allocated.get(name, {}))
-        d = None if shares.deserved is None else _units(shares.deserved.get(name, {}))
-        out.append(
-            QueueFigures(
-                name=name,
-                allocated=allocated,
-                deserved=d,
-                capability=_units(q.capability),
-                podgroups=phases.get(name, {p.value: 0 for p in GroupPhase}),
-                share=_share(allocated, d),
-            )
-        )
-    return Figures(queues=out, allocatable=_units(shares.total))
-
-
-class Memo:
-    """The last result of ``compute`` for ``ttl`` seconds: one computation per scrape, however many
-    families read it."""
-
-    def __init__(self, compute: Callable[[], Figures], ttl: float = 1.0) -> None:
-        self._compute = compute
-        self._ttl = ttl
-        self._at = -1e18
-        self._value = Figures(queues=[], allocatable={})
-
-    def __call__(self) -> Figures:
-        now = time.monotonic()
-        if now - self._at > self._ttl:
-            self._value = self._compute()
-            self._at = now
-        return self._value

@@ -9,6 +9,10 @@ Start-up cost is the invariant here: building the parser imports only the parser
 constants, value checks), never an implementation. A command's implementation is imported when it runs, by
 a plain import inside the function that runs it (import-linter sees it; nothing is imported by name), so
 ``pumice --help`` and ``pumice job list`` load neither the server, admission, the scheduler nor numpy.
+``--version`` reads the package's metadata only when asked; ``completion`` imports shtab only when it runs.
+
+The same parser serves ``kubectl pumice ...`` (the ``kubectl-pumice`` console script kubectl finds on
+``PATH``: :func:`kubectl_main`), named so in its help and usage.
 """
 
 from __future__ import annotations
@@ -57,10 +61,35 @@ def _webhook_configurations(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read only when the flag is given."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print pumice's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("pumice")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def build_parser(prog: str = "pumice") -> argparse.ArgumentParser:
+    """The whole command line, every sub-command included; builds without importing an implementation."""
     parser = argparse.ArgumentParser(
-        prog="pumice", description="Volcano-style batch scheduling for stock Kubernetes"
+        prog=prog, description="Volcano-style batch scheduling for stock Kubernetes"
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     add_serve_parser(sub)
     add_manifests_parser(
@@ -69,11 +98,32 @@ def main(argv: list[str] | None = None) -> int:
     add_cli_parsers(sub)
     add_simulate_parser(sub)
     sub.add_parser("version", help="print the version")
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh, fish)",
+        description="Print a completion script for SHELL. bash: `source <(pumice completion bash)` (or save "
+        "it in /etc/bash_completion.d/); zsh: save it as _pumice in a directory of $fpath; fish: "
+        "`pumice completion fish > ~/.config/fish/completions/pumice.fish`.",
+    )
+    completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    return parser
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> str:
+    import shtab
+
+    return str(shtab.complete(parser, shell=shell))
+
+
+def main(argv: list[str] | None = None, *, prog: str = "pumice") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.command == "version":
-        from importlib import metadata
-
-        print(metadata.version("pumice"))
+        print(_version())
+        return 0
+    if args.command == "completion":
+        # Always for the `pumice` command (kubectl completes its plugins through kubectl_complete-* itself).
+        sys.stdout.write(_completion(parser if prog == "pumice" else build_parser(), args.shell))
         return 0
     if args.command != "serve":  # every other sub-command (manifests, job, queue, jobflow, ...) runs itself
         return int(args.func(args))
@@ -81,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     from extender.serve import run
 
     return run(settings)
+
+
+def kubectl_main() -> int:
+    """``kubectl pumice ...``: kubectl runs the ``kubectl-pumice`` executable it finds on PATH."""
+    return main(prog="kubectl pumice")
 
 
 if __name__ == "__main__":

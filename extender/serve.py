@@ -28,7 +28,8 @@ from aiohttp import web
 from admission.server import make_admission_app
 from admission.webhooks import webhook_configurations
 from controllers.events import Ref
-from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
+from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.kubeconfig import KubeConfigError, load_config
 from controllers.reconcilers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.reconcilers.conf_reload import ConfWatcher
 from extender.core.errors import ConfigError

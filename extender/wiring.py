@@ -37,6 +37,7 @@ from extender.api.limits import Limits
 from extender.core.model import PodGroup, Queue
 from extender.families import register_families
 from extender.jobs.rules import job_problems
+from extender.observers import Observers
 from extender.plugins.registry import SchedulerConf
 from extender.process.settings import ServeSettings
 from extender.server.metrics import Metrics
@@ -93,12 +94,16 @@ class Process:
         # HyperNode members the scheduler leaves out, as Warning Events on the HyperNode.
         self.hypernode_problems = HyperNodeProblems(self.events, self.watched)
         self.metrics = Metrics(version=_version())
-        # Binds and wait times are observed in the watch (see controllers.watch_metrics).
+        # What the loop and the watch report, observed under pumice's and Volcano's names.
+        self.observers = Observers(self.metrics)
+        # Binds, wait times and jobs that end are observed in the watch (see controllers.watch_metrics).
         self.watch_metrics = WatchMetrics(
             scheduler_names=settings.scheduling.scheduler_names,
-            binds=self.metrics.binds.inc,
-            job_wait=self.metrics.job_wait.observe,
-            podgroup_wait=self.metrics.podgroup_wait.observe,
+            default_queue=settings.scheduling.default_queue,
+            bound=self.observers.bound,
+            waited=self.observers.waited,
+            finished=self.observers.finished,
+            gone=self.observers.gone,
         )
         handlers = self.cache.handlers()
         for name, h in (*self.watched.handlers().items(), *self.watch_metrics.handlers().items()):
@@ -114,7 +119,7 @@ class Process:
             heartbeat=self.liveness.expect("scheduling loop", 60.0),
             admitted=self.jobs.group_admitted,
             events=self.events,
-            on_cycle=self.metrics.observe_cycle,
+            on_cycle=self.observers.cycle,
         )
         self.status = StatusWriter(
             self.cache,
@@ -183,6 +188,7 @@ class Process:
             flows=self.flows,
             cronjobs=self.cronjobs,
             admission=admission_app[METRICS_KEY],
+            observers=self.observers,
         )
 
 

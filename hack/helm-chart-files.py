@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Regenerate the Helm chart's data files (manifests/helm/pumice/files/) from pumice's code.
 
-Run after changing the RBAC table (extender/deploy/rbac.py) or the admission webhooks; the chart test
-(tests/ops/test_helm_chart.py) fails while the files differ. See extender/deploy/chart_files.py.
+Run after changing the RBAC tables (extender/deploy/rbac.py, extender/deploy/tenant_rbac.py) or the
+admission webhooks; the chart test (tests/ops/test_helm_chart.py) fails while the files differ. See
+extender/deploy/chart_files.py. (The chart's README is hack/helm-readme.py's.)
 """
 
 from __future__ import annotations

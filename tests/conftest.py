@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp.test_utils import TestServer
-from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from tests.fakeapi import FakeApiServer
 
 
@@ -25,8 +25,6 @@ async def fake_api() -> AsyncIterator[FakeApiServer]:
 
 @pytest.fixture
 async def kube(fake_api: FakeApiServer) -> AsyncIterator[KubeClient]:
-    cfg = k8s.Configuration()
-    cfg.host = fake_api.url
-    client = KubeClient(cfg, pool=4)
+    client = KubeClient(Connection(host=fake_api.url), pool=4)
     yield client
     await client.close()

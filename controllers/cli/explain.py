@@ -3,8 +3,10 @@
 ``why`` is ours (vcctl has none): it finds the Job, or else a PodGroup, or else a pod of that name, and
 says whether it runs or why it waits, from what is already written on the objects: the PodGroup's phase and
 the ``Unschedulable`` condition pumice's status writer keeps on it (reason and message as pumice wrote
-them, numbers included), and for each of the group's pods that waits for a node, its own reason (pumice's
-gang gate, its planned node, or kube-scheduler's ``PodScheduled`` condition). It reads; it computes nothing.
+them, numbers included; for a group with ``subGroupPolicy`` the message names the sub-group that could not
+be placed, and its rules are summed up in a line), and for each of the group's pods that waits for a node,
+its own reason (pumice's gang gate, its planned node, or kube-scheduler's ``PodScheduled`` condition). It
+reads; it computes nothing.
 ``view`` shows the same waiting condition in a Job's description
 (:func:`~controllers.cli.job_views.describe_job`).
 
@@ -156,6 +158,22 @@ def _pod_counts(pods: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(pods)}" + (": " + ", ".join(f"{phases.count(ph)} {ph}" for ph in known) if pods else "")
 
 
+def _sub_groups(policies: Sequence[Any]) -> str:
+    """A PodGroup's ``subGroupPolicy`` in a line: per rule, the sub-group size, how many must run, the
+    labels that tell them apart and their network topology (the scheduler's reason names the sub-group
+    that could not be placed)."""
+    out = []
+    for rule in policies:
+        r = mapping(rule)
+        size, need = r.get("subGroupSize") or 1, r.get("minSubGroups") or 0
+        keys = ",".join(str(k) for k in r.get("matchLabelKeys") or ()) or "no matchLabelKeys"
+        nt = mapping(r.get("networkTopology"))
+        tier = nt.get("highestTierAllowed", nt.get("highestTierName"))
+        where = f", {text(nt.get('mode') or 'hard')} tier {tier}" if tier is not None else ""
+        out.append(f"{text(r.get('name'))}: {size} pods each by {keys}, {need} needed{where}")
+    return "; ".join(out)
+
+
 def explain(s: Subject, now: datetime) -> str:
     """``job why``: a headline saying whether it runs or why it waits, then the evidence."""
     condition = waiting_condition(s.podgroup)
@@ -171,6 +189,8 @@ def explain(s: Subject, now: datetime) -> str:
         ]
         if pg_spec.get("minResources"):
             pairs.append(("Min Resources", tables.resource_text(pg_spec.get("minResources"))))
+        if isinstance(pg_spec.get("subGroupPolicy"), list) and pg_spec["subGroupPolicy"]:
+            pairs.append(("Sub-groups", _sub_groups(pg_spec["subGroupPolicy"])))
     elif s.group_name:
         pairs.append(("PodGroup", f"{s.group_name} (not found)"))
     elif s.kind == "Pod":

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controllers.cli import output
-from controllers.cli.kubeconfig import list_all, run_action
+from controllers.cli.kubeconfig import list_all, run_action, selector_query
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
 from controllers.tables import NONE, Obj, age, field, mapping, metadata, render_table, text
@@ -143,7 +143,7 @@ def _lister(
     def cmd(args: argparse.Namespace) -> int:
         async def action(client: KubeClient, namespace: str) -> None:
             where = None if args.all_namespaces else namespace
-            items = await list_all(client, resource.collection(where))
+            items = await list_all(client, resource.collection(where), selector_query(args.selector))
             if not items and not output.always_printed(args.output):
                 place = "" if args.all_namespaces else f" in {namespace} namespace"
                 print(f"No resources found{place}.", file=sys.stderr)

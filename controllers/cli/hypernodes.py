@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from controllers.cli import output
 from controllers.cli.errors import CliError
-from controllers.cli.kubeconfig import list_all, run_action
+from controllers.cli.kubeconfig import list_all, run_action, selector_query
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient
 from controllers.tables import NONE, Obj, age, metadata, render_table
@@ -157,8 +157,8 @@ def resolved_doc(row: Row) -> Obj:
     }
 
 
-async def _fetch(client: KubeClient) -> tuple[list[Obj], list[Obj] | None]:
-    hypernodes = await list_all(client, paths.HYPERNODES.collection())
+async def _fetch(client: KubeClient, selector: str | None = None) -> tuple[list[Obj], list[Obj] | None]:
+    hypernodes = await list_all(client, paths.HYPERNODES.collection(), selector_query(selector))
     try:
         nodes: list[Obj] | None = await list_all(client, paths.NODES.collection())
     except ApiError as e:
@@ -171,7 +171,7 @@ async def _fetch(client: KubeClient) -> tuple[list[Obj], list[Obj] | None]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     async def action(client: KubeClient, _: str) -> None:
-        objs, nodes = await _fetch(client)
+        objs, nodes = await _fetch(client, args.selector)
         if not objs and not output.always_printed(args.output):
             print("No resources found", file=sys.stderr)
             return

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from controllers.cli import output
+from controllers.cli.flags import DRY_CLIENT, created, dry_run_query, show
 from controllers.cli.job_bodies import (
     ABORT_JOB,
     COMMAND_RESOURCE,
@@ -33,7 +34,7 @@ from controllers.cli.job_bodies import (
     load_job_file,
 )
 from controllers.cli.job_views import filter_jobs, job_table
-from controllers.cli.kubeconfig import list_versioned, run_action
+from controllers.cli.kubeconfig import list_versioned, run_action, selector_query
 from controllers.cli.watch import one_row, watch
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
@@ -51,13 +52,8 @@ def job_path(namespace: str, name: str) -> str:
     return paths.JOBS.item(paths.segment(name), namespace=paths.segment(namespace))
 
 
-async def create_job(client: KubeClient, job: Obj) -> Obj:
-    return await client.post(jobs_path(str(metadata(job).get("namespace"))), job)
-
-
-def selector_query(selector: str | None) -> list[tuple[str, str]]:
-    """``-l``: the API server filters by labels (kubectl's selector syntax, checked by the server)."""
-    return [("labelSelector", selector)] if selector else []
+async def create_job(client: KubeClient, job: Obj, *, query: list[tuple[str, str]] | None = None) -> Obj:
+    return await client.post(jobs_path(str(metadata(job).get("namespace"))), job, query=query)
 
 
 async def list_jobs(client: KubeClient, namespace: str | None, selector: str | None = None) -> list[Obj]:
@@ -74,10 +70,17 @@ async def get_job(client: KubeClient, namespace: str, name: str) -> Obj:
     return await client.get(job_path(namespace, name))
 
 
-async def command_job(client: KubeClient, namespace: str, name: str, action: str) -> Obj:
-    """Create the Command for ``action`` on the Job (which must exist: its uid goes in the reference)."""
-    job = await get_job(client, namespace, name)
-    return await client.post(paths.COMMANDS.collection(paths.segment(namespace)), build_command(job, action))
+async def job_command(client: KubeClient, namespace: str, name: str, action: str) -> Obj:
+    """The Command for ``action`` on the Job (which must exist: its uid goes in the reference)."""
+    return build_command(await get_job(client, namespace, name), action)
+
+
+async def command_job(
+    client: KubeClient, namespace: str, name: str, action: str, *, query: list[tuple[str, str]] | None = None
+) -> Obj:
+    """Create the Command for ``action`` on the Job."""
+    command = await job_command(client, namespace, name, action)
+    return await client.post(paths.COMMANDS.collection(paths.segment(namespace)), command, query=query)
 
 
 async def delete_job(client: KubeClient, namespace: str, name: str) -> Obj:
@@ -118,8 +121,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 scheduler=args.scheduler,
                 queue=args.queue,
             )
-        created = await create_job(client, job)
-        print(f"{JOB_RESOURCE}/{metadata(created).get('name', '')} created")
+        if args.dry_run == DRY_CLIENT:
+            sys.stdout.write(show(job))
+            return
+        made = await create_job(client, job, query=dry_run_query(args.dry_run))
+        print(created(JOB_RESOURCE, made, args.dry_run))
 
     return run_action(args, action)
 
@@ -172,8 +178,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_command(args: argparse.Namespace, action_name: str) -> int:
     async def action(client: KubeClient, namespace: str) -> None:
-        created = await command_job(client, namespace, args.name, action_name)
-        print(f"{COMMAND_RESOURCE}/{metadata(created).get('name', '')} created")
+        if args.dry_run == DRY_CLIENT:
+            sys.stdout.write(show(await job_command(client, namespace, args.name, action_name)))
+            return
+        made = await command_job(client, namespace, args.name, action_name, query=dry_run_query(args.dry_run))
+        print(created(COMMAND_RESOURCE, made, args.dry_run))
 
     return run_action(args, action)
 

@@ -1,9 +1,9 @@
 """Where a CLI command finds its cluster and namespace, how it runs, lists, and reports errors.
 
 Lookup order is kubectl's, not ``pumice serve``'s: ``--kubeconfig``, else ``$KUBECONFIG`` (``:``-separated,
-merged by kubernetes-asyncio), else ``~/.kube/config``, else the in-cluster service account. The default
-namespace is ``-n``, else the current context's ``namespace`` (read here, as the kubernetes-asyncio loader
-does not expose it), else the service account's namespace in a cluster, else ``default``. ``--context``
+merged by :mod:`controllers.kube.kubeconfig` as kubectl merges them), else ``~/.kube/config``, else the
+in-cluster service account. The default namespace is ``-n``, else the current context's ``namespace``,
+else the service account's namespace in a cluster, else ``default``. ``--context``
 picks another context of the kubeconfig, for the cluster and the default namespace alike.
 
 Every command ends in an exit code: 0 done, 1 the cluster said no or could not be reached (one line
@@ -25,7 +25,8 @@ import aiohttp
 import yaml
 
 from controllers.cli.errors import CliError, UsageError
-from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
+from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.kubeconfig import KubeConfigError, load_config, merge
 
 Obj = dict[str, Any]
 
@@ -56,22 +57,22 @@ def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str], home: Pat
 def context_namespace(docs: Sequence[Mapping[str, Any]], context: str | None = None) -> str | None:
     """The namespace of ``context`` (default: the current context) across merged kubeconfig files.
 
-    As kubectl merges them: the first file that sets ``current-context`` chooses the context, and the first
-    file that defines a context name owns it. A ``context`` no file defines is a KubeConfigError, as
-    kubectl's ``context "x" does not exist``.
+    Merged as the cluster loader merges them (:func:`controllers.kube.kubeconfig.merge`, kubectl's rules:
+    the first file that sets ``current-context`` chooses the context, and the first file that defines a
+    context name owns it), so the namespace and the cluster come from one context. A ``context`` no file
+    defines is a KubeConfigError, as kubectl's ``context "x" does not exist``.
     """
-    current = context or next((d.get("current-context") for d in docs if d.get("current-context")), None)
+    config = merge([(Path(), doc) for doc in docs])
+    current = context or config.current_context
     if not current:
         return None
-    for doc in docs:
-        for entry in doc.get("contexts") or ():
-            if isinstance(entry, Mapping) and entry.get("name") == current:
-                ctx = entry.get("context")
-                namespace = ctx.get("namespace") if isinstance(ctx, Mapping) else None
-                return str(namespace) if namespace else None
-    if context:
-        raise KubeConfigError(f'context "{context}" does not exist in the kubeconfig')
-    return None
+    entry = config.contexts.get(current)
+    if entry is None:
+        if context:
+            raise KubeConfigError(f'context "{context}" does not exist in the kubeconfig')
+        return None
+    namespace = entry.body.get("namespace")
+    return str(namespace) if namespace else None
 
 
 def _read_kubeconfig(path: Path) -> Mapping[str, Any]:
@@ -124,6 +125,11 @@ def api_error_message(err: ApiError) -> str:
         request = str(err).split(": HTTP ", 1)[0]
         return f"the server could not find the requested resource ({request}); are the CRDs installed?"
     return str(err)
+
+
+def selector_query(selector: str | None) -> list[tuple[str, str]]:
+    """``-l``: the API server filters by labels (kubectl's selector syntax, checked by the server)."""
+    return [("labelSelector", selector)] if selector else []
 
 
 async def list_all(client: KubeClient, path: str, query: list[tuple[str, str]] | None = None) -> list[Obj]:

@@ -34,8 +34,14 @@ from typing import Any, Final
 from controllers import tables
 from controllers.cli import output
 from controllers.cli.errors import CliError
-from controllers.cli.jobs import selector_query
-from controllers.cli.kubeconfig import api_error_message, list_all, list_versioned, run_action
+from controllers.cli.flags import DRY_CLIENT, DRY_SERVER, created, dry_run_query, show
+from controllers.cli.kubeconfig import (
+    api_error_message,
+    list_all,
+    list_versioned,
+    run_action,
+    selector_query,
+)
 from controllers.cli.queue_bodies import (
     ACTION_STATES,
     ACTION_UPDATE,
@@ -99,11 +105,12 @@ def queue_status_path(name: str) -> str:
     return paths.QUEUES.status(paths.segment(name))
 
 
-async def create_queue(client: KubeClient, queue: Obj) -> Obj:
-    """Create the Queue, then set its state through ``/status`` (the create body's status is dropped)."""
-    created = await client.post(queues_path(), queue)
+async def create_queue(client: KubeClient, queue: Obj, *, dry_run: str = "none") -> Obj:
+    """Create the Queue, then set its state through ``/status`` (the create body's status is dropped).
+    ``dry_run="server"``: the create is sent with dryRun=All and nothing more (there is no Queue to patch)."""
+    created = await client.post(queues_path(), queue, query=dry_run_query(dry_run))
     state = field(queue, "status", "state")
-    if not state:
+    if not state or dry_run == DRY_SERVER:
         return created
     name = str(metadata(created).get("name", ""))
     try:
@@ -167,8 +174,11 @@ def cmd_create(args: argparse.Namespace) -> int:
     )
 
     async def action(client: KubeClient, _: str) -> None:
-        created = await create_queue(client, queue)
-        print(f"{QUEUE_RESOURCE}/{metadata(created).get('name', '')} created")
+        if args.dry_run == DRY_CLIENT:
+            sys.stdout.write(show(queue))
+            return
+        made = await create_queue(client, queue, dry_run=args.dry_run)
+        print(created(QUEUE_RESOURCE, made, args.dry_run))
 
     return run_action(args, action)
 

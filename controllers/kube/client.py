@@ -1,22 +1,23 @@
-"""The one place that talks to kube-apiserver: a thin raw-JSON client over kubernetes-asyncio.
+"""The one place that talks to kube-apiserver: a thin raw-JSON client on one aiohttp session.
 
-kubernetes-asyncio gives us kubeconfig/in-cluster loading, TLS and token refresh; we skip its model
-(de)serialisation, which costs more than the scheduler's whole decision, and exchange plain dicts decoded
-with orjson instead.
+Objects are plain dicts decoded with orjson (a generated client's model (de)serialisation costs more than
+the scheduler's whole decision). Where the server is and how to authenticate is a
+:class:`~controllers.kube.connection.Connection`, which :func:`controllers.kube.kubeconfig.load_config`
+builds from a kubeconfig or the service account; its credential is asked for on every request, so a token
+that is rotated or refreshed is picked up.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
+
+from controllers.kube.connection import Connection
 
 log = logging.getLogger(__name__)
 
@@ -56,36 +57,26 @@ async def ignore_404(call: Awaitable[object]) -> None:
             raise
 
 
-class KubeConfigError(Exception):
-    """No usable cluster credentials: the message says where we looked."""
-
-
-async def load_config(kubeconfig: str | None, context: str | None = None) -> k8s.Configuration:
-    """``--kubeconfig`` if given, else in-cluster, else ``$KUBECONFIG`` / ``~/.kube/config``; ``context``
-    (a kubeconfig context name, kubectl's ``--context``) instead of the file's current-context."""
-    cfg = k8s.Configuration()
-    try:
-        if kubeconfig:
-            await k8s_config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=cfg
-            )
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            k8s_config.load_incluster_config(client_configuration=cfg)
-        else:
-            await k8s_config.load_kube_config(context=context, client_configuration=cfg)
-    except (k8s_config.ConfigException, OSError, ValueError) as e:
-        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config (and not in a cluster)"
-        raise KubeConfigError(f"cannot load cluster credentials from {where}: {e}") from None
-    return cfg
+# Watch events carrying large objects exceed aiohttp's default read buffer; etcd's default limit on one
+# object is 1.5 MiB.
+READ_BUFFER_BYTES: Final = 2**21
 
 
 class KubeClient:
-    def __init__(self, cfg: k8s.Configuration, *, pool: int = 200) -> None:
-        cfg.connection_pool_maxsize = pool
-        self._api = k8s.ApiClient(configuration=cfg)
+    def __init__(self, connection: Connection, *, pool: int = 200) -> None:
+        """``pool``: how many requests may be open at once (watches included)."""
+        self._conn = connection
+        self._http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                limit=pool, ssl=True if connection.tls is None else connection.tls
+            ),
+            # $HTTPS_PROXY and $NO_PROXY, as kubectl and kubernetes-asyncio honour them.
+            trust_env=True,
+            read_bufsize=READ_BUFFER_BYTES,
+        )
 
     async def close(self) -> None:
-        await self._api.close()
+        await self._http.close()
 
     async def _send(
         self,
@@ -98,15 +89,14 @@ class KubeClient:
         accept: str = "application/json",
         request_timeout: float | aiohttp.ClientTimeout | None = 30.0,
     ) -> aiohttp.ClientResponse:
-        """One request on kubernetes-asyncio's connection pool (its TLS, proxy and token refresh), with
-        the body encoded by orjson: its generic serialiser walks every body and dominated bind latency."""
-        rest = self._api.rest_client
-        cfg = self._api.configuration
+        """One request on the connection pool, with the body encoded by orjson (a generic serialiser walks
+        every body and dominated bind latency)."""
+        conn = self._conn
         headers = {"Content-Type": content_type, "Accept": accept}
-        token = await cfg.get_api_key_with_prefix("BearerToken")
+        token = await conn.authorization()
         if token:
             headers["Authorization"] = token
-        url = f"{cfg.host}{path}"
+        url = f"{conn.host}{path}"
         if query:
             url += "?" + urlencode(query)
         timeout = (
@@ -117,13 +107,13 @@ class KubeClient:
         kwargs: dict[str, Any] = {"headers": headers, "timeout": timeout}
         if body is not None:
             kwargs["data"] = orjson.dumps(body)
-        if rest.proxy:
-            kwargs["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                kwargs["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            kwargs["server_hostname"] = rest.server_hostname
-        resp: aiohttp.ClientResponse = await rest.pool_manager.request(method, url, **kwargs)
+        if conn.proxy:
+            kwargs["proxy"] = conn.proxy
+            if conn.proxy_headers:
+                kwargs["proxy_headers"] = dict(conn.proxy_headers)
+        if conn.server_hostname:
+            kwargs["server_hostname"] = conn.server_hostname
+        resp: aiohttp.ClientResponse = await self._http.request(method, url, **kwargs)
         return resp
 
     async def request(
@@ -158,8 +148,9 @@ class KubeClient:
     ) -> Obj:
         return await self.request("GET", path, query=query, accept=accept)
 
-    async def post(self, path: str, body: Obj) -> Obj:
-        return await self.request("POST", path, body=body)
+    async def post(self, path: str, body: Obj, *, query: list[tuple[str, str]] | None = None) -> Obj:
+        """Create ``body``; ``query`` such as ``[("dryRun", "All")]`` (the CLI's --dry-run=server)."""
+        return await self.request("POST", path, body=body, query=query)
 
     async def merge_patch(self, path: str, body: Obj) -> Obj:
         return await self.request("PATCH", path, body=body, content_type="application/merge-patch+json")

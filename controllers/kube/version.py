@@ -14,7 +14,8 @@ from typing import Final
 
 import aiohttp
 
-from controllers.kube.client import ApiError, KubeClient, KubeConfigError, load_config
+from controllers.kube.client import ApiError, KubeClient
+from controllers.kube.kubeconfig import KubeConfigError, load_config
 from extender.api.versions import ClusterUnreachable, KubernetesVersion, version_from_info
 
 # Reading /version is one small GET; a cluster that cannot answer it in this time is not one to deploy to.

@@ -3,8 +3,8 @@
 It reads Jobs, Commands, pods and PodGroups from the store of watched objects (:mod:`controllers.state.store`:
 pods and PodGroups by owning vcjob, Commands by target job) and is told of their changes: every change
 marks a job dirty; workers take dirty jobs one at a time per job (never two workers on the same job), run
-the pure reconcile (:mod:`extender.jobs.reconcile`) over what the store holds and perform its plan
-(:mod:`controllers.reconcilers.job_writes`).
+the pure reconcile (:mod:`extender.jobs.reconcile`) over what the store holds of the job
+(:mod:`controllers.reconcilers.job_world`) and perform its plan (:mod:`controllers.reconcilers.job_writes`).
 
 Restart safety: the status write carries the job's resourceVersion, so a reconcile that read a stale job
 fails with 409 and runs again on fresh data instead of applying an action twice; the object the API server
@@ -30,17 +30,16 @@ from controllers.events import EventRecorder, Ref
 from controllers.kube import paths
 from controllers.kube.client import ApiError, KubeClient, UnreadableResponse
 from controllers.reconcilers.job_ssh import ssh_key
+from controllers.reconcilers.job_world import job_world
 from controllers.reconcilers.job_writes import JobWrites
-from controllers.state.indexes import TARGET_JOB, VCJOB, target_job, vcjob_of
+from controllers.state.indexes import target_job, vcjob_of
 from controllers.state.store import Change, ObjectStore, RawView, Stored, Subscription
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
 from extender.core.errors import InvalidObject
-from extender.core.timestamps import epoch
-from extender.jobs.model import Job, parse_job, placeholder_job, podgroup_name
+from extender.jobs.model import Job, parse_job, placeholder_job
 from extender.jobs.plugins.base import PluginContext
-from extender.jobs.pods import view_pod
-from extender.jobs.reconcile import INVALID_SPEC, CommandView, Plan, World, reconcile
+from extender.jobs.reconcile import INVALID_SPEC, Plan, World, reconcile
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -205,39 +204,16 @@ class JobController:
             self.events.record(ref, type_=type_, reason=reason, note=note, action="Sync")
 
     def world(self, key: str, job: Job, problems: Sequence[str] = ()) -> World:
-        pods = []
-        for s in self.store.indexed("pods", VCJOB, key):
-            owner = s.meta.owner(L.JOB_KIND, L.BATCH_GROUP)
-            if owner is None or owner.uid in ("", job.uid):
-                pods.append(view_pod(s.obj))
-        commands = []
-        for s in self.store.indexed("commands", TARGET_JOB, key):
-            target = s.obj.get("target")
-            target_uid = target.get("uid") if isinstance(target, Mapping) else None
-            if target_uid and target_uid != job.uid:
-                continue  # meant for an earlier job of this name
-            commands.append(
-                CommandView(
-                    name=s.meta.name,
-                    uid=s.meta.uid,
-                    action=str(s.obj.get("action") or ""),
-                    created=epoch(s.meta.creation_timestamp),
-                )
-            )
-        held = self.store.get("podgroups", f"{job.namespace}/{podgroup_name(job)}")
-        pg = held.obj if held is not None else None
-        phase = self.group_phase(job.namespace, podgroup_name(job)) if pg is not None else None
-        if pg is not None and phase and phase != (pg.get("status") or {}).get("phase"):
-            pg = {**pg, "status": {**(pg.get("status") or {}), "phase": phase}}
-        return World(
-            job=job,
-            pods=pods,
-            podgroup=pg,
-            commands=commands,
+        """What the pure reconcile sees of job ``key`` (see :mod:`controllers.reconcilers.job_world`)."""
+        return job_world(
+            self.store,
+            key,
+            job,
             now=self.clock(),
             gang_admission=job.scheduler_name in self.scheduler_names,
             plugin_context=self.ssh_keys.get(job.uid, PluginContext()),
-            problems=tuple(problems),
+            group_phase=self.group_phase,
+            problems=problems,
         )
 
     async def sync(self, key: str) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controllers.scheduling.executor import Executor
-from controllers.scheduling.loop import Loop
+from controllers.scheduling.loop import CycleReport, Loop
 from controllers.scheduling.shared import LoopSettings, SchedulingState
 from controllers.scheduling.verbs import Verbs
 from controllers.scheduling.writes import Recorder, Writes
@@ -56,11 +56,11 @@ def build_scheduler(
     admitted: Callable[[GroupKey], None] = lambda _key: None,
     events: Recorder | None = None,
     clock: Callable[[], float] = time.time,
-    on_cycle: Callable[[float], None] = lambda _seconds: None,
+    on_cycle: Callable[[CycleReport], None] = lambda _report: None,
 ) -> Scheduler:
     """``gates``: the API server has scheduling gates (k8s >= 1.27); ``ready``: the informers have
     synced; ``heartbeat``: beaten after every completed loop pass; ``admitted``: told when a cycle admits a
-    group (before its status write); ``clock``: epoch seconds; ``on_cycle``: each cycle's seconds."""
+    group (before its status write); ``clock``: epoch seconds; ``on_cycle``: told each applied cycle."""
     shared = SchedulingState(cluster, conf, settings=settings, clock=clock)
     writes = Writes(shared, executor, gates=gates, events=events)
     loop = Loop(shared, writes, heartbeat=heartbeat, admitted=admitted, on_cycle=on_cycle)

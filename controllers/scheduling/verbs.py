@@ -30,6 +30,7 @@ from controllers.scheduling.shared import SchedulingState
 from extender.api import wire
 from extender.core.model import Pod, PodUID
 from extender.core.snapshot import pod_group_key
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.framework.victims import refuse_victims
 
@@ -177,7 +178,7 @@ class Verbs:
             return {}
         s = self.shared
         # The cycle's clock too: a victim veto may depend on time (cdp's cooldown).
-        ssn = Session(s.cache.full_snapshot(), s.conf.tiers(), now=s.clock())
+        ssn = Session(s.cache.full_snapshot(), build_hooks(s.conf.tiers()), now=s.clock())
         proposed = {
             n: [PodUID(str(v.get("UID", ""))) for v in mv.get("Pods") or []] for n, mv in victims.items()
         }

@@ -61,6 +61,13 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         metavar="DURATION",
         help="stop the simulation at this virtual time: seconds (600) or a duration (24h)",
     )
+    p.add_argument(
+        "--cycles",
+        type=int,
+        metavar="N",
+        help="snapshot mode: run exactly N scheduling sessions and stop (1: one session, as one Volcano "
+        "session; default: until nothing changes)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_run)
 

@@ -4,10 +4,11 @@
 :mod:`controllers.simulate.trace`); ``pumice simulate --openb-nodes NODES.csv --openb-pods PODS.csv``
 replays Alibaba's openb GPU trace by the method of "Beware of Fragmentation" (see
 :mod:`controllers.simulate.openb`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
-cluster's objects until nothing changes. Each ``--scheduler-conf`` (repeatable) is a
-``volcano-scheduler.conf``; without one (or with ``default``), pumice's default conf, and on a trace
-whose nodes have GPU cards :data:`GPU_CONF`: the same with ``deviceshare`` as the node scorer (its
-default GPU policy, ``fragmentation``). Exit codes: 0 done, 2 bad input (the message says what and where).
+cluster's objects until nothing changes, or for exactly ``--cycles N`` scheduling sessions. Each
+``--scheduler-conf`` (repeatable) is a ``volcano-scheduler.conf``; without one (or with ``default``),
+pumice's default conf, and on a trace whose nodes have GPU cards :data:`GPU_CONF`: the same with
+``deviceshare`` as the node scorer (its default GPU policy, ``fragmentation``). Exit codes: 0 done, 2 bad
+input (the message says what and where).
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
     if openb and not (args.openb_nodes and args.openb_pods):
         print("pumice simulate: --openb-nodes and --openb-pods go together", file=sys.stderr)
         return 2
+    if args.cycles is not None and (not args.snapshot or args.cycles < 1):
+        print("pumice simulate: --cycles takes --snapshot and a number of sessions >= 1", file=sys.stderr)
+        return 2
     try:
         if openb:
             trace = openb_trace(
@@ -142,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             confs = _confs(args.scheduler_conf)
             if len(confs) > 1:
                 raise ValueError("--snapshot takes one --scheduler-conf")
-            result = simulate_snapshot(flatten(docs), confs[0][1])
+            result = simulate_snapshot(flatten(docs), confs[0][1], cycles=args.cycles)
             queues = dict(result.queue_objects)
             if args.output == "table":
                 sys.stdout.write(snapshot_table(result, queues))

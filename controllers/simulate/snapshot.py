@@ -5,7 +5,11 @@ controller would when their pods are not in the snapshot) are loaded into a simu
 (:mod:`controllers.simulate.cluster`), which cycles until nothing changes: pods are bound where the
 scheduler plans them, victims leave, and when a rule waits for time (a fair window, an SLA deadline)
 the clock moves to that time. The clock starts at ``now`` (by default the newest creationTimestamp in
-the snapshot).
+the snapshot). With ``cycles`` (``--cycles N``) it runs exactly N scheduling sessions instead, at that
+clock, with no fixpoint: N = 1 is one session, to compare one to one with a Volcano session. A session's
+decisions are carried out as in ``serve``: plans bind, victims leave, and a placement that waited for its
+victims binds once they are gone, without another session (Volcano binds its pipelined tasks in a later
+session); the clock does not move, so what waits for time (a fair window, an SLA) stays waiting.
 
 ResourceQuotas, PodDisruptionBudgets, HyperNodes and Numatopologies are loaded for the plugins that read
 them (``resourcequota``, ``drf``'s namespace weights, ``pdb``, ``network-topology-aware``, ``numa-aware``).
@@ -167,7 +171,12 @@ def simulate_snapshot(
     now: float | None = None,
     default_queue: str = L.DEFAULT_QUEUE,
     limit: int = 200,
+    cycles: int | None = None,
 ) -> SnapshotResult:
+    """What pumice does with ``objects``: cycles until nothing changes (at most ``limit``), the clock
+    moving to the time a rule waits for; or, with ``cycles``, exactly that many scheduling sessions at
+    ``now`` (each one cycle, its binds, its victims leaving and the phases that follow), with no fixpoint:
+    ``cycles=1`` is one session."""
     objs = [dict(o) for o in objects]
     start = _default_now(objs) if now is None else now
     cluster = SimCluster(conf, now=start, default_queue=default_queue)
@@ -216,12 +225,16 @@ def simulate_snapshot(
         if name not in queues:
             q = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}
             cluster.add({**q, "spec": {"weight": 1}, "status": {"state": "Open"}})
-    steps = 0
-    while steps < limit:
-        steps += cluster.settle(limit=limit - steps)
-        if cluster.due is None or steps >= limit:
-            break
-        cluster.now = max(cluster.now, cluster.due)
+    if cycles is not None:
+        for _ in range(cycles):
+            cluster.step(force=True)
+    else:
+        steps = 0
+        while steps < limit:
+            steps += cluster.settle(limit=limit - steps)
+            if cluster.due is None or steps >= limit:
+                break
+            cluster.now = max(cluster.now, cluster.due)
     ignored += [f"{kind} {name}: {why}" for (kind, name), why in sorted(cluster.cache.unreadable().items())]
     return _result(cluster, conf, ignored)
 

@@ -53,6 +53,9 @@ TASK_INDEX_KEY: Final = "volcano.sh/task-index"
 JOB_VERSION_KEY: Final = "volcano.sh/job-version"
 JOB_RETRY_COUNT_KEY: Final = "volcano.sh/job-retry-count"
 POD_TEMPLATE_KEY: Final = "volcano.sh/template-uid"
+# The partition a pod of a task with ``partitionPolicy`` is in (its index // partitionSize), a label the
+# PodGroup's subGroupPolicy groups the task's pods by.
+TASK_PARTITION_ID: Final = "volcano.sh/partition-id"
 JOB_KIND: Final = "Job"
 BATCH_VERSION: Final = "v1alpha1"
 BUS_VERSION: Final = "v1alpha1"

@@ -21,7 +21,9 @@ Mirrors kube-scheduler's InterPodAffinity filter:
 - the incoming pod's required affinity: a node must, for every term, have in its domain a pod matching
   *all* terms, and have the key. Exception: when no such pod exists anywhere and the pod matches all its
   own terms, any node will do (the first pod of a self-affine group);
-- terms count pods being deleted, as kube-scheduler does until they are gone.
+- terms count pods being deleted, as kube-scheduler does until they are gone; except the residents a
+  preemption in this cycle chose as victims to clear the way (:meth:`PodsOnNodes.lift`), which count as
+  gone, as kube-scheduler's preemption judges a node with its victims removed.
 
 and its score (before the ``podaffinity.weight``): per topology domain, the weights of the incoming pod's
 preferred terms matched by pods there (anti-affinity subtracts), plus, for pods there, 1 for each of their
@@ -110,9 +112,16 @@ class PodsOnNodes:
     """Pods on nodes for one cycle, counted per selector and per held term (see the module docstring).
     Mutable: the session's statements add and remove the cycle's placements as they make and undo them."""
 
-    def __init__(self, snapshot: Snapshot, placed: Iterable[tuple[Pod, int]] = ()) -> None:
-        """``placed``: pods the cycle placed before this was built (not among the snapshot's residents)."""
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        placed: Iterable[tuple[Pod, int]] = (),
+        gone: Iterable[PodUID] = (),
+    ) -> None:
+        """``placed``: pods the cycle placed before this was built (not among the snapshot's residents);
+        ``gone``: residents the cycle evicted and counts as gone already (see :meth:`lift`)."""
         self._snap = snapshot
+        self._gone: set[PodUID] = set(gone)
         self._n = len(snapshot.nodes)
         self._ns_labels = snapshot.namespace_labels
         # The cycle's own placements, indexed as the residents are (see _candidates).
@@ -129,7 +138,8 @@ class PodsOnNodes:
         self._holders = 0  # pods on nodes holding any of them
         self._masks: dict[NodeConstraints, tuple[Mask, Mask]] = {}
         for p, r in snapshot.residents.with_terms():
-            self._hold(p, r, 1)
+            if p.uid not in self._gone:
+                self._hold(p, r, 1)
         for p, r in self._placed.values():
             self._hold(p, r, 1)
 
@@ -144,6 +154,17 @@ class PodsOnNodes:
         for k, v in pod.labels.items():
             del self._placed_by_label[pod.namespace, k, v][pod.uid]
         self._update(pod, row, -1)
+
+    def lift(self, pod: Pod, row: int, gone: bool) -> None:
+        """Count resident ``pod`` (on ``row``) as gone (``gone``), or as there again: an eviction that
+        clears the way for a preemptor, tried and undone (preempt's topology-aware mode)."""
+        if gone == (pod.uid in self._gone):
+            return
+        if gone:
+            self._gone.add(pod.uid)
+        else:
+            self._gone.discard(pod.uid)
+        self._update(pod, row, -1 if gone else 1)
 
     def _index(self, pod: Pod, row: int) -> None:
         entry = (pod, row)
@@ -201,7 +222,8 @@ class PodsOnNodes:
             else:
                 there = residents.by_label().get((ns, *label), ())
                 placed = self._placed_by_label.get((ns, *label), {}).values()
-            yield from ((p, r) for p, r in there if m.labels_ok(p))
+            gone = self._gone
+            yield from ((p, r) for p, r in there if m.labels_ok(p) and p.uid not in gone)
             yield from ((p, r) for p, r in placed if m.labels_ok(p))
 
     def _node_masks(self, c: NodeConstraints) -> tuple[Mask, Mask]:
@@ -325,7 +347,7 @@ class PodsOnNodes:
 
     def recount(self) -> dict[PodMatcher, tuple[Counts, Counts]]:
         """Every kept count beside the same counted afresh, dense (for tests: they must be equal)."""
-        fresh = PodsOnNodes(self._snap, self._placed.values())
+        fresh = PodsOnNodes(self._snap, self._placed.values(), self._gone)
         return {
             m: (dense(kept, self._n), dense(fresh.counts(m), self._n)) for m, kept in self._counts.items()
         }

@@ -251,6 +251,13 @@ class Pod:
     # What it asks of GPU cards (deviceshare) and the cards its annotations give it; None without.
     gpu: GpuRequest | None = None
     gpu_hold: GpuHold | None = None
+    # Whether preempt and reclaim may choose it as a victim: Volcano's ``volcano.sh/preemptable``, the
+    # annotation read first, then the label; absent is true, a value Go cannot read as a bool is false.
+    preemptable: bool = True
+    # ``spec.preemptionPolicy`` as written ("Never": it evicts nobody) and ``spec.priorityClassName``
+    # (whose class's policy counts when the pod names none; the API server copies it at creation).
+    preemption_policy: str = ""
+    priority_class: str = ""
 
     @property
     def key(self) -> str:
@@ -293,6 +300,22 @@ class NetworkTopology:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubGroupPolicy:
+    """One entry of a PodGroup's ``spec.subGroupPolicy`` (Volcano's SubGroupPolicySpec): the pods its
+    ``selector`` takes (None: every pod) fall into sub-groups by their values of ``match_label_keys``;
+    a sub-group runs only when ``size`` (``subGroupSize``) of its pods do, inside its own
+    ``network_topology``, and the gang needs ``min_groups`` (``minSubGroups``) such sub-groups. See
+    :mod:`extender.core.subgroups`."""
+
+    name: str
+    selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    size: int = 1
+    min_groups: int = 0
+    network_topology: NetworkTopology | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodGroup:
     namespace: str
     name: str
@@ -317,6 +340,8 @@ class PodGroup:
     task_topology: Mapping[str, str] = field(default_factory=dict)
     # ``spec.networkTopology`` (or Volcano's network-topology annotations), None without one.
     network_topology: NetworkTopology | None = None
+    # ``spec.subGroupPolicy`` in order (empty: the gang has no sub-groups, the common case).
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def key(self) -> GroupKey:
@@ -365,3 +390,5 @@ class PriorityClass:
     name: str
     value: int
     global_default: bool = False
+    # ``preemptionPolicy`` as written: "Never" keeps the pods of this class from evicting anyone.
+    preemption_policy: str = ""

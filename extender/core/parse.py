@@ -48,6 +48,7 @@ from extender.core.parse_affinity import label_selector, node_constraints, pod_a
 from extender.core.quantity import to_units
 from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
 from extender.core.resources import add
+from extender.core.subgroups import parse_sub_group_policy
 from extender.core.timestamps import epoch
 from extender.core.workloads import pod_group_name
 
@@ -127,7 +128,23 @@ def parse_pod(obj: Obj) -> Pod:
         numa=numa_request(ann, spec),
         gpu=(gpu := gpu_request(ann, spec)),
         gpu_hold=pod_hold(ann, gpu),
+        preemptable=_preemptable(ann, labels),
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        priority_class=str(spec.get("priorityClassName") or ""),
     )
+
+
+# What Go's strconv.ParseBool reads as true (Volcano reads ``volcano.sh/preemptable`` with it).
+_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def _preemptable(ann: Obj, labels: Mapping[str, str]) -> bool:
+    """Volcano's GetPodPreemptable: the annotation if present, else the label, else true; a value that is
+    not a Go bool means false (Volcano logs it and protects the pod)."""
+    for source in (ann, labels):
+        if L.PREEMPTABLE_ANNOTATION in source:
+            return str(source[L.PREEMPTABLE_ANNOTATION]) in _GO_TRUE
+    return True
 
 
 def _pod_scoring(ann: Obj) -> PodScoring | None:
@@ -245,6 +262,7 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
             if k in L.TASK_TOPOLOGY_ANNOTATIONS
         },
         network_topology=parse_network_topology(spec, _map(meta, "annotations", "metadata")),
+        sub_group_policy=parse_sub_group_policy(spec),
     )
 
 
@@ -303,6 +321,7 @@ def parse_priority_class(obj: Obj) -> PriorityClass:
         name=str(meta["name"]),
         value=_int(obj, "value", "PriorityClass", 0),
         global_default=bool(obj.get("globalDefault")),
+        preemption_policy=str(obj.get("preemptionPolicy") or ""),
     )
 
 

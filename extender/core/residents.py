@@ -11,8 +11,11 @@ snapshot, unchanged for the cycle; the cycle's own placements are counted on top
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Final
 
-from extender.core.model import Pod, PodUID
+from extender.core.model import Pod, PodPhase, PodUID
+
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 class Residents:
@@ -40,8 +43,25 @@ class Residents:
 
     def all(self) -> tuple[tuple[Pod, int], ...]:
         if self._all is None:
-            placed = ((p, self._row(p)) for p in self._pods)
-            self._all = tuple((p, r) for p, r in placed if r is not None)
+            # ``_row`` written out (this runs over every pod of the cluster): a finished pod has no row; a
+            # bound one its node's; a waiting one (unbound, not being deleted) its plan's node's.
+            node_pos, plans = self._node_pos, self._plans
+            out: list[tuple[Pod, int]] = []
+            for p in self._pods:
+                if p.phase in _FINISHED:
+                    continue
+                if p.node_name:
+                    r = node_pos.get(p.node_name)
+                elif p.deleting:
+                    continue
+                else:
+                    node = plans.get(p.uid)
+                    if node is None:
+                        continue
+                    r = node_pos.get(node)
+                if r is not None:
+                    out.append((p, r))
+            self._all = tuple(out)
         return self._all
 
     def by_namespace(self) -> Mapping[str, list[tuple[Pod, int]]]:

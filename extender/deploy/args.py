@@ -1,8 +1,8 @@
 """The flags of ``pumice manifests`` (see :mod:`extender.deploy.cli`, which runs the command).
 
-Only the parser and its value checks: building it imports neither the manifests' generators nor the TLS
-material's (cryptography), so ``pumice --help`` and every other command start without them; the command's
-implementation is imported when it runs. Values are checked here, so a malformed flag is an argparse usage
+Only the parser and its value checks: building it imports none of the manifests' generators, so
+``pumice --help`` and every other command start without them; the command's implementation is imported
+when it runs. Values are checked here, so a malformed flag is an argparse usage
 error (exit 2) before anything is generated.
 """
 
@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable
-from importlib import metadata
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, KubernetesVersion
-from extender.deploy.names import DEFAULT_NAMESPACE, EXTENDER_CLIENT_TLS_SECRET, WEBHOOK_SERVICE_PORT
+from extender.deploy.names import DEFAULT_NAMESPACE, WEBHOOK_SERVICE_PORT, scheduler_tls_secret
 from extender.deploy.scheduler_config import (
     DEFAULT_EXTENDER_WEIGHT,
     DEFAULT_HTTP_TIMEOUT_SECONDS,
@@ -95,7 +94,11 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _default_image() -> str:
+def default_image() -> str:
+    """``pumice:<the installed pumice's version>``. Asked when a deploy is rendered, not when the parser is
+    built: reading the installed distributions takes a CLI command's start-up 40 ms."""
+    from importlib import metadata
+
     try:
         return f"pumice:{metadata.version('pumice')}"
     except metadata.PackageNotFoundError:
@@ -133,7 +136,7 @@ def add_manifests_parser(
         "election on, its lease is pumice-kube-scheduler: the scheduler's RBAC must allow it (see `deploy`). "
         "An http:// extender URL is plain HTTP (fine on loopback); an https:// one needs --tls-ca-file, and "
         "a pumice deployed by `deploy` also needs the client certificate: its files are in the Secret "
-        f"{EXTENDER_CLIENT_TLS_SECRET} in pumice's namespace. The TLS paths are where kube-scheduler finds "
+        f"{scheduler_tls_secret()} in pumice's namespace. The TLS paths are where kube-scheduler finds "
         "the files (absolute paths on its host); they are not read here.",
     )
     config.add_argument(
@@ -216,16 +219,18 @@ def add_manifests_parser(
         "deploy",
         help="everything: RBAC, pumice, a second kube-scheduler, webhooks",
         description="Namespace, RBAC, pumice's Deployment and Service, a stock kube-scheduler configured to "
-        "call it, and the webhook configurations. Install the CRDs first (`pumice manifests crds`). "
-        "kube-scheduler and pumice's extender talk mutual TLS: every run generates a new CA, a serving "
-        "certificate for pumice's Service and a client certificate for kube-scheduler, and prints them (with "
-        "their private keys) as two Secrets, so treat the output as secret. Applying a new output replaces "
-        "the certificates and restarts both Deployments; re-applying an old output restores its own pair. "
-        "Everything is generated for one Kubernetes release (--kubernetes-version or --kubeconfig): the "
-        "webhooks it accepts, the scheduler config it reads and a kube-scheduler image of that release.",
+        "call it, the webhook configurations, and ClusterRoles that give the built-in view/edit/admin roles "
+        "pumice's kinds. Install the CRDs first (`pumice manifests crds`). Both Deployments run two "
+        "leader-elected replicas. kube-scheduler and pumice's extender talk mutual TLS. No certificate or "
+        "key is printed: pumice creates its CA and certificates at start-up in Secrets of its namespace "
+        "(pumice-ca, pumice-webhook-tls, pumice-extender-tls, pumice-kube-scheduler-tls; every replica uses "
+        "the same ones) unless they exist, so the same arguments print the same output and re-applying it "
+        "restarts nothing. Everything is generated for one Kubernetes release (--kubernetes-version or "
+        "--kubeconfig): the webhooks it accepts, the scheduler config it reads and a kube-scheduler image of "
+        "that release.",
     )
     deploy.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="default %(default)s")
-    deploy.add_argument("--image", default=_default_image(), help="pumice image; default %(default)s")
+    deploy.add_argument("--image", help="pumice image; default pumice:VERSION, this pumice's version")
     _add_version_flags(deploy, from_cluster=True)
     deploy.add_argument(
         "--scheduler-image",
@@ -249,8 +254,8 @@ def add_manifests_parser(
     deploy.add_argument(
         "--extender-plain-http",
         action="store_true",
-        help="no certificates: kube-scheduler calls the extender over plain HTTP (as before mutual TLS); "
-        "only the NetworkPolicy then keeps other pods from calling it",
+        help="kube-scheduler calls the extender over plain HTTP (as before mutual TLS); only the "
+        "NetworkPolicy then keeps other pods from calling it (the webhooks keep their certificates)",
     )
 
     # Errors found after parsing are reported with the usage of the sub-command that caused them.

@@ -2,12 +2,19 @@
 ``pumice manifests deploy`` uses, so the chart and ``deploy`` cannot disagree on them:
 
 - ``clusterrole-rules.yaml``: pumice's ClusterRole rules (the table in :mod:`extender.deploy.rbac`);
+- ``role-rules.yaml``: its Role in its own namespace (that module's namespace table: its Lease and TLS
+  Secrets, named after the release);
+- ``tenant-rules.yaml``: what the built-in view, edit and admin roles get
+  (:mod:`extender.deploy.tenant_rbac`);
 - ``webhooks-<feature set>.yaml``: the admission webhook configurations for each set of API server
   features they depend on (scheduling gates from 1.27, ``matchConditions`` from 1.28), as
   :func:`~extender.deploy.manifests.webhook_manifests` writes them (no ``caBundle``: pumice patches it in).
 
-The chart's templates pick the file for the cluster's release and put the release namespace and the
-scheduler name in place of :data:`NAMESPACE` and :data:`SCHEDULER_NAME`. Regenerate with
+The chart's templates pick the file for the cluster's release and put the release namespace, the
+release's fullname (the chart's name for the objects ``deploy`` calls ``pumice``) and the scheduler name in
+place of :data:`NAMESPACE`, :data:`FULLNAME` and :data:`SCHEDULER_NAME`. (The CRDs and the Grafana
+dashboards are not generated: the chart's ``crds/`` and ``dashboards/`` are links to ``manifests/crds`` and
+``manifests/grafana``, which Helm follows and ``helm package`` resolves.) Regenerate with
 ``hack/helm-chart-files.py`` after changing the RBAC table or the webhooks; ``tests/ops/test_helm_chart.py``
 fails while they differ. Pure: the webhook builder is an argument (this package never imports admission).
 """
@@ -17,14 +24,20 @@ from __future__ import annotations
 from typing import Any, Final, cast
 
 from extender.api.versions import KubernetesVersion
-from extender.deploy.names import APP, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION
-from extender.deploy.rbac import pumice_rules
+from extender.deploy.names import (
+    MUTATING_WEBHOOK_CONFIGURATION,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+    tls_secret_names,
+)
+from extender.deploy.rbac import namespace_rules, pumice_rules
+from extender.deploy.tenant_rbac import TENANT_ROLES, tenant_rules
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.deploy.yamltext import Json, dump, dump_all
 
 # Stand-ins the chart replaces; DNS labels, so the generators accept them, and found nowhere else.
 NAMESPACE: Final = "pumice-chart-namespace"
 SCHEDULER_NAME: Final = "pumice-chart-scheduler-name"
+FULLNAME: Final = "pumice-chart-fullname"
 
 # Each set of webhook features, named by the first release that has it.
 FEATURE_SETS: Final = {
@@ -42,7 +55,7 @@ def chart_files(webhook_configurations: WebhookBuilder) -> dict[str, str]:
     for feature_set, version in FEATURE_SETS.items():
         docs = webhook_manifests(
             webhook_configurations,
-            service=(NAMESPACE, APP),
+            service=(NAMESPACE, FULLNAME),
             kubernetes_version=version,
             scheduler_names=[SCHEDULER_NAME],
         )
@@ -50,4 +63,7 @@ def chart_files(webhook_configurations: WebhookBuilder) -> dict[str, str]:
         files[f"files/webhooks-{feature_set}.yaml"] = header + dump_all(docs)
     rules: dict[str, Json] = {"rules": pumice_rules(sorted(names))}
     files["files/clusterrole-rules.yaml"] = header + dump(rules)
+    role: dict[str, Json] = {"rules": namespace_rules(tls_secrets=tls_secret_names(FULLNAME), lease=FULLNAME)}
+    files["files/role-rules.yaml"] = header + dump(role)
+    files["files/tenant-rules.yaml"] = header + dump({r: tenant_rules(r) for r in TENANT_ROLES})
     return files

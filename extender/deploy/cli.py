@@ -6,8 +6,8 @@ pumice, a second kube-scheduler, webhooks). Output is multi-document YAML on std
 arguments end in an argparse usage error (exit 2); a cluster that cannot tell its release, or ``webhooks`` in
 a build without a webhook builder, in a one-line error (exit 1).
 
-``deploy`` generates fresh extender certificates (and so private keys) on every run, unless
-``--extender-plain-http``: its output is secret material, and applying it again replaces the certificates.
+``deploy`` prints no certificate or key (pumice makes them at start-up, see the certificate contract in
+:mod:`extender.deploy.names`): the same arguments print the same output, and it holds nothing secret.
 
 Kubernetes version: ``scheduler-config``, ``webhooks`` and ``deploy`` generate for one release
 (``--kubernetes-version``, default :data:`extender.api.versions.DEFAULT_VERSION`); ``webhooks`` and ``deploy``
@@ -30,8 +30,8 @@ from extender.api import crds, versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
 from extender.api.versions import DEFAULT_VERSION, ClusterUnreachable, KubernetesVersion
 from extender.deploy import yamltext
-from extender.deploy.args import VersionReader
-from extender.deploy.manifests import deploy_manifests, generate_extender_tls
+from extender.deploy.args import VersionReader, default_image
+from extender.deploy.manifests import deploy_manifests
 from extender.deploy.scheduler_config import ExtenderTLS, scheduler_config, scheduler_config_yaml
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 
@@ -73,9 +73,8 @@ def print_manifests(
         if command == "deploy":
             docs = deploy_manifests(
                 namespace=args.namespace,
-                image=args.image,
-                # The one impure step of rendering: fresh keys for every run.
-                extender_tls=None if args.extender_plain_http else generate_extender_tls(args.namespace),
+                image=args.image or default_image(),
+                mutual_tls=not args.extender_plain_http,
                 webhook_configurations=webhook_configurations if args.webhooks else None,
                 kubernetes_version=version,
                 scheduler_image=args.scheduler_image,

@@ -1,24 +1,26 @@
 """Everything ``kubectl apply -f -`` needs to run pumice next to a cluster's own scheduler.
 
 Objects, in apply order: the Namespace; pumice's ServiceAccount, its least-privilege ClusterRole (built from
-the table in :mod:`extender.deploy.rbac`) and binding; a second, stock kube-scheduler (ServiceAccount bound to
-the built-in ``system:kube-scheduler`` and ``system:volume-scheduler`` ClusterRoles and to the
+the table in :mod:`extender.deploy.rbac`) and binding, and its Role in its own namespace (its Lease and its
+TLS Secrets, by name); the ClusterRoles that extend the built-in ``view``/``edit``/``admin`` roles to
+pumice's kinds (:mod:`extender.deploy.tenant_rbac`); a second, stock kube-scheduler (ServiceAccount bound
+to the built-in ``system:kube-scheduler`` and ``system:volume-scheduler`` ClusterRoles and to the
 ``extension-apiserver-authentication-reader`` Role in kube-system, a Role for its own lease) whose ConfigMap
-points its extender at pumice's Service; with mutual TLS, the two Secrets holding the extender's serving
-certificate and kube-scheduler's client certificate; pumice's Service and Deployment; the scheduler's
-Deployment; a NetworkPolicy; and, when the caller passes a builder for them, the admission webhook
-configurations, last, once their Service exists. The builder is
+points its extender at pumice's Service; pumice's Service and the two Deployments, each with a
+PodDisruptionBudget that keeps one replica up; a NetworkPolicy; and, when the caller passes a builder for
+them, the admission webhook configurations, last, once their Service exists. The builder is
 :func:`admission.webhooks.webhook_configurations`, handed in by the composition root: this package never
 imports admission (import-linter checks), and the webhook table stays the one source of what is served and
 what is registered.
 
-Extender transport: mutual TLS unless the caller asks for plain HTTP. pumice serves the extender port with
-a certificate for its Service names and accepts only clients whose certificate the same private CA signed;
-kube-scheduler verifies pumice against that CA and presents its client certificate (``tlsConfig`` with file
-paths into its mounted Secret). The NetworkPolicy stays as a second fence. The material comes from
-:func:`generate_extender_tls`, the one step here that is not pure (fresh keys each call): every render makes
-a new CA, so re-applying ``deploy`` output replaces both Secrets, and a hash of the CA in both pod templates
-rolls both Deployments onto the new pair together (each reads its files only at start-up).
+Certificates follow the certificate contract (see :mod:`extender.deploy.names`): no key or certificate is
+rendered. pumice reads its TLS material from four Secrets of its namespace and creates the missing ones at
+start-up (``--tls-secrets-prefix``), registering the webhook configurations' caBundle from the CA; every
+replica ends up with the same material. Extender transport: mutual TLS unless the caller asks for plain
+HTTP. pumice then serves the extender port with a certificate for its Service names and accepts only clients
+whose certificate the same CA signed; kube-scheduler verifies pumice against that CA and presents its client
+certificate (``tlsConfig`` with file paths into its mounted Secret). The NetworkPolicy stays as a second
+fence.
 
 Kubernetes version: everything is generated for one release (see :mod:`extender.api.versions`): the
 scheduler config ``apiVersion`` it reads, a kube-scheduler image of the same minor release, and only the
@@ -28,24 +30,20 @@ so the two agree.
 
 Invariants: no rule grants ``*``; every object carries apiVersion, kind and metadata.name; names are fixed so
 a re-apply updates in place; the scheduler's lease is ``pumice-kube-scheduler`` in our namespace, never the
-cluster scheduler's ``kube-scheduler`` lease. Pure: :func:`deploy_manifests` reads no files, calls no API and
-draws no random numbers; the TLS material and the webhook builder are arguments.
+cluster scheduler's ``kube-scheduler`` lease. Pure and deterministic: :func:`deploy_manifests` reads no
+files, calls no API and draws no random numbers, so the same arguments give the same objects, and
+re-applying an unchanged output restarts nothing; the webhook builder is an argument.
 
-Here: the order of the objects, RBAC, Secrets, the Service and the NetworkPolicy, and the extender's TLS
-material. The two Deployments are in :mod:`extender.deploy.workloads`, the webhook configurations in
+Here: the order of the objects, RBAC, the Service, the disruption budgets and the NetworkPolicy. The two
+Deployments are in :mod:`extender.deploy.workloads`, the webhook configurations in
 :mod:`extender.deploy.webhooks`, the fixed names and ports in :mod:`extender.deploy.names`.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any, Final, cast
-
-from cryptography import x509
 
 from extender.api import versions
 from extender.api.labels import DEFAULT_SCHEDULER_NAME
@@ -55,9 +53,8 @@ from extender.deploy.names import (
     CONFIG_FILE,
     DEFAULT_NAMESPACE,
     EXTENDER_CLIENT_TLS_DIR,
-    EXTENDER_CLIENT_TLS_SECRET,
     EXTENDER_PORT,
-    EXTENDER_TLS_SECRET,
+    LEADER_ELECTION_LEASE,
     METRICS_PORT,
     MONITORING_NAMESPACE,
     MUTATING_WEBHOOK_CONFIGURATION,
@@ -69,18 +66,19 @@ from extender.deploy.names import (
     VALIDATING_WEBHOOK_CONFIGURATION,
     WEBHOOK_PORT,
     WEBHOOK_SERVICE_PORT,
+    tls_secret_names,
 )
-from extender.deploy.rbac import pumice_rules
+from extender.deploy.rbac import namespace_rules, pumice_rules
 from extender.deploy.scheduler_config import (
     LEASE_NAME,
     ExtenderTLS,
     scheduler_config,
     scheduler_config_yaml,
 )
+from extender.deploy.tenant_rbac import TENANT_ROLES, tenant_labels, tenant_rules
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.deploy.workloads import app_labels, object_meta, pumice_deployment, scheduler_deployment
 from extender.deploy.yamltext import Json, Manifest
-from extender.process.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -123,18 +121,21 @@ def _service_account(name: str, namespace: str, labels: dict[str, Json]) -> Mani
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": object_meta(name, namespace, labels)}
 
 
-def _tls_secret(
-    name: str, namespace: str, labels: dict[str, Json], cert: bytes, key: bytes, ca: bytes
-) -> Manifest:
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
+def _tenant_role(role: str) -> Manifest:
+    """A ClusterRole the built-in ``role`` aggregates: pumice's kinds for the users it is bound to."""
+    labels: dict[str, Json] = {**tenant_labels(role), "app.kubernetes.io/part-of": APP}
+    return _role("ClusterRole", f"{APP}-aggregate-to-{role}", None, tenant_rules(role)) | {
+        "metadata": object_meta(f"{APP}-aggregate-to-{role}", None, labels)
+    }
 
+
+def _disruption_budget(name: str, namespace: str, labels: dict[str, Json]) -> Manifest:
+    """A voluntary disruption (a node drain) takes one replica at a time: one always serves."""
     return {
-        "apiVersion": "v1",
-        "kind": "Secret",
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
         "metadata": object_meta(name, namespace, labels),
-        "type": "kubernetes.io/tls",
-        "data": {TLS_CERT_KEY: b64(cert), TLS_KEY_KEY: b64(key), TLS_CA_KEY: b64(ca)},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
     }
 
 
@@ -185,33 +186,11 @@ def _check_namespace(namespace: str) -> None:
         )
 
 
-def generate_extender_tls(namespace: str, *, now: dt.datetime | None = None) -> MutualTLSBundle:
-    """Fresh extender TLS material for pumice's Service in ``namespace``: a new CA, a serving certificate
-    for the Service's names and kube-scheduler's client certificate. Not pure: new keys on every call, so
-    every ``deploy`` render (and so every re-apply) replaces the certificates and rolls both Deployments."""
-    _check_namespace(namespace)
-    return generate_mtls_bundle(dns_names=service_dns_names(APP, namespace), now=now)
-
-
-def _check_serves(bundle: MutualTLSBundle, namespace: str) -> None:
-    """Refuse material made for another namespace: kube-scheduler would fail every call on the name."""
-    cert = x509.load_pem_x509_certificate(bundle.server_cert)
-    try:
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        sans = x509.SubjectAlternativeName([])
-    if extender_host(namespace) not in sans.get_values_for_type(x509.DNSName):
-        raise ValueError(
-            f"extender_tls: the serving certificate does not name {extender_host(namespace)} "
-            "(generate it with generate_extender_tls for this namespace)"
-        )
-
-
 def deploy_manifests(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     image: str,
-    extender_tls: MutualTLSBundle | None,
+    mutual_tls: bool,
     webhook_configurations: WebhookBuilder | None,
     kubernetes_version: KubernetesVersion = DEFAULT_VERSION,
     scheduler_image: str | None = None,
@@ -221,10 +200,10 @@ def deploy_manifests(
 ) -> list[Manifest]:
     """Every object that runs pumice and its kube-scheduler in ``namespace``, in ``kubectl apply`` order.
 
-    ``extender_tls`` (from :func:`generate_extender_tls`) makes kube-scheduler and pumice talk mutual TLS;
-    None keeps the extender on plain HTTP. It has no default, so no caller gets plain HTTP by omission.
-    ``webhook_configurations`` builds the admission webhook configurations (see :func:`webhook_manifests`);
-    None leaves them out. No default either, so none goes missing by omission.
+    ``mutual_tls`` makes kube-scheduler and pumice talk mutual TLS, with the certificates of the contract's
+    Secrets; False keeps the extender on plain HTTP. It has no default, so no caller gets plain HTTP by
+    omission. ``webhook_configurations`` builds the admission webhook configurations (see
+    :func:`webhook_manifests`); None leaves them out. No default either, so none goes missing by omission.
     ``kubernetes_version`` is the cluster's release: it picks the webhooks (see :func:`webhook_manifests`),
     ``scheduler_image`` (default: the upstream kube-scheduler of that release) and ``api_version``, the
     KubeSchedulerConfiguration version that image reads (default: the newest one that release reads). An
@@ -246,41 +225,16 @@ def deploy_manifests(
         raise ValueError("image and scheduler_image must not be empty")
     pumice_labels = app_labels(APP, "scheduler-extender")
     scheduler_labels = app_labels(SCHEDULER_APP, "kube-scheduler")
-    ca_hash: str | None = None
-    tls_objects: list[Manifest] = []
-    scheme, tls = "http", None
-    if extender_tls is not None:
-        _check_serves(extender_tls, namespace)
-        ca_hash = hashlib.sha256(extender_tls.ca_cert).hexdigest()
-        scheme = "https"
+    tls = None
+    if mutual_tls:
         tls = ExtenderTLS(
             ca_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_CA_KEY}",
             cert_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_CERT_KEY}",
             key_file=f"{EXTENDER_CLIENT_TLS_DIR}/{TLS_KEY_KEY}",
         )
-        tls_objects = [
-            # pumice's serving pair, and the CA its clients' certificates must chain to.
-            _tls_secret(
-                EXTENDER_TLS_SECRET,
-                namespace,
-                pumice_labels,
-                extender_tls.server_cert,
-                extender_tls.server_key,
-                extender_tls.ca_cert,
-            ),
-            # kube-scheduler's client pair, and the CA pumice's serving certificate must chain to.
-            _tls_secret(
-                EXTENDER_CLIENT_TLS_SECRET,
-                namespace,
-                scheduler_labels,
-                extender_tls.client_cert,
-                extender_tls.client_key,
-                extender_tls.ca_cert,
-            ),
-        ]
     config_text = scheduler_config_yaml(
         scheduler_config(
-            extender_url=f"{scheme}://{extender_host(namespace)}:{EXTENDER_PORT}",
+            extender_url=f"{'https' if mutual_tls else 'http'}://{extender_host(namespace)}:{EXTENDER_PORT}",
             api_version=api_version,
             kubeconfig=None,
             scheduler_name=scheduler_name,
@@ -314,6 +268,15 @@ def deploy_manifests(
         _service_account(APP, namespace, pumice_labels),
         _role("ClusterRole", APP, None, pumice_rules(webhook_names)),
         _binding("ClusterRoleBinding", APP, None, "ClusterRole", APP, pumice_sa),
+        _role(
+            "Role",
+            APP,
+            namespace,
+            namespace_rules(tls_secrets=tls_secret_names(), lease=LEADER_ELECTION_LEASE),
+        ),
+        _binding("RoleBinding", APP, namespace, "Role", APP, pumice_sa),
+        # its users: pumice's kinds in the built-in view, edit and admin roles
+        *(_tenant_role(role) for role in TENANT_ROLES),
         # the second kube-scheduler
         _service_account(SCHEDULER_APP, namespace, scheduler_labels),
         _binding(
@@ -365,7 +328,6 @@ def deploy_manifests(
             "metadata": object_meta(SCHEDULER_CONFIG_MAP, namespace, scheduler_labels),
             "data": {CONFIG_FILE: config_text},
         },
-        *tls_objects,
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -384,8 +346,12 @@ def deploy_manifests(
                 ],
             },
         },
-        pumice_deployment(namespace, image, scheduler_name, pumice_labels, ca_hash),
-        scheduler_deployment(namespace, scheduler_image, config_text, scheduler_labels, ca_hash),
+        pumice_deployment(namespace, image, scheduler_name, pumice_labels, mutual_tls=mutual_tls),
+        scheduler_deployment(
+            namespace, scheduler_image, config_text, scheduler_labels, mutual_tls=mutual_tls
+        ),
+        _disruption_budget(APP, namespace, pumice_labels),
+        _disruption_budget(SCHEDULER_APP, namespace, scheduler_labels),
     ]
     if network_policy:
         objects.append(_network_policy(namespace, pumice_labels, scheduler_labels))

@@ -1,8 +1,9 @@
 """The fixed names, ports and paths of a pumice deployment: one table for the manifests, the Helm chart
 and the flags of ``pumice manifests``.
 
-Names are fixed so a re-apply updates in place; the Secrets and directories are where pumice and its
-kube-scheduler find the extender's TLS material. Plain constants: importing this module costs nothing.
+Names are fixed so a re-apply updates in place; the TLS Secrets are the certificate contract's (pumice
+fills them at start-up, or cert-manager does), and the directory is where kube-scheduler finds its client
+pair. Plain constants: importing this module costs nothing.
 """
 
 from __future__ import annotations
@@ -21,20 +22,46 @@ SCHEDULER_CONFIG_MAP: Final = "pumice-scheduler-config"
 CONFIG_DIR: Final = "/etc/pumice"
 CONFIG_FILE: Final = "scheduler-config.yaml"
 CONFIG_HASH_ANNOTATION: Final = "pumice.dev/scheduler-config-sha256"
-# The CA of the extender's certificates, in both pod templates: a new pair rolls both Deployments.
-EXTENDER_CA_HASH_ANNOTATION: Final = "pumice.dev/extender-ca-sha256"
 
-# Extender mutual TLS: pumice's serving pair and the client CA it trusts; kube-scheduler's client pair and
-# the CA it trusts. Both Secrets use the kubernetes.io/tls keys (tls.crt, tls.key) plus ca.crt.
-EXTENDER_TLS_SECRET: Final = "pumice-extender-tls"
-EXTENDER_CLIENT_TLS_SECRET: Final = "pumice-kube-scheduler-extender-client"
-EXTENDER_TLS_DIR: Final = "/etc/pumice-extender-tls"
+# The certificate contract: no key is made at render time. pumice (``serve --tls-secrets-prefix``) keeps its
+# TLS material in four kubernetes.io/tls Secrets of its namespace (tls.crt, tls.key, ca.crt), creating the
+# ones that are missing, or cert-manager issues them; the manifests only name them.
+TLS_SECRETS_PREFIX: Final = APP
+CA_SECRET_SUFFIX: Final = "-ca"
+WEBHOOK_TLS_SECRET_SUFFIX: Final = "-webhook-tls"
+EXTENDER_TLS_SECRET_SUFFIX: Final = "-extender-tls"
+SCHEDULER_TLS_SECRET_SUFFIX: Final = "-kube-scheduler-tls"
+# Where kube-scheduler mounts its client pair (and the CA that signed pumice's extender certificate).
 EXTENDER_CLIENT_TLS_DIR: Final = "/etc/pumice-extender-client"
 TLS_CERT_KEY: Final = "tls.crt"
 TLS_KEY_KEY: Final = "tls.key"
 TLS_CA_KEY: Final = "ca.crt"
 # Owner and group may read (the pod's fsGroup owns the files); the rest of the world may not.
 SECRET_FILE_MODE: Final = 0o440
+
+
+def tls_secret_names(prefix: str = TLS_SECRETS_PREFIX) -> tuple[str, str, str, str]:
+    """The contract's four Secrets, in the order pumice makes them: the CA, the webhooks' serving pair, the
+    extender's serving pair, kube-scheduler's client pair."""
+    return (
+        prefix + CA_SECRET_SUFFIX,
+        prefix + WEBHOOK_TLS_SECRET_SUFFIX,
+        prefix + EXTENDER_TLS_SECRET_SUFFIX,
+        prefix + SCHEDULER_TLS_SECRET_SUFFIX,
+    )
+
+
+def scheduler_tls_secret(prefix: str = TLS_SECRETS_PREFIX) -> str:
+    """The Secret kube-scheduler mounts: its client certificate for the extender's mutual TLS."""
+    return prefix + SCHEDULER_TLS_SECRET_SUFFIX
+
+
+# pumice's leader-election Lease (``serve --leader-elect-resource-name``'s default), in its own namespace.
+LEADER_ELECTION_LEASE: Final = APP
+# Replicas of each Deployment: one leads (pumice's Lease; kube-scheduler's own), the other stands by warm.
+REPLICAS: Final = 2
+# SIGTERM turns /readyz 503 while pumice keeps serving a few seconds and hands its Lease over: time enough.
+TERMINATION_GRACE_SECONDS: Final = 30
 
 EXTENDER_PORT: Final = 8888
 METRICS_PORT: Final = 9090  # plain HTTP /metrics for Prometheus (pumice serve --metrics-bind)

@@ -1,4 +1,4 @@
-"""pumice's ClusterRole, written as the table of the API calls pumice's own code makes.
+"""pumice's ClusterRole and namespace Role, written as tables of the API calls pumice's own code makes.
 
 Every row of :data:`GRANTS` names an (apiGroup, resource, verbs) that pumice's ServiceAccount needs, the code
 that makes those calls and why. The ClusterRole is built from this table and from nothing else, so a grant
@@ -19,16 +19,24 @@ configurations and never takes the CA-only ``patch`` path of
 The pumice CLI (``pumice job``, ``pumice queue``) runs with the user's credentials and needs nothing here.
 
 Deliberately not granted, because no code uses them: core-group events (pumice writes ``events.k8s.io``
-ones), leases (there is no leader election yet), CustomResourceDefinitions, writes to JobTemplates,
+ones), CustomResourceDefinitions, writes to JobTemplates,
 PodGroup ``/status`` (Volcano's PodGroup has no status subresource: its status is patched through the
 object), ``list``/``watch``/``patch`` on webhook configurations, and any ``update`` or ``delete`` of the
 objects the job plugins create (Services, ConfigMaps, Secrets, NetworkPolicies are created once; only a
 ConfigMap's data is patched).
+
+The second table, :data:`NAMESPACE_GRANTS`, is what pumice needs in its own namespace only, for a flag its
+Deployment passes: its leader-election Lease (``--leader-elect``, on by default) and the certificate
+contract's four TLS Secrets (``--tls-secrets-prefix``). It becomes a Role there, limited by name wherever
+Kubernetes allows: ``create`` cannot be (the object does not exist yet), and ``list``/``watch`` limited by
+name are allowed only to a request with a ``metadata.name`` field selector, which is how the runtime reads
+them. Rows name the flag, not the code: the code behind those flags is the runtime's, and
+``tests/contract/test_rbac.py`` checks that it builds its paths for these resources once the flag exists.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from extender.api.labels import BATCH_GROUP, BUS_GROUP, FLOW_GROUP, SCHEDULING_GROUP
 from extender.deploy.yamltext import Json, Manifest
@@ -516,6 +524,70 @@ def pumice_rules(webhook_configuration_names: Sequence[str]) -> list[Json]:
         # An unknown verb is a typo in the table: .index raises rather than drop it.
         _rule(group, resource, sorted(granted, key=VERB_ORDER.index), names if named else ())
         for (group, resource, named), granted in verbs.items()
+    ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamespaceGrant:
+    """Verbs on one resource in pumice's own namespace, for the ``pumice serve`` flag that makes the calls.
+
+    ``limited_to`` says which objects: ``tls-secrets`` (the contract's four Secrets), ``lease`` (pumice's
+    leader-election Lease) or ``""`` for any (``create``, which cannot be limited by name).
+    """
+
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    flag: str
+    why: str
+    limited_to: Literal["", "tls-secrets", "lease"] = ""
+
+
+NAMESPACE_GRANTS: Final[tuple[NamespaceGrant, ...]] = (
+    NamespaceGrant(
+        group="coordination.k8s.io",
+        resource="leases",
+        verbs=("create",),
+        flag="--leader-elect",
+        why="the first replica to start creates the Lease",
+    ),
+    NamespaceGrant(
+        group="coordination.k8s.io",
+        resource="leases",
+        verbs=("get", "update"),
+        flag="--leader-elect",
+        limited_to="lease",
+        why="read who leads; renew, take over or release the Lease",
+    ),
+    NamespaceGrant(
+        group="",
+        resource="secrets",
+        verbs=("create",),
+        flag="--tls-secrets-prefix",
+        why="the first replica creates the CA and the certificates that are missing (another that loses "
+        "the race reads the winner's)",
+    ),
+    NamespaceGrant(
+        group="",
+        resource="secrets",
+        verbs=("get", "list", "watch", "update"),
+        flag="--tls-secrets-prefix",
+        limited_to="tls-secrets",
+        why="read the TLS material, watch it (one field-selected watch per name) to reload a renewed "
+        "certificate without a restart, and replace a certificate pumice issued when it renews it",
+    ),
+)
+
+
+def namespace_rules(*, tls_secrets: Sequence[str], lease: str) -> list[Json]:
+    """The rules of pumice's Role in its namespace, from :data:`NAMESPACE_GRANTS`: ``tls_secrets`` are the
+    contract's four Secret names, ``lease`` the leader-election Lease's name."""
+    names: dict[str, list[str]] = {"": [], "tls-secrets": list(tls_secrets), "lease": [lease]}
+    if not names["tls-secrets"] or not all(names["tls-secrets"]) or not lease:
+        raise ValueError("Secret and Lease names must not be empty (an empty list grants every name)")
+    return [
+        _rule(g.group, g.resource, sorted(g.verbs, key=VERB_ORDER.index), names[g.limited_to])
+        for g in NAMESPACE_GRANTS
     ]
 
 

@@ -32,7 +32,7 @@ from extender.framework.gang_allocate import allocate_group
 from extender.framework.gangs import (
     admitted_by_queue,
     counts_toward_gang,
-    gang_need,
+    gang_whole,
     ordered_waiting,
     unplanned_waiting,
 )
@@ -42,6 +42,7 @@ from extender.framework.reserve import reserve
 from extender.framework.result import Unschedulable
 from extender.framework.session import Session
 from extender.framework.statement import Statement
+from extender.framework.subgroup_allocate import place_extras as place_subgroup_extras
 
 
 def _queue_problem(ssn: Session, g: PodGroup) -> str | None:
@@ -188,14 +189,14 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
 
 
 def _gang_whole(ssn: Session, g: PodGroup) -> bool:
-    members = [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())]
-    need, task_need = gang_need(ssn, g, members)
-    return not need and not task_need
+    return gang_whole(ssn, g, [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())])
 
 
 def _place_extras(ssn: Session, g: PodGroup, queue: Queue, *, every: bool) -> bool:
     """Place the next waiting pod of whole gang ``g`` (``every``: all it can, alike pods as a batch);
     whether any was placed. Pods that fit nowhere or that the queue may not take are passed over."""
+    if g.sub_group_policy:
+        return place_subgroup_extras(ssn, g, queue)  # a whole sub-group at a time, in its HyperNode
     snap = ssn.snapshot
     extras = ordered_waiting(ssn, [snap.pods[u] for u in snap.members.get(g.key, ())], {})
     placed = False

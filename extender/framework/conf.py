@@ -34,6 +34,10 @@ tiers:
   - name: binpack
 """
 
+# Volcano's SchedulerConfiguration: ``metrics`` configures the metrics source of Volcano's usage-based
+# plugins, which pumice does not have; it is accepted and not read.
+TOP_LEVEL_KEYS: Final = ("actions", "tiers", "configurations", "metrics")
+
 # Per-plugin switches Volcano accepts beside ``arguments`` (all booleans), spelt as Volcano's PluginOption
 # YAML tags spell them (most ``enable…``, a few ``enabled…``). The framework honours those that gate a hook
 # pumice has (see :data:`extender.framework.plugin.HOOK_SWITCHES`); the others are accepted and inert.
@@ -94,7 +98,7 @@ def parse_conf(text: str) -> ConfSpec:
         raise ConfigError(f"scheduler conf is not valid YAML: {e}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError("scheduler conf must be a mapping with 'actions' and 'tiers'")
-    unknown = set(raw) - {"actions", "tiers", "configurations", "metrics"}
+    unknown = set(raw) - set(TOP_LEVEL_KEYS)
     if unknown:
         raise ConfigError(f"scheduler conf: unknown top-level keys {sorted(unknown)}")
     actions_raw = raw.get("actions")

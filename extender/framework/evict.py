@@ -23,25 +23,57 @@ Nodes are chosen under the same predicates as allocate's: the pod's mask (its co
 node rules), the plugins' predicates on free capacity judged on a node's room once its victims are gone,
 and per-queue caps (``node_limit``) as they stand.
 
+Volcano's rules on who may preempt and who may be a victim, in both actions: a pod with
+``volcano.sh/preemptable: "false"`` is never a victim (and a gang holding one is never taken whole); a pod
+with ``preemptionPolicy: Never`` (its own or its PriorityClass's) evicts nobody, though it still takes room
+that needs no victim. In preempt, a gang's pod that its queue refuses (``allocatable``: its capability, say)
+evicts lower-priority pods of its queue until the queue takes it, node by node until one gets there
+(Volcano's ``preemptorFitsOnNode``). With ``enableTopologyAwarePreemption: true`` (preempt only, off by
+default as in Volcano) the inter-pod rules are judged with the victims gone, so a victim may be chosen to
+clear a required pod anti-affinity conflict (either side's), and victims not needed are given back (see
+:mod:`extender.framework.victim_search`).
+
+What the switch does not change: a gang with a hard network topology always looks for its victims inside
+one HyperNode at a time, in the plugin's order as allocate tries them. Volcano's preempt action passes
+over jobs with a network topology altogether and leaves them to its ``gangpreempt``/``gangreclaim``
+actions; pumice's preempt and reclaim serve them directly.
+
 The placements made this way wait for their victims (the result's ``pipelined``): the room is held for
 them and given to nobody else, and they bind only once the victims are gone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Container
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import Pod, PodGroup, Queue
+from extender.core.model import GroupKey, Pod, PodGroup, Queue
 from extender.core.quantity import human
-from extender.framework.gangs import admitted_by_queue, gang_need, ordered_waiting, startable
+from extender.framework.gangs import (
+    admitted_by_queue,
+    gang_need,
+    ordered_waiting,
+    startable,
+    subgroups_short,
+)
 from extender.framework.result import Eviction, Unschedulable
 from extender.framework.session import Session
 from extender.framework.statement import Statement
-from extender.framework.victim_search import Mode, cheapest_victims, fits_on, pod_fits_at, scores_for
+from extender.framework.subgroup_allocate import PlacePods, Unit, fill, place_unit, plan
+from extender.framework.victim_search import (
+    Ask,
+    Mode,
+    cheapest_victims,
+    fits_on,
+    never_preempts,
+    pod_fits_at,
+    rules_allow,
+    scores_for,
+)
 
 PREEMPTED: Final = "Preempted"
 RECLAIMED: Final = "Reclaimed"
@@ -54,6 +86,10 @@ class EvictArgs:
     """Arguments of preempt and reclaim (``configurations`` in the conf)."""
 
     min_runtime: float = 0.0  # seconds a pod must have existed before it may be a victim
+    # preempt's enableTopologyAwarePreemption (Volcano's default false): inter-pod rules are judged with the
+    # victims gone, so a victim may be chosen to clear a required anti-affinity conflict, and victims the
+    # preemptor turns out not to need are given back (see extender.framework.victim_search).
+    topology_aware: bool = False
 
 
 def _same_queue(_ssn: Session, theirs: str, mine: str) -> bool:
@@ -72,7 +108,12 @@ _RECLAIM = Mode(RECLAIMED, Session.reclaimable, _reclaimable_queue)
 
 
 def preempt(ssn: Session, args: EvictArgs = EvictArgs()) -> None:
-    _evict_for_waiting(ssn, _PREEMPT, args)
+    # Only preempt's own evictions lift inter-pod rules: a later action (reclaim) judges as before.
+    ssn.evictions_lift_rules = args.topology_aware
+    try:
+        _evict_for_waiting(ssn, _PREEMPT, args)
+    finally:
+        ssn.evictions_lift_rules = False
 
 
 def reclaim(ssn: Session, args: EvictArgs = EvictArgs()) -> None:
@@ -98,8 +139,26 @@ def _count_releasing(ssn: Session) -> None:
             ssn.leaving.setdefault(row, set()).update(running.releasing_pods[row])
 
 
+def _with_waiting(ssn: Session) -> Container[GroupKey]:
+    """The groups with a waiting member (a pod that waits does so for the whole cycle): the only ones
+    :func:`startable` can say yes to, found once a cycle rather than by asking every running group."""
+    cached = ssn.victim_rooms.get(("with waiting",))
+    if isinstance(cached, frozenset):
+        return cached
+    snap = ssn.snapshot
+    # (Pod.waiting, written out: most pods are bound, and the first test says so.)
+    waiting = {u for u, p in snap.pods.items() if not p.node_name and not p.terminal and not p.deleting}
+    out = frozenset(k for k, uids in snap.members.items() if not waiting.isdisjoint(uids))
+    ssn.victim_rooms[("with waiting",)] = out
+    return out
+
+
 def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
-    by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g))
+    if ssn.fast_victims:
+        with_waiting = _with_waiting(ssn)
+        by_queue = admitted_by_queue(ssn, lambda g: g.key in with_waiting and startable(ssn, g))
+    else:
+        by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g))
     if not by_queue:
         return
     _count_releasing(ssn)
@@ -113,7 +172,7 @@ def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
             members = [snap.pods[u] for u in snap.members.get(g.key, ())]
             need, task_need = gang_need(ssn, g, members)
             waiting = ordered_waiting(ssn, members, task_need)
-            if need or task_need:
+            if need or task_need or subgroups_short(ssn, g, members):
                 if len(waiting) < need:
                     continue  # waiting for pods to exist: evicting would not start it
                 domains = ssn.gang_domains(g)
@@ -136,6 +195,9 @@ def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
             ssn.domain = ssn.gang_fence(g) if waiting else None
             ssn.placing_extras = True
             try:
+                if g.sub_group_policy:
+                    _subgroup_extras(ssn, mode, args, g, queue)
+                    continue
                 for p in waiting:
                     stmt = ssn.statement()
                     if not _make_room(ssn, stmt, mode, args, g, queue, p, failed):
@@ -165,6 +227,14 @@ def _gang_in(
         ssn.domain = ssn.rows_mask(rows)
     try:
         stmt = ssn.statement()
+        if g.sub_group_policy:
+            # Sub-group by sub-group, each whole inside its own HyperNode (as allocate places them).
+            whole, _ = fill(ssn, g, stmt, _evicting_pods(ssn, mode, args, g, queue), evicting=True)
+            if not whole:
+                stmt.discard()
+                return False
+            _done(ssn, stmt, g)
+            return True
         placed, left = 0, dict(task_need)
         for p in waiting:
             if placed >= need and not any(left.values()):
@@ -182,6 +252,36 @@ def _gang_in(
         return True
     finally:
         ssn.domain = None
+
+
+def _evicting_pods(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, queue: Queue) -> PlacePods:
+    """Preempt's or reclaim's way of placing a sub-group's unit of pods: each with :func:`_make_room`
+    (a failed shape is remembered only within the unit's try: another HyperNode may hold it)."""
+
+    def place_pods(unit: Unit, stmt: Statement) -> str | None:
+        failed: set[tuple[object, ...]] = set()
+        placed = 0
+        for i, p in enumerate(unit.pods):
+            if placed >= unit.need or placed + len(unit.pods) - i < unit.need:
+                break
+            if _make_room(ssn, stmt, mode, args, g, queue, p, failed):
+                placed += 1
+        return None if placed >= unit.need else f"{placed}/{unit.need} placeable"
+
+    return place_pods
+
+
+def _subgroup_extras(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, queue: Queue) -> None:
+    """The units of a whole gang with sub-groups past its minimum, in order, each whole or not at all,
+    until one cannot be placed."""
+    members = [ssn.snapshot.pods[u] for u in ssn.snapshot.members.get(g.key, ())]
+    place_pods = _evicting_pods(ssn, mode, args, g, queue)
+    for unit in plan(ssn, g, members):
+        stmt = ssn.statement()
+        if place_unit(ssn, g, unit, stmt, place_pods, evicting=True) is not None:
+            stmt.discard()
+            return
+        _done(ssn, stmt, g)
 
 
 def _done(ssn: Session, stmt: Statement, g: PodGroup) -> None:
@@ -207,7 +307,8 @@ def _make_room(
     p: Pod,
     failed: set[tuple[object, ...]],
 ) -> bool:
-    """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot."""
+    """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot.
+    A pod with ``preemptionPolicy: Never`` takes only room that needs no victim."""
     req = ssn.vector(p.uid)
     shape = (
         queue.name,
@@ -217,6 +318,8 @@ def _make_room(
         p.affinity is None,
         p.numa,
         p.gpu,
+        p.preemption_policy,
+        p.priority_class,
     )
     if p.affinity is None and shape in failed:
         return False
@@ -225,48 +328,73 @@ def _make_room(
         return False
     mask = ssn.pod_mask(p)
     rules = ssn.pod_rules(p)
-    if rules is not None:
-        allowed = rules.allowed(p)
-        if allowed is not None:
-            mask = mask & allowed
+    by_rules = None if rules is None else rules.allowed(p)
     limit = ssn.limit_mask(queue.name, req)
     if limit is not None:
         mask = mask & limit
-    own = ssn.pod_fit(p, mask)
+    # Topology-aware preemption looks for victims on nodes the inter-pod rules refuse as they stand.
+    lift = args.topology_aware and mode is _PREEMPT and by_rules is not None
+    full = mask if by_rules is None else mask & by_rules
+    own = ssn.pod_fit(p, mask if lift else full)
     # Whether the pod's own fit is asked again once victims are gone (GPU cards); else it is judged on
     # the nodes as they are (what a victim would free per NUMA node is not known).
     own_fit = own is not None and ssn.hooks.pod_fit_follows_evictions
-    search = mask
+    search = mask if lift else full
     if own is not None:
-        mask = mask & own
+        full = full & own
         if not own_fit:
-            search = mask
+            search = search & own
     # Room that needs no victim (pods already leaving count): as allocate would place it.
-    room = mask & ssn.fit_mask(req)
-    if room.any() and ssn.allocatable_reject(queue, req) is None:
+    room = full & ssn.fit_mask(req)
+    has_room = bool(room.any())
+    queue_refuses = has_room and ssn.allocatable_reject(queue, req) is not None
+    if has_room and not queue_refuses:
         best = int(np.argmax(np.where(room, scores_for(ssn, req, queue), -np.inf)))
         stmt.place(p.uid, best, queue.name)
         return True
-    choice = cheapest_victims(ssn, mode, args.min_runtime, g, queue, p, req, search, own_fit)
-    if choice is None:
+    if never_preempts(ssn, p):
         failed.add(shape)
         return False
-    row, victims = choice
-    sub = ssn.statement()
-    message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
-    for r in victims:
-        sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
-    if (
-        ssn.allocatable_reject(queue, req) is not None
-        or not fits_on(ssn, req, ssn.free[row], row)
-        or (own is not None and not pod_fits_at(ssn, p, row))
-    ):
+    # Victims of its own queue may bring it back under what the queue may hold: preempt for a gang's
+    # minimum, as Volcano's preempt (for starving jobs) checks Allocatable after each victim; not reclaim
+    # (its victims are other queues') nor extra pods (kept to the queue's share as before). The exact
+    # search runs only once the queue is seen to refuse: with room and no victim, or after the usual one.
+    queue_check = mode is _PREEMPT and not ssn.placing_extras
+    ask = Ask(
+        g=g,
+        queue=queue,
+        pod=p,
+        req=req,
+        mask=search,
+        own_fit=own_fit or (own is not None and lift),
+        queue_check=queue_check and queue_refuses,
+        rules=lift,
+    )
+    while True:
+        choice = cheapest_victims(ssn, mode, args.min_runtime, ask)
+        if choice is None:
+            break
+        row, victims = choice
+        sub = ssn.statement()
+        message = _message(ssn, mode, g, queue, p, ssn.snapshot.node_names[row])
+        for r in victims:
+            sub.evict(r.pod, r.row, r.queue, Eviction(mode.reason, message, g.key))
+        queue_ok = ssn.allocatable_reject(queue, req) is None
+        if (
+            queue_ok
+            and fits_on(ssn, req, ssn.free[row], row)
+            and (own is None or pod_fits_at(ssn, p, row))
+            and (not lift or rules_allow(ssn, p, row))
+        ):
+            sub.place(p.uid, row, queue.name)
+            stmt.absorb(sub)
+            return True
         sub.discard()
-        failed.add(shape)
-        return False
-    sub.place(p.uid, row, queue.name)
-    stmt.absorb(sub)
-    return True
+        if queue_ok or ask.queue_check or not queue_check:
+            break
+        ask = replace(ask, queue_check=True)  # the queue refuses it on the cheapest node: look again
+    failed.add(shape)
+    return False
 
 
 def _message(ssn: Session, mode: Mode, g: PodGroup, queue: Queue, p: Pod, node: str) -> str:

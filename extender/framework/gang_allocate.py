@@ -17,7 +17,7 @@ with the first pod's problem otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.framework import place
@@ -26,6 +26,7 @@ from extender.framework.plugin import GangDomains
 from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES
 from extender.framework.result import Unschedulable
 from extender.framework.session import Session
+from extender.framework.subgroup_allocate import allocate_subgroups
 
 
 def _changes_with_placements(p: Pod) -> bool:
@@ -71,24 +72,32 @@ def _run(
 
 def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
     """Plan the gang minimum of ``g`` all at once, or nothing (recording why); inside one of the
-    network topology domains a plugin names for it, when one does (:func:`_allocate_in_domains`)."""
+    network topology domains a plugin names for it, when one does (:func:`_allocate_in_domains`); sub-group
+    by sub-group when it has a ``subGroupPolicy`` (:mod:`extender.framework.subgroup_allocate`)."""
+    whole = allocate_subgroups if g.sub_group_policy else _allocate_whole
     domains = ssn.gang_domains(g)
     if domains is None:
-        _allocate_whole(ssn, g, queue)
+        whole(ssn, g, queue)
     else:
-        _allocate_in_domains(ssn, g, queue, domains)
+        _allocate_in_domains(ssn, g, queue, domains, whole)
 
 
-def _allocate_in_domains(ssn: Session, g: PodGroup, queue: Queue, domains: GangDomains) -> None:
+def _allocate_in_domains(
+    ssn: Session,
+    g: PodGroup,
+    queue: Queue,
+    domains: GangDomains,
+    whole: Callable[[Session, PodGroup, Queue], None],
+) -> None:
     """Volcano's HyperNode gradients: the gang inside each candidate in turn (its pods' node masks
     narrowed to the candidate's rows), the first that holds it committed; each failed try is discarded by
-    :func:`_allocate_whole` itself. None holding it: placed anywhere (``spread``) or left waiting with the
-    plugin's refusal and what the first try lacked."""
+    ``whole`` itself. None holding it: placed anywhere (``spread``) or left waiting with the plugin's
+    refusal and what the first try lacked."""
     tried: tuple[str, str] | None = None
     for name, rows in domains.candidates:
         ssn.domain = ssn.rows_mask(rows)
         try:
-            _allocate_whole(ssn, g, queue)
+            whole(ssn, g, queue)
         finally:
             ssn.domain = None
         if g.key in ssn.result.ready:
@@ -100,7 +109,7 @@ def _allocate_in_domains(ssn: Session, g: PodGroup, queue: Queue, domains: GangD
         if tried is None:
             tried = (name, why.message)
     if domains.spread:
-        _allocate_whole(ssn, g, queue)
+        whole(ssn, g, queue)
         return
     msg = domains.refusal if tried is None else f"{domains.refusal}; in {tried[0]}: {tried[1]}"
     ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)

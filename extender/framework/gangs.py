@@ -1,10 +1,12 @@
-"""A gang's members as the actions see them: what still counts toward ``minMember``, what it still needs,
-and its waiting pods in the order they are placed."""
+"""A gang's members as the actions see them: what still counts toward ``minMember``, what it still needs
+(its sub-groups' minimums included, see :mod:`extender.core.subgroups`), and its waiting pods in the order
+they are placed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from extender.core import subgroups
 from extender.core.model import Pod, PodGroup, PodPhase, QueueState
 from extender.framework.session import Session
 
@@ -29,6 +31,21 @@ def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[
         if minimum > got:
             task_need[task] = minimum - got
     return max(0, g.min_member - have), task_need
+
+
+def subgroups_short(ssn: Session, g: PodGroup, members: Sequence[Pod]) -> list[str]:
+    """Why ``g``'s sub-groups keep its gang from being whole (``subGroupPolicy`` short of
+    ``minSubGroups``); empty when they do not, or it has none (the common case, at no cost)."""
+    if not g.sub_group_policy:
+        return []
+    return subgroups.shortfall(g, subgroups.split(g, members), lambda p: counts_toward_gang(ssn, p))
+
+
+def gang_whole(ssn: Session, g: PodGroup, members: list[Pod]) -> bool:
+    """Whether ``g``'s gang is whole: ``minMember``, every ``minTaskMember`` and every sub-group
+    minimum met by the pods that count (so only its extra pods are left to place)."""
+    need, task_need = gang_need(ssn, g, members)
+    return not need and not task_need and not subgroups_short(ssn, g, members)
 
 
 def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:

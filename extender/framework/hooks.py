@@ -93,6 +93,7 @@ class Hooks:
     placed: Plugins
     # The first answer decides.
     gang_domains: Plugins
+    sub_group_domains: Plugins
 
     # Every node_score plugin sets Plugin.row_local_scores: scores may be cached per request vector and
     # refreshed per changed row, and a run of identical pods may be scored on hypothetical rows.
@@ -154,6 +155,7 @@ def build_hooks(tiers: Sequence[Sequence[Plugin]]) -> Hooks:
         pod_fit=part("pod_fit"),
         placed=part("placed"),
         gang_domains=part("gang_domains"),
+        sub_group_domains=part("sub_group_domains"),
         row_local_scores=all(p.row_local_scores for p in node_score),
         additive_allocatable=all(p.additive_allocatable for p in part("allocatable")),
         local_queue_order=all(p.local_queue_order for p in part("queue_order")),

@@ -86,6 +86,9 @@ victim and domain hooks, :mod:`extender.framework.order_keys` for the order hook
   every batch and cache stays exact: the restriction is one more static mask. For a group whose gang
   minimum is already placed, a single candidate and no ``spread`` fence its extra pods
   (:meth:`Session.gang_fence`): allocate places them inside it, preempt and reclaim leave them be;
+- ``sub_group_domains``: the same for one sub-group of a PodGroup's ``subGroupPolicy`` with its own
+  ``networkTopology``: candidates for the sub-group's pods, tried in turn inside whatever domain the gang
+  itself is being tried in (see :mod:`extender.framework.subgroup_allocate`);
 - ``close`` (Volcano's OnSessionClose) is called once after the last action by ``run_cycle``; a plugin
   may add to ``ssn.result`` there (annotations to write on placed pods before they bind, reasons);
 - a plugin whose conf entry switches a hook off (``enableJobOrder: false``, see :data:`HOOK_SWITCHES`) takes
@@ -102,8 +105,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import Pod, PodGroup, Queue
+from extender.core.model import NetworkTopology, Pod, PodGroup, Queue
 from extender.core.resources import Vector
+from extender.framework.arguments import NO_ARGUMENTS, ArgumentTable
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
@@ -155,6 +159,8 @@ class Plugin:
     name: ClassVar[str]
     # This plugin's switches from the conf (set by the registry when it builds the tiers).
     switches: Mapping[str, bool] = MappingProxyType({})
+    # The arguments this plugin accepts (see extender.framework.arguments), parsed with it in __init__.
+    argument_table: ClassVar[ArgumentTable] = NO_ARGUMENTS
     # True when ``node_score`` honours ``rows`` and a row's score depends only on that row (see above).
     row_local_scores: ClassVar[bool] = False
     # True when ``allocatable`` judges the queue's usage plus the request, monotonically (see above).
@@ -271,6 +277,13 @@ class Plugin:
 
     def gang_domains(self, ssn: Session, group: PodGroup) -> GangDomains | None:
         """Where the gang minimum of ``group`` may be placed whole (see above), or None (no opinion)."""
+        return None
+
+    def sub_group_domains(
+        self, ssn: Session, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        """Where ``pods`` of one sub-group (a PodGroup's ``subGroupPolicy``), whose rule is ``topology``,
+        may be placed whole beside ``members`` of it already placed (see above), or None (no opinion)."""
         return None
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:

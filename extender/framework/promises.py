@@ -8,6 +8,15 @@ every group the snapshot leaves aside (:class:`extender.core.snapshot.Aside`) as
 each group this cycle's enqueue admits. It also says what a group left waiting still weighs on its queue
 as the cycle ends (:meth:`Promises.aside`), for a cache that leaves it out of later snapshots.
 
+The other term of Volcano's enqueue check (capacity's and proportion's ``jobEnqueueable``) is also here:
+what running groups hold beyond their ``minResources`` (Volcano's *elastic* resources,
+``JobInfo.GetElasticResources``: per group, its allocated less its minResources where positive, a group
+without minResources counting all it holds). Reclaim can take that back down to the gang's minimum, so
+admission counts it as room: :meth:`Promises.elastic` sums it per queue over every pod of ours that holds
+a node or is planned (those of running groups the snapshot leaves out included, from its residents), once
+per cycle and only when asked (it walks every placed pod). Pods already being deleted are not counted
+(Volcano's Releasing tasks are not allocated), so the figure never overstates what reclaim can free.
+
 Invariants: ``inqueue`` is changed in place only and the entries of ``queue_inqueue`` replaced, never
 modified (the session hands both objects to the plugins as its own); sums are integer vectors, so the
 order in which groups are added does not matter.
@@ -22,7 +31,7 @@ import numpy as np
 
 from extender.core.model import GroupKey, PodGroup
 from extender.core.resources import Vector
-from extender.core.snapshot import Aside
+from extender.core.snapshot import Aside, implicit_group, pod_group_key
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
@@ -35,6 +44,7 @@ class Promises:
         """Opens with every Inqueue group of the snapshot and what the groups it leaves out are owed
         (``ssn.admitted`` and ``ssn.plans`` must be set)."""
         self._ssn = ssn
+        self._elastic: dict[str, Vector] | None = None
         snapshot = ssn.snapshot
         # minResources of admitted groups not yet running: promised capacity enqueue must respect.
         self.inqueue = np.zeros(len(snapshot.index), dtype=np.int64)
@@ -85,6 +95,13 @@ class Promises:
         np.maximum(v, 0, out=v)
         return v
 
+    def elastic(self, queue: str) -> Vector | None:
+        """What queue ``queue``'s groups hold beyond their minResources as the cycle opened (see above), or
+        None when nothing. Fixed for the cycle, as Volcano's queue attribute is."""
+        if self._elastic is None:
+            self._elastic = _elastic_by_queue(self._ssn)
+        return self._elastic.get(queue)
+
     def aside(self, key: GroupKey) -> Aside:
         """What group ``key`` weighs on its queue as the cycle ends, for a cache that leaves it out of later
         snapshots while nothing about it changes (see :class:`extender.core.snapshot.Aside`)."""
@@ -100,3 +117,30 @@ class Promises:
             waiting={n: int(waiting[i]) for i, n in enumerate(names) if waiting[i]},
             owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
         )
+
+
+def _elastic_by_queue(ssn: Session) -> dict[str, Vector]:
+    snap = ssn.snapshot
+    held: dict[GroupKey, Vector] = {}
+    groups: dict[GroupKey, PodGroup] = {}
+    for p, _row in snap.residents.all():
+        if p.scheduler_name not in snap.scheduler_names or p.deleting:
+            continue
+        key = pod_group_key(p)
+        g = groups.get(key)
+        if g is None:
+            found = snap.groups.get(key) or snap.other_groups.get(key)
+            if found is None:
+                if p.group_name:
+                    continue  # its PodGroup is gone: no queue to count it in
+                found = implicit_group(p, snap.default_queue)
+            g = groups[key] = found
+        v = snap.request(p.uid) if p.uid in snap.pods else snap.index.vector(p.requests)
+        held[key] = v.copy() if key not in held else held[key] + v
+    out: dict[str, Vector] = {}
+    for key, v in held.items():
+        g = groups[key]
+        past = np.maximum(v - snap.index.vector(g.min_resources), 0)
+        if past.any():
+            out[g.queue] = past if g.queue not in out else out[g.queue] + past
+    return out

@@ -33,6 +33,17 @@ class Eviction:
 
 
 @dataclass(slots=True)
+class CycleTimings:
+    """How long the parts of one cycle took, in seconds, when the cycle was given a clock (Volcano's
+    open-session, per-action and per-plugin latencies). Measured, never read by a rule."""
+
+    open_session: float = 0.0
+    actions: list[tuple[str, float]] = field(default_factory=list)
+    # (plugin, "OnSessionOpen" | "OnSessionClose", seconds), as Volcano labels its plugin latency.
+    plugins: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class CycleResult:
     """One cycle's decisions: plans, admissions, reasons, evictions (see the fields)."""
 
@@ -51,3 +62,5 @@ class CycleResult:
     retry_at: float | None = None
     # Annotations to write on placed pods before they bind (numa-aware's topology decision), by uid.
     annotations: dict[PodUID, dict[str, str]] = field(default_factory=dict)
+    # How long the cycle's parts took, when run_cycle was given a clock (metrics only).
+    timings: CycleTimings | None = None

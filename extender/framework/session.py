@@ -11,21 +11,20 @@ their own, each in its module with its invariants:
 - :class:`~extender.framework.node_masks.NodeMasks`: node constraints, the queues' node rules and scores,
   per-pod predicates;
 - :class:`~extender.framework.order_keys.OrderKeys`: job, task, queue and namespace keys;
-- :class:`~extender.framework.votes.Votes`: the vote, victim and domain hooks under their tier rules.
+- :class:`~extender.framework.votes.Votes`: the vote, victim and domain hooks under their tier rules;
+- :class:`~extender.framework.pod_rules.PodRules`: rules that look at other pods (inter-pod affinity,
+  topology spread, over counts built only when a rule can concern some pod) and scores that depend on
+  who the pod is rather than what it requests, evaluated per pod.
 
-The parts are the session's attributes ``nodes``, ``masks``, ``keys``, ``votes`` (and ``promises``,
-what admitted groups are owed: :mod:`extender.framework.promises`). The questions every placement path
-asks (a pod's nodes, a request's fit and scores, the order keys, the votes) are the session's own methods,
-which call the parts; the parts' machinery (the row clock, hypothetical rows, the reasons behind a
-refusal, the pieces of a pod's mask) is called on the part. Tentative placements are
-made inside a :class:`~extender.framework.statement.Statement`, committed together (the gang is ready) or
-discarded: Volcano's statement idea, a gang never holds part of the cluster it cannot use.
-
-Rules that look at other pods (inter-pod affinity, topology spread) and scores that depend on who the
-pod is rather than what it requests (:class:`~extender.framework.hooks.PodScorer`) are evaluated per
-pod, over the counts in :class:`~extender.core.interpod.PodsOnNodes`, which every place and discard
-keeps current. That object is built the first time a pod with such rules is placed, or a pod on a node
-has terms that could concern any pod: until then a cycle pays nothing for them.
+The parts are the session's attributes ``nodes``, ``masks``, ``keys``, ``votes``, ``rules`` (and
+``promises``, what admitted groups are owed: :mod:`extender.framework.promises`). The questions every
+placement path asks (a pod's nodes and inter-pod rules, a request's fit and scores, the order keys, the
+votes) are the session's own methods, which call the parts (or are the part's bound methods, as
+``pod_rules`` and ``pod_scores``, which the placement loops call per pod); the parts' machinery (the row
+clock, hypothetical rows, the reasons behind a refusal, the pieces of a pod's mask, the inter-pod
+counts kept current) is called on the part. Tentative placements are made inside a
+:class:`~extender.framework.statement.Statement`, committed together (the gang is ready) or discarded:
+Volcano's statement idea, a gang never holds part of the cluster it cannot use.
 
 Invariants: ``free`` is one array for the whole cycle (never rebound; the caches read it); usage arrays
 in ``queue_used`` are replaced on every change, never modified in place (the queue key cache tells
@@ -35,7 +34,7 @@ cache (``nodes.touched``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,15 +42,16 @@ import numpy.typing as npt
 
 from extender.core import fit
 from extender.core.interpod import PodsOnNodes
-from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
+from extender.core.model import GroupKey, NetworkTopology, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import RunningIndex
 from extender.core.snapshot import Snapshot, pod_group_key
-from extender.framework.hooks import Hooks, build_hooks
+from extender.framework.hooks import Hooks
 from extender.framework.node_cache import NodeCache
 from extender.framework.node_masks import NodeMasks
 from extender.framework.order_keys import OrderKeys
-from extender.framework.plugin import GangDomains, Plugin, Rows, Scores
+from extender.framework.plugin import GangDomains, Rows, Scores
+from extender.framework.pod_rules import PodRules
 from extender.framework.promises import Promises
 from extender.framework.result import CycleResult
 from extender.framework.statement import Statement
@@ -68,20 +68,21 @@ class Session:
     def __init__(
         self,
         snapshot: Snapshot,
-        hooks: Hooks | Sequence[Sequence[Plugin]],
+        hooks: Hooks,
         *,
         cache_scores: bool = True,
         cache_keys: bool = True,
         batch: bool = True,
+        fast_victims: bool = True,
         now: float = 0.0,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        """``hooks``: the conf's plugins, as their :class:`Hooks` or as tiers (whose Hooks are built
-        here). ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
+        """``hooks``: the conf's plugins by hook (:func:`~extender.framework.hooks.build_hooks` of its
+        tiers). ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
         computation, and ``batch`` off places every pod by itself (the caches and batches are exact: the
         tests compare). ``now``: the cycle's clock (seconds since the epoch), for rules that look at
-        time. Every plugin is opened last, with the session complete."""
-        if not isinstance(hooks, Hooks):
-            hooks = build_hooks(hooks)
+        time. Every plugin is opened last, with the session complete. ``clock``: a monotonic clock to time
+        each plugin's ``open`` with (``open_seconds``, for metrics); no rule reads it."""
         self.hooks = hooks
         self.snapshot = snapshot
         self.now = now
@@ -107,15 +108,28 @@ class Session:
         # some plugin orders namespaces (see Plugin.namespace_order).
         self.namespace_ordered = bool(hooks.namespace_order)
         self.namespace_delta: dict[str, Vector] = {}
-        self._interpod: PodsOnNodes | None = None
         self._running: RunningIndex | None = None
         # Pods this cycle evicts (uid -> node row), and per node row the pods placements there wait for:
         # those evicted and those already leaving whose room a placement counted on.
         self.evicting: dict[PodUID, int] = {}
         self.leaving: dict[int, set[PodUID]] = {}
         self.releasing_counted = False  # whether ``free`` counts the room of pods already leaving
+        # Whether an eviction also takes the victim out of the inter-pod rules (preempt's
+        # enableTopologyAwarePreemption: a victim may be chosen to clear an anti-affinity conflict), and
+        # the victims so taken out (by the part's ``lift``).
+        self.evictions_lift_rules = False
+        self.lifted: set[PodUID] = set()
+        # True once the inter-pod state exists (the part builds it): from then on placements update it
+        # and a pod's labels matter to the rules of others.
+        self.rules_active = False
+        self.rules = PodRules(self, hooks)
+        self.pod_rules = self.rules.pod_rules
+        self.pod_scores = self.rules.pod_scores
         # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict).
         self.victim_rooms: dict[tuple[object, ...], object] = {}
+        # Off: preempt and reclaim take the plain path (see extender.framework.victim_rooms; exact, the
+        # tests compare).
+        self.fast_victims = fast_victims
         # Whether the pods being placed are past their gang's minimum: a queue below its deserved share
         # may start a gang that takes it past that share, but adds extra pods only up to it (proportion).
         self.placing_extras = False
@@ -127,17 +141,12 @@ class Session:
         # The node rows a gang is being tried inside (Plugin.gang_domains), folded into pod_mask; None
         # outside such a try.
         self.domain: fit.Mask | None = None
-        # True once the inter-pod state exists: from then on placements update it and a pod's labels
-        # matter to the rules of others.
-        self.rules_active = False
-        self._terms_on_nodes: bool | None = None  # whether a resident has inter-pod terms (found once)
         self.queue_used = _queue_used(snapshot)
         # What admitted groups not yet running are promised, over the cluster and per queue.
         self.promises = Promises(self)
         self.inqueue = self.promises.inqueue
         self.queue_inqueue = self.promises.queue_inqueue
-        for p in self.plugins:
-            p.open(self)
+        self.open_seconds = _open_plugins(self, clock)
 
     def admit(self, g: PodGroup) -> None:
         """Admit ``g`` this cycle (enqueue): it is promised what it is owed."""
@@ -186,51 +195,10 @@ class Session:
             self._running = RunningIndex(self.snapshot)
         return self._running
 
-    # --- rules that look at other pods ----------------------------------------------------------------
     @property
     def interpod(self) -> PodsOnNodes:
-        """The cycle's pods-on-nodes counts (built on first use, with the placements made so far)."""
-        if self._interpod is None:
-            snap = self.snapshot
-            placed = [
-                (snap.pods[uid], snap.node_pos[node])
-                for uid, node in self.plans.items()
-                if uid not in snap.plans
-            ]
-            self._interpod = PodsOnNodes(snap, placed)
-            self.rules_active = True
-        return self._interpod
-
-    def pod_rules(self, p: Pod) -> PodsOnNodes | None:
-        """The inter-pod state when any rule can concern ``p``: its own rules, or terms of pods on nodes.
-        None is the fast path: no such rule exists in this cycle."""
-        if p.affinity is None or not p.affinity.looks_at_pods:
-            if self._interpod is None:
-                if self._terms_on_nodes is None:
-                    self._terms_on_nodes = bool(self.snapshot.residents.with_terms())
-                if not self._terms_on_nodes:
-                    return None
-            elif not self._interpod.holds_terms:
-                return None
-        return self.interpod
-
-    def _placed(self, uid: PodUID, node: int, delta: int) -> None:
-        """Keep the inter-pod counts current (Statement does, for every place and undo)."""
-        if self._interpod is not None:
-            pod = self.snapshot.pods[uid]
-            if delta > 0:
-                self._interpod.add(pod, node)
-            else:
-                self._interpod.remove(pod, node)
-
-    def pod_scores(self, p: Pod, candidates: fit.Mask) -> Scores | None:
-        """Summed :class:`PodScorer` scores for placing ``p`` among ``candidates``, or None."""
-        total: Scores | None = None
-        for scorer in self.hooks.pod_score:
-            s = scorer.pod_score(self, p, candidates)
-            if s is not None:
-                total = s if total is None else total + s
-        return total
+        """The cycle's pods-on-nodes counts (built on first use; see :class:`PodRules`)."""
+        return self.rules.interpod
 
     @property
     def total(self) -> Vector:
@@ -306,6 +274,11 @@ class Session:
     def gang_fence(self, g: PodGroup) -> fit.Mask | None:
         return self.votes.gang_fence(g)
 
+    def sub_group_domains(
+        self, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        return self.votes.sub_group_domains(topology, pods, members)
+
     # --- tentative placement ------------------------------------------------------------------------
     def statement(self) -> Statement:
         return Statement(self)
@@ -319,3 +292,14 @@ def _queue_used(snapshot: Snapshot) -> dict[str, Vector]:
     for q, held in snapshot.queue_held.items():
         used[q] = used.get(q, np.zeros(r, dtype=np.int64)) + held
     return used
+
+
+def _open_plugins(ssn: Session, clock: Callable[[], float] | None) -> list[tuple[str, float]]:
+    """Open every plugin of ``ssn`` in tier order; with a ``clock``, how long each took (for metrics)."""
+    seconds: list[tuple[str, float]] = []
+    for p in ssn.plugins:
+        started = clock() if clock is not None else 0.0
+        p.open(ssn)
+        if clock is not None:
+            seconds.append((p.name, clock() - started))
+    return seconds

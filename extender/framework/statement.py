@@ -3,9 +3,11 @@
 A :class:`Statement` applies each placement and eviction to the session's working state at once (free
 capacity, queue usage, plans, the inter-pod counts, the namespaces' deltas, the ``placed`` listeners), so
 the next decision of the same gang sees it; ``discard`` undoes them in reverse order, leaving that state
-exactly as it was, and ``commit`` writes them to the cycle's result. Every change of a row of ``free``
-is told to the node cache (``ssn.nodes.touched`` or ``touched_rows``), which keeps the fit and score
-caches exact.
+exactly as it was, and ``commit`` writes them to the cycle's result. ``unevict`` undoes one eviction
+alone (evictions commute, so the order they are undone in does not matter). Every change of a row of
+``free`` is told to the node cache (``ssn.nodes.touched`` or ``touched_rows``), which keeps the fit and
+score caches exact. While ``ssn.evictions_lift_rules`` is set, an eviction also takes the victim out of
+the inter-pod rules (and an undo puts it back).
 """
 
 from __future__ import annotations
@@ -46,7 +48,15 @@ class Statement:
             _namespace_moved(ssn, pod.namespace, -v)
         if ssn.hooks.placed:
             _moved(ssn, queue, v, node, -1)
+        if ssn.evictions_lift_rules:
+            ssn.rules.lift(pod, node, True)
         self.evicted.append((pod, node, queue, why))
+
+    def unevict(self, pod: Pod) -> None:
+        """Undo this statement's eviction of ``pod`` alone (preempt's reprieve gives back a victim the
+        preemptor turns out not to need); the other evictions and placements stay."""
+        i = next(i for i, e in enumerate(self.evicted) if e[0].uid == pod.uid)
+        _restore(self.ssn, *self.evicted.pop(i)[:3])
 
     def place(self, uid: PodUID, node: int, queue: str) -> None:
         v = self.ssn.vector(uid)
@@ -56,7 +66,7 @@ class Statement:
         self.ssn.queue_used[queue] = v.copy() if used is None else used + v
         self.ssn.plans[uid] = self.ssn.snapshot.nodes[node].name
         if self.ssn.rules_active:
-            self.ssn._placed(uid, node, 1)
+            self.ssn.rules.placed(uid, node, 1)
         if self.ssn.namespace_ordered:
             _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, v)
         if self.ssn.hooks.placed:
@@ -85,7 +95,7 @@ class Statement:
         for uid, node in zip(uids, nodes, strict=True):
             ssn.plans[uid] = table[node].name
             if ssn.rules_active:
-                ssn._placed(uid, node, 1)
+                ssn.rules.placed(uid, node, 1)
             self.ops.append((uid, node, queue))
 
     def absorb(self, other: Statement) -> None:
@@ -99,17 +109,7 @@ class Statement:
     def discard(self) -> None:
         ssn = self.ssn
         for pod, node, queue, _ in reversed(self.evicted):
-            v = ssn.running.vector(pod)
-            ssn.free[node] -= v
-            ssn.nodes.touched(node)
-            if queue in ssn.queue_used:
-                ssn.queue_used[queue] = ssn.queue_used[queue] + v
-            del ssn.evicting[pod.uid]
-            ssn.leaving[node].discard(pod.uid)
-            if ssn.namespace_ordered:
-                _namespace_moved(ssn, pod.namespace, v)
-            if ssn.hooks.placed:
-                _moved(ssn, queue, v, node, 1)
+            _restore(ssn, pod, node, queue)
         self.evicted.clear()
         for uid, node, queue in reversed(self.ops):
             v = self.ssn.vector(uid)
@@ -118,7 +118,7 @@ class Statement:
             self.ssn.queue_used[queue] = self.ssn.queue_used[queue] - v
             del self.ssn.plans[uid]
             if self.ssn.rules_active:
-                self.ssn._placed(uid, node, -1)
+                self.ssn.rules.placed(uid, node, -1)
             if self.ssn.namespace_ordered:
                 _namespace_moved(self.ssn, self.ssn.snapshot.pods[uid].namespace, -v)
             if self.ssn.hooks.placed:
@@ -137,6 +137,23 @@ class Statement:
                 # Room there comes from pods still on it: the plan waits for them (and holds the room).
                 result.pipelined[uid] = frozenset(leaving)
         self.ops.clear()
+
+
+def _restore(ssn: Session, pod: Pod, node: int, queue: str) -> None:
+    """Put evicted ``pod`` back on its node: the exact reverse of :meth:`Statement.evict`."""
+    v = ssn.running.vector(pod)
+    ssn.free[node] -= v
+    ssn.nodes.touched(node)
+    if queue in ssn.queue_used:
+        ssn.queue_used[queue] = ssn.queue_used[queue] + v
+    del ssn.evicting[pod.uid]
+    ssn.leaving[node].discard(pod.uid)
+    if ssn.namespace_ordered:
+        _namespace_moved(ssn, pod.namespace, v)
+    if ssn.hooks.placed:
+        _moved(ssn, queue, v, node, 1)
+    if pod.uid in ssn.lifted:
+        ssn.rules.lift(pod, node, False)
 
 
 def _moved(ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:

@@ -7,14 +7,27 @@ hooks' tier rule) in victim order (lowest job priority, then lowest pod priority
 by name) until the pod fits. Gangs are kept whole: a running gang gives up members only down to
 ``minMember``, past that a victim goes only with the rest of its gang, every member of which the plugins
 must allow (Volcano's gang plugin instead refuses any victim that would break a gang; see
-:mod:`extender.framework.evict`). Of the nodes compared, the one needing the least disruption wins, as
-Volcano's preempt prefers the node whose victims matter least: fewest gangs taken whole, then the lowest
-victim priority, then the fewest victims, then the node's score.
+:mod:`extender.framework.evict`); when what the plugins allow was used up by such a pod that could not go
+whole, the node is tried again with only the pods that can go alone. Of the nodes compared, the one
+needing the least disruption wins, as Volcano's preempt prefers the node whose victims matter least:
+fewest gangs taken whole, then the lowest victim priority, then the fewest victims, then the node's score.
 
 Per cycle, the candidates by node and the victim order are worked out once (kept in
 ``Session.victim_rooms``); a candidate's own group and pods already being evicted are left out when a
-node is looked at. A pod whose ``pod_fit`` plugins follow evictions (GPU cards) is asked again with the
-victims gone, and victims its card does not need are given back.
+node is looked at, and so is a pod labelled or annotated ``volcano.sh/preemptable: "false"`` (Volcano's
+task-level flag: never a victim, a gang holding one is never taken whole). A pod whose ``pod_fit`` plugins
+follow evictions (GPU cards) is asked again with the victims gone, and victims its card does not need are
+given back.
+
+Two things make a node's search exact (:func:`_victims_exact`: each victim evicted on trial in a
+statement, the node judged as every rule sees it, then everything undone), where the usual search adds up
+resources only: a preemptor whose queue refuses it as things stand (``allocatable``, e.g. over its
+``capability``): victims of its queue are taken until the queue takes it too, as Volcano's preempt checks
+``Allocatable`` after each victim, and a node where that cannot happen is passed over for the next; and
+preempt's ``enableTopologyAwarePreemption``: the preemptor's inter-pod rules are judged with the victims
+gone (a victim may be chosen to clear a required anti-affinity conflict), and once the pod fits the victims
+are given back, highest priority first, while it still fits (Volcano's reprieve; also done for a pod whose
+cards decide its fit, as the usual search gives back victims its card does not need).
 """
 
 from __future__ import annotations
@@ -30,14 +43,18 @@ from extender.core import fit
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.core.running import Running
-from extender.core.timestamps import epoch
+from extender.framework import victim_rooms
+from extender.framework.plugin import Scores
 from extender.framework.result import Eviction
 from extender.framework.session import Session
+from extender.framework.statement import Statement
 
 # Nodes whose victim sets are compared for one pod: the best-scored ones that can make room at all; and
 # how many nodes are looked at, at most, for one pod (the plugins may refuse the victims of many).
 _CANDIDATE_NODES: Final = 16
 _MAX_LOOKED_AT: Final = 64
+# The reason of a trial eviction, never committed.
+_TRIAL: Final = Eviction("Trial", "", GroupKey(""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +66,49 @@ class Mode:
     hook: Callable[[Session, Pod, Sequence[Pod]], list[Pod]]
     # Whether a running pod of ``queue`` (the victim's) may be a candidate for a pod of ``mine``.
     candidate_queue: Callable[[Session, str, str], bool]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """What room for one pod means: the pod, its group and queue, its request, the nodes to look at, and
+    what a node must pass with the victims gone besides resources and the ``node_fit`` plugins."""
+
+    g: PodGroup
+    queue: Queue
+    pod: Pod
+    req: Vector
+    mask: fit.Mask
+    # The pod_fit plugins allow the node (asked again once the victims are gone: GPU cards).
+    own_fit: bool = False
+    # The queue's allocatable votes take the pod (victims of its queue lower what it holds).
+    queue_check: bool = False
+    # Inter-pod rules allow the node once the victims are gone (their eviction lifts them), and victims
+    # not needed are given back (topology-aware preemption).
+    rules: bool = False
+
+    @property
+    def exact(self) -> bool:
+        return self.queue_check or self.rules
+
+
+def never_preempts(ssn: Session, p: Pod) -> bool:
+    """Whether ``p`` may evict nobody: ``preemptionPolicy: Never`` in its spec or, when the spec names
+    none, in its PriorityClass (the API server copies the class's policy at creation; a pod made without
+    it, as in a snapshot file, still follows its class)."""
+    policy = p.preemption_policy
+    if not policy and p.priority_class:
+        pc = ssn.snapshot.priority_classes.get(p.priority_class)
+        policy = "" if pc is None else pc.preemption_policy
+    return policy == "Never"
+
+
+def rules_allow(ssn: Session, p: Pod, row: int) -> bool:
+    """Whether the inter-pod rules (as the session counts pods now) let ``p`` onto node ``row``."""
+    rules = ssn.pod_rules(p)
+    if rules is None:
+        return True
+    allowed = rules.allowed(p)
+    return allowed is None or bool(allowed[row])
 
 
 def pod_fits_at(ssn: Session, p: Pod, row: int) -> bool:
@@ -64,84 +124,49 @@ def _pod_fits_without(ssn: Session, p: Pod, row: int, victims: list[Running]) ->
         return pod_fits_at(ssn, p, row)
     trial = ssn.statement()
     for r in victims:
-        trial.evict(r.pod, r.row, r.queue, Eviction("Trial", "", GroupKey("")))
+        trial.evict(r.pod, r.row, r.queue, _TRIAL)
     try:
         return pod_fits_at(ssn, p, row)
     finally:
         trial.discard()
 
 
-@dataclass(frozen=True, slots=True)
-class _Rooms:
-    """For one mode and one preemptor queue: the nodes with candidate victims, their candidates, and what
-    evicting all of them would free per node (an upper bound: the preemptor's own group and pods evicted
-    since are filtered out when a node is looked at)."""
-
-    rows: npt.NDArray[np.intp]
-    room: npt.NDArray[np.int64]
-    cands: dict[int, list[Running]]
-
-
-def _rooms(ssn: Session, mode: Mode, min_runtime: float, queue: str) -> _Rooms:
-    key = ("rooms", mode.reason, queue)
-    cached = ssn.victim_rooms.get(key)
-    if isinstance(cached, _Rooms):
-        return cached
-    running = ssn.running
-    now = ssn.now
-    allowed_queue: dict[str, bool] = {}
-    cands: dict[int, list[Running]] = {}
-    for row, on in running.on_node.items():
-        for r in on:
-            ok = allowed_queue.get(r.queue)
-            if ok is None:
-                ok = allowed_queue[r.queue] = mode.candidate_queue(ssn, r.queue, queue)
-            if ok and (min_runtime <= 0 or now - epoch(r.pod.created) >= min_runtime):
-                cands.setdefault(row, []).append(r)
-    rank = _ranks(ssn)
-    for row_cands in cands.values():
-        row_cands.sort(key=lambda r: rank[r.pod.uid])
-    rows = np.fromiter(sorted(cands), dtype=np.intp, count=len(cands))
-    room = np.zeros((len(rows), len(ssn.snapshot.index)), dtype=np.int64)
-    for i, row in enumerate(rows.tolist()):
-        for r in cands[row]:
-            room[i] += running.vector(r.pod)
-    out = _Rooms(rows=rows, room=room, cands=cands)
-    ssn.victim_rooms[key] = out
-    return out
-
-
 def cheapest_victims(
-    ssn: Session,
-    mode: Mode,
-    min_runtime: float,
-    g: PodGroup,
-    queue: Queue,
-    p: Pod,
-    req: Vector,
-    mask: fit.Mask,
-    own_fit: bool = False,
+    ssn: Session, mode: Mode, min_runtime: float, ask: Ask
 ) -> tuple[int, list[Running]] | None:
-    """The node and victims that make room for ``p`` at the least cost; with ``own_fit``, room also
-    means the ``pod_fit`` plugins allow the node once the victims are gone (see _pod_fits_without)."""
+    """The node and victims that make room for ``ask.pod`` at the least cost (see :class:`Ask` for what
+    room means)."""
     running = ssn.running
-    rooms = _rooms(ssn, mode, min_runtime, queue.name)
+    rooms = victim_rooms.rooms(ssn, mode.reason, mode.candidate_queue, min_runtime, ask.queue.name)
     if not len(rooms.rows):
         return None
-    could = mask[rooms.rows] & ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
+    req = ask.req
+    could = ask.mask[rooms.rows] & ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
     rows = rooms.rows[could]
     if not len(rows):
         return None
-    scores = scores_for(ssn, req, queue)[rows]
-    order = rows[np.lexsort((rows, -scores))]
+    scores = scores_for(ssn, req, ask.queue)[rows]
+    if ssn.fast_victims:
+        order = best_first(rows, scores, _MAX_LOOKED_AT)
+    else:
+        order = rows[np.lexsort((rows, -scores))]
     best: tuple[tuple[int, int, int, int], int, list[Running]] | None = None
-    key = g.key
+    key = ask.g.key
     looked = 0
     for k, row in enumerate(order[:_MAX_LOOKED_AT].tolist()):
-        cands = [r for r in rooms.cands[row] if r.group != key and r.pod.uid not in ssn.evicting]
+        cands = [r for r in rooms.cands(row) if r.group != key and r.pod.uid not in ssn.evicting]
         if not cands:
             continue
-        picked = _victims_on(ssn, mode, p, req, row, cands, own_fit)
+        if ask.exact:
+            picked = _victims_exact(ssn, mode, ask, row, cands)
+        else:
+            picked = _victims_on(ssn, mode, ask.pod, req, row, cands, ask.own_fit)
+            if picked is None:
+                # A pod the plugins allow but whose gang cannot go whole used up what they allow (its
+                # queue's share): try again with only the pods that can go without breaking a gang.
+                alone = _without_breaking(ssn, cands)
+                if len(alone) < len(cands) and alone:
+                    picked = _victims_on(ssn, mode, ask.pod, req, row, alone, ask.own_fit)
         if picked is None:
             continue
         victims, whole = picked
@@ -154,20 +179,33 @@ def cheapest_victims(
     return None if best is None else (best[1], best[2])
 
 
-def _ranks(ssn: Session) -> dict[PodUID, int]:
-    """Every running pod's place in victim order, worked out once a cycle: lowest job priority first,
-    then lowest pod priority, then the youngest (least work lost), then by name."""
-    cached = ssn.victim_rooms.get(("ranks",))
-    if isinstance(cached, dict):
-        return cached
+def best_first(rows: npt.NDArray[np.intp], scores: Scores, k: int) -> npt.NDArray[np.intp]:
+    """The first ``k`` of ``rows`` (ascending) by highest score, then lowest row: what a full sort on
+    (-score, row) begins with, found by partitioning (the search looks at a few dozen of thousands)."""
+    n = len(rows)
+    if n <= k or np.isnan(scores).any():
+        return rows[np.lexsort((rows, -scores))][:k]
+    # The k-th highest score: every row above it is among the first k, and the lowest rows scoring it
+    # fill the rest (rows ascending: the first ones met).
+    kth = np.partition(scores, n - k)[n - k]
+    above = np.flatnonzero(scores > kth)
+    tied = np.flatnonzero(scores == kth)[: k - len(above)]
+    pick = np.concatenate((above, tied))
+    return rows[pick[np.lexsort((rows[pick], -scores[pick]))]]
+
+
+def _without_breaking(ssn: Session, cands: list[Running]) -> list[Running]:
+    """The candidates, in order, that can each go while their gang keeps ``minMember``."""
     running = ssn.running
-    everyone = list(running.by_uid.values())
-    # Stable sorts, last key first: names, then newest first, then the priorities.
-    everyone.sort(key=lambda r: r.pod.key)
-    everyone.sort(key=lambda r: r.pod.created, reverse=True)
-    everyone.sort(key=lambda r: (running.group_priority(r.group), r.pod.priority))
-    out = {r.pod.uid: i for i, r in enumerate(everyone)}
-    ssn.victim_rooms[("ranks",)] = out
+    left: dict[GroupKey, int] = {}
+    out: list[Running] = []
+    for r in cands:
+        if r.group not in left:
+            already = sum(m.pod.uid in ssn.evicting for m in running.members.get(r.group, ()))
+            left[r.group] = running.spare(r.group) - already
+        if left[r.group] > 0:
+            left[r.group] -= 1
+            out.append(r)
     return out
 
 
@@ -195,16 +233,16 @@ def _victims_on(
             break
         if r.pod.uid in chosen_uids:
             continue
-        already = sum(m.pod.uid in ssn.evicting for m in running.members.get(r.group, ()))
-        if running.spare(r.group) - already - taken.get(r.group, 0) > 0:
+        if running.alone(r, ssn.evicting, chosen_uids):
             chosen.append(r)
+            chosen_uids.add(r.pod.uid)
             taken[r.group] = taken.get(r.group, 0) + 1
-            free += ssn.snapshot.index.vector(r.pod.requests)
+            free += running.vector(r.pod)
             continue
         # Taking it breaks its gang: the whole gang goes, or none of it.
-        rest = [
-            m for m in running.members.get(r.group, ()) if m.pod.uid not in ssn.evicting and m not in chosen
-        ]
+        rest = _rest_of_gang(ssn, r, chosen_uids)
+        if rest is None:
+            continue
         trial = [m.pod for m in chosen] + [m.pod for m in rest]
         if len(mode.hook(ssn, p, trial)) < len(trial):
             continue
@@ -232,6 +270,93 @@ def _victims_on(
     return chosen, whole
 
 
+def _rest_of_gang(ssn: Session, r: Running, chosen: set[PodUID]) -> list[Running] | None:
+    """The members of ``r``'s gang still there (not evicting, not chosen), to be taken whole; None when
+    one of them may never be a victim (``volcano.sh/preemptable: "false"``)."""
+    rest = [
+        m
+        for m in ssn.running.members.get(r.group, ())
+        if m.pod.uid not in ssn.evicting and m.pod.uid not in chosen
+    ]
+    protected = ssn.running.protected
+    return None if protected and any(m.pod.uid in protected for m in rest) else rest
+
+
+def _fits_now(ssn: Session, ask: Ask, row: int) -> bool:
+    """Whether node ``row`` takes ``ask.pod`` as the session stands (trial evictions applied)."""
+    return (
+        fits_on(ssn, ask.req, ssn.free[row], row)
+        and (not ask.queue_check or ssn.allocatable_reject(ask.queue, ask.req) is None)
+        and (not ask.own_fit or pod_fits_at(ssn, ask.pod, row))
+        and (not ask.rules or rules_allow(ssn, ask.pod, row))
+    )
+
+
+def _victims_exact(
+    ssn: Session, mode: Mode, ask: Ask, row: int, cands: list[Running]
+) -> tuple[list[Running], int] | None:
+    """:func:`_victims_on` judged exactly: each victim (or gang, taken whole) evicted on trial until node
+    ``row`` takes the pod by every check of ``ask``; with ``ask.rules``, the victims then given back,
+    highest priority first, while it still does. Everything is undone before returning."""
+    running = ssn.running
+    allowed_pods = mode.hook(ssn, ask.pod, [r.pod for r in cands])
+    if not allowed_pods:
+        return None
+    trial = ssn.statement()
+    units: list[tuple[list[Running], bool]] = []  # (victims, a gang taken whole), in victim order
+    chosen: set[PodUID] = set()
+    try:
+        fits = _fits_now(ssn, ask, row)
+        for q in allowed_pods:
+            if fits:
+                break
+            r = running.by_uid[q.uid]
+            if r.pod.uid in chosen:
+                continue
+            if running.alone(r, ssn.evicting):
+                unit, whole = [r], False
+            else:
+                rest = _rest_of_gang(ssn, r, chosen)
+                if rest is None:
+                    continue
+                everyone = [ssn.snapshot.pods[u] for u in chosen] + [m.pod for m in rest]
+                if len(mode.hook(ssn, ask.pod, everyone)) < len(everyone):
+                    continue
+                unit, whole = rest, True
+            for m in unit:
+                trial.evict(m.pod, m.row, m.queue, _TRIAL)
+                chosen.add(m.pod.uid)
+            units.append((unit, whole))
+            fits = _fits_now(ssn, ask, row)
+        if not fits or not units:
+            return None  # (no victim needed: what refuses the pod is not on this node)
+        if ask.rules or ask.own_fit:
+            # Victim order knows neither pod rules nor cards: the first victims may not be the ones needed.
+            _reprieve(ssn, ask, row, trial, units)
+        return [m for unit, _ in units for m in unit], sum(whole for _, whole in units)
+    finally:
+        trial.discard()
+
+
+def _reprieve(
+    ssn: Session, ask: Ask, row: int, trial: Statement, units: list[tuple[list[Running], bool]]
+) -> None:
+    """Give back the victims ``ask.pod`` does not need, highest priority first (Volcano's and
+    kube-scheduler's reprieve). A pod taken alone stays a victim when a later gang of its group was taken
+    whole (giving it back would leave it running without its gang)."""
+    for i in range(len(units) - 1, -1, -1):
+        unit, whole = units[i]
+        if not whole and any(w and u[0].group == unit[0].group for u, w in units[i + 1 :]):
+            continue
+        for m in unit:
+            trial.unevict(m.pod)
+        if _fits_now(ssn, ask, row):
+            del units[i]
+        else:
+            for m in unit:
+                trial.evict(m.pod, m.row, m.queue, _TRIAL)
+
+
 def scores_for(ssn: Session, req: Vector, queue: Queue) -> npt.NDArray[np.float64]:
     """Node scores for ``req`` plus the queue's own (as allocate sums them)."""
     bonus = ssn.queue_scores(queue.name)
@@ -240,4 +365,6 @@ def scores_for(ssn: Session, req: Vector, queue: Queue) -> npt.NDArray[np.float6
 
 def fits_on(ssn: Session, req: Vector, free: Vector, row: int) -> bool:
     """Whether node ``row`` with ``free`` free may take ``req``: resources and the node_fit plugins."""
+    if not ssn.hooks.node_fit:
+        return bool((free >= req).all())  # (fit.fits for one row: what fits_at is without plugins)
     return bool(ssn.nodes.fits_at(req, free[None, :], np.array([row], dtype=np.intp))[0])

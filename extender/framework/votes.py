@@ -8,7 +8,7 @@
   (the intersection, in the candidates' order); the first tier where a plugin answers decides, an empty
   answer included (where Volcano would pass an empty intersection on to the next tier). Every victim also
   passes the ``victim`` vetoes, whatever the tiers say;
-- ``gang_domains``: the first plugin that answers decides.
+- ``gang_domains`` and ``sub_group_domains``: the first plugin that answers decides.
 
 A pod's veto is asked once a cycle (it depends on the pod, not on what the cycle placed). Nothing else is
 cached: the other answers may change with every placement.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from extender.core import fit
-from extender.core.model import Pod, PodGroup, PodUID, Queue
+from extender.core.model import NetworkTopology, Pod, PodGroup, PodUID, Queue
 from extender.core.resources import Vector
 from extender.framework.hooks import Hooks, Tiered
 from extender.framework.plugin import GangDomains
@@ -121,6 +121,16 @@ class Votes:
         """Where the gang minimum of ``g`` may be placed whole: the first plugin's answer, or None."""
         for p in self._hooks.gang_domains:
             out = p.gang_domains(self._ssn, g)
+            if out is not None:
+                return out
+        return None
+
+    def sub_group_domains(
+        self, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        """Where one sub-group's ``pods`` may be placed whole: the first plugin's answer, or None."""
+        for p in self._hooks.sub_group_domains:
+            out = p.sub_group_domains(self._ssn, topology, pods, members)
             if out is not None:
                 return out
         return None

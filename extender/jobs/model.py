@@ -101,6 +101,18 @@ class DependsOn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Partitions:
+    """A task's ``partitionPolicy``: its pods split into ``total`` partitions of ``size`` (pod ``i`` in
+    partition ``i // size``), each placed whole inside its ``network_topology`` (as written: mode,
+    highestTierAllowed, highestTierName), and ``minimum`` of them needed to start."""
+
+    total: int
+    size: int
+    minimum: int = 0
+    network_topology: tuple[tuple[str, str | int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSpec:
     name: str
     replicas: int
@@ -110,11 +122,17 @@ class TaskSpec:
     policies: tuple[Policy, ...] = ()
     depends_on: DependsOn | None = None
     topology_policy: str = ""
+    partitions: Partitions | None = None
 
     @property
     def min_needed(self) -> int:
-        """Pods of this task the gang needs: ``minAvailable``, else every replica."""
-        return self.replicas if self.min_available is None else self.min_available
+        """Pods of this task the gang needs: ``minAvailable``, else ``minPartitions * partitionSize`` when
+        its partition policy sets a minimum (Volcano's getMinTaskMember), else every replica."""
+        if self.min_available is not None:
+            return self.min_available
+        if self.partitions is not None and self.partitions.minimum and self.partitions.size:
+            return self.partitions.minimum * self.partitions.size
+        return self.replicas
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -254,6 +272,30 @@ def _task(raw: object, i: int) -> TaskSpec:
         ),
         depends_on=depends_on,
         topology_policy=_text(raw.get("topologyPolicy"), f"{where}.topologyPolicy"),
+        partitions=_partitions(raw, where),
+    )
+
+
+def _partitions(raw: Obj, where: str) -> Partitions | None:
+    """A task's ``partitionPolicy``, None when absent (the admission webhook checks its numbers)."""
+    pp = _map(raw, "partitionPolicy", where)
+    if not pp:
+        return None
+    at = f"{where}.partitionPolicy"
+    return Partitions(
+        total=_int(pp, "totalPartitions", at, 0) or 0,
+        size=_int(pp, "partitionSize", at, 0) or 0,
+        minimum=_int(pp, "minPartitions", at, 0) or 0,
+        network_topology=_topology(pp, at),
+    )
+
+
+def _topology(obj: Obj, where: str) -> tuple[tuple[str, str | int], ...]:
+    """A ``networkTopology`` as written (mode, highestTierAllowed, highestTierName), sorted by key."""
+    return tuple(
+        (str(k), v)
+        for k, v in sorted(_map(obj, "networkTopology", where).items())
+        if k in ("mode", "highestTierAllowed", "highestTierName") and isinstance(v, str | int)
     )
 
 
@@ -317,11 +359,7 @@ def parse_job(obj: Obj) -> Job:
         ),
         tasks=tasks,
         volumes=tuple(v for v in _list(spec, "volumes", "spec") if isinstance(v, Mapping)),
-        network_topology=tuple(
-            (str(k), v)
-            for k, v in sorted(_map(spec, "networkTopology", "spec").items())
-            if k in ("mode", "highestTierAllowed", "highestTierName") and isinstance(v, str | int)
-        ),
+        network_topology=_topology(spec, "spec"),
         status=_status(_map(obj, "status", "Job")),
     )
 

@@ -134,6 +134,10 @@ def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]
     )
     if L.PREEMPTABLE_ANNOTATION in job.labels:
         labels[L.PREEMPTABLE_ANNOTATION] = job.labels[L.PREEMPTABLE_ANNOTATION]
+    if task.partitions is not None:
+        # Volcano's partition of replica ``index`` (0 when the size cannot be read).
+        size = task.partitions.size
+        labels[L.TASK_PARTITION_ID] = str(index // size if size > 0 else 0)
     if not spec.get("schedulerName"):
         spec["schedulerName"] = job.scheduler_name
     if not spec.get("priorityClassName") and job.priority_class_name:

@@ -31,7 +31,16 @@ from extender.core.parse import pod_requests
 from extender.core.resource_maps import add, format_resource_list
 from extender.core.timestamps import epoch
 from extender.jobs import policies
-from extender.jobs.model import COMMAND_ACTIONS, Action, Iteration, Job, JobPhase, TaskSpec, podgroup_name
+from extender.jobs.model import (
+    COMMAND_ACTIONS,
+    Action,
+    Iteration,
+    Job,
+    JobPhase,
+    Partitions,
+    TaskSpec,
+    podgroup_name,
+)
 from extender.jobs.notices import waiting_state
 from extender.jobs.plugins.base import JobPlugin, PluginContext, owner_reference
 from extender.jobs.plugins.registry import build_plugins, plugin_objects
@@ -294,7 +303,10 @@ def _missing(job: Job, pods: Sequence[PodView]) -> list[tuple[TaskSpec, int]]:
 # --- PodGroup and TTL ------------------------------------------------------------------------------------
 def podgroup_spec(job: Job) -> Obj:
     """The PodGroup Volcano's controller would write: ``minMember`` from ``minAvailable``, ``minTaskMember``
-    per task, ``minResources`` of each task's minimum and then the rest of ``minMember`` in task order.
+    per task, ``minResources`` of each task's minimum and then the rest of ``minMember`` in task order, the
+    job's ``networkTopology``, and a ``subGroupPolicy`` entry per task with a ``partitionPolicy`` (Volcano's
+    setPgSubGroupPolicy: its pods by ``volcano.sh/partition-id``, ``partitionSize`` pods a sub-group,
+    ``minPartitions`` of them needed, the partition's ``networkTopology``).
 
     Two choices of ours: when ``minAvailable`` is below the tasks' minimums (an elastic job), the
     per-task minimums are left out, since they would demand more than the job asked for; and a gang never
@@ -310,6 +322,9 @@ def podgroup_spec(job: Job) -> Obj:
         spec["priorityClassName"] = job.priority_class_name
     if job.network_topology:
         spec["networkTopology"] = dict(job.network_topology)
+    policies = [_sub_group_policy(t.name, t.partitions) for t in job.tasks if t.partitions is not None]
+    if policies:
+        spec["subGroupPolicy"] = policies
     # Each task's own minimum first, then the rest of minMember in task order (as Volcano's
     # CalcPGMinResources), so minResources covers what minTaskMember demands.
     total: dict[str, int] = {}
@@ -331,6 +346,21 @@ def podgroup_spec(job: Job) -> Obj:
     return spec
 
 
+def _sub_group_policy(task: str, parts: Partitions) -> Obj:
+    """Volcano's getSubGroupPolicy: ``task``'s ``partitionPolicy`` as the PodGroup's sub-group rule, named
+    after the task, over the task's pods (``volcano.sh/task-spec``) grouped by their partition label."""
+    out: Obj = {
+        "name": task,
+        "subGroupSize": parts.size,
+        "minSubGroups": parts.minimum,
+        "labelSelector": {"matchLabels": {L.TASK_SPEC_ANNOTATION: task}},
+        "matchLabelKeys": [L.TASK_PARTITION_ID],
+    }
+    if parts.network_topology:
+        out["networkTopology"] = dict(parts.network_topology)
+    return out
+
+
 def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
     spec = podgroup_spec(job)
     if existing is None:
@@ -350,7 +380,7 @@ def _podgroup(plan: Plan, job: Job, existing: Mapping[str, Any] | None) -> None:
     have = existing.get("spec")
     have = have if isinstance(have, Mapping) else {}
     diff = {k: v for k, v in spec.items() if have.get(k) != v}
-    for k in ("minTaskMember", "minResources", "priorityClassName", "networkTopology"):
+    for k in ("minTaskMember", "minResources", "priorityClassName", "networkTopology", "subGroupPolicy"):
         if k not in spec and have.get(k):
             diff[k] = None
     if diff:

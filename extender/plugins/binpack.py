@@ -17,34 +17,35 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core.errors import ConfigError
 from extender.core.resources import Vector
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
+
+ARGUMENTS: Final = ArgumentTable(
+    {
+        "binpack.weight": (int, 1),
+        "binpack.cpu": (int, 1),
+        "binpack.memory": (int, 1),
+        "binpack.resources": (str, ""),
+    },
+    prefixes={"binpack.resources.": int},
+)
 
 
 class BinpackPlugin(Plugin):
     name = "binpack"
+    argument_table = ARGUMENTS
     row_local_scores = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(
-            self.name,
-            arguments,
-            {
-                "binpack.weight": (int, 1),
-                "binpack.cpu": (int, 1),
-                "binpack.memory": (int, 1),
-                "binpack.resources": (str, ""),
-            },
-            prefixes={"binpack.resources.": int},
-        )
+        args = self.argument_table.parse(self.name, arguments)
         self.weight: int = args["binpack.weight"]
         self.weights: dict[str, int] = {"cpu": args["binpack.cpu"], "memory": args["binpack.memory"]}
         for name in (n.strip() for n in args["binpack.resources"].split(",")):

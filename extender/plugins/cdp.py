@@ -28,7 +28,6 @@ from typing import Any
 
 from extender.core.model import Pod, PodPhase
 from extender.core.timestamps import rfc3339
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -44,7 +43,7 @@ class CdpPlugin(Plugin):
     name = "cdp"
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:
         until = cooling_until(pod)

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from extender.core.model import Pod
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -23,7 +22,7 @@ class ConformancePlugin(Plugin):
     name = "conformance"
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
 
     def victim(self, ssn: Session, pod: Pod) -> str | None:
         if pod.namespace == "kube-system":

@@ -48,7 +48,11 @@ Deliberate differences from Volcano:
 - ``deviceshare.NodeLockEnable`` is accepted and has no effect: there is no second scheduler to lock
   out, and the annotation write precedes the bind;
 - vGPU's MIG geometries (``deviceshare.KnownGeometriesCMName``/``Namespace``) are accepted but not used:
-  a MIG-mode node is treated as hami-core slicing by memory and cores.
+  a MIG-mode node is treated as hami-core slicing by memory and cores;
+- Volcano's Ascend NPU families (``deviceshare.AscendMindClusterVNPUEnable``,
+  ``deviceshare.AscendHAMiVNPUEnable``) and exclusive-GPU rules (``deviceshare.GPUExclusiveRules``, a
+  list of label sets) are accepted so a Volcano conf loads, and not implemented: NPU pods are counted by
+  their nodes' extended resources only, without the annotations Ascend's device plugins read.
 
 Enable with::
 
@@ -67,88 +71,27 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.errors import ConfigError
 from extender.core.fit import Mask
 from extender.core.gpu_cards import CardUse, Choice, decide, device_annotations
 from extender.core.gpu_frag import Shape
 from extender.core.gpu_memo import Applied, CardMemo, Held
-from extender.core.gpus import BINPACK, MEMORY, NUMBER, SHARE, SPREAD, VGPU, GpuRequest, pod_hold
+from extender.core.gpus import MEMORY, NUMBER, SHARE, VGPU, GpuRequest, pod_hold
 from extender.core.model import Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
-
-NAME: Final = "deviceshare"
-FRAGMENTATION: Final = "fragmentation"
-POLICIES: Final = ("", BINPACK, SPREAD, FRAGMENTATION)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Args:
-    kinds: frozenset[str]
-    policy: str
-    weight: int
-    model_label: str
-    half_life: int
-    coverage: float
-
-    @classmethod
-    def parse(cls, arguments: Mapping[str, Any]) -> Args:
-        a = parse_arguments(
-            NAME,
-            arguments,
-            {
-                "deviceshare.GPUSharingEnable": (bool, False),
-                "deviceshare.GPUNumberEnable": (bool, False),
-                "deviceshare.VGPUEnable": (bool, False),
-                "deviceshare.NodeLockEnable": (bool, False),
-                "deviceshare.SchedulePolicy": (str, FRAGMENTATION),
-                "deviceshare.ScheduleWeight": (int, 0),
-                "deviceshare.KnownGeometriesCMName": (str, ""),
-                "deviceshare.KnownGeometriesCMNamespace": (str, ""),
-                "deviceshare.GPUModelLabel": (str, "nvidia.com/gpu.product"),
-                "deviceshare.ShapeHalfLife": (int, 5000),
-                "deviceshare.ShapeCoverage": (float, 0.95),
-            },
-        )
-        policy = a["deviceshare.SchedulePolicy"]
-        if policy not in POLICIES:
-            raise ConfigError(
-                f"plugin {NAME}: deviceshare.SchedulePolicy must be fragmentation, binpack or spread, "
-                f"got {policy!r}"
-            )
-        if a["deviceshare.ShapeHalfLife"] < 1:
-            raise ConfigError(f"plugin {NAME}: deviceshare.ShapeHalfLife must be at least 1 pod")
-        if not 0 < a["deviceshare.ShapeCoverage"] <= 1:
-            raise ConfigError(f"plugin {NAME}: deviceshare.ShapeCoverage must be in (0, 1]")
-        return cls(
-            kinds=frozenset(
-                kind
-                for kind, key in (
-                    (MEMORY, "deviceshare.GPUSharingEnable"),
-                    (NUMBER, "deviceshare.GPUNumberEnable"),
-                    (VGPU, "deviceshare.VGPUEnable"),
-                )
-                if a[key]
-            ),
-            policy=policy,
-            weight=a["deviceshare.ScheduleWeight"],
-            model_label=a["deviceshare.GPUModelLabel"],
-            half_life=a["deviceshare.ShapeHalfLife"],
-            coverage=a["deviceshare.ShapeCoverage"],
-        )
+from extender.plugins.deviceshare_args import ARGUMENTS, FRAGMENTATION, NAME, Args
 
 
 class DeviceSharePlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
     row_local_scores = True  # node_score has no opinion: its scores are per pod
     fit_follows_evictions = True  # an evicted pod's cards are free (see _sync)
 
@@ -269,7 +212,7 @@ class DeviceSharePlugin(Plugin):
         if policy == FRAGMENTATION and request.kind == MEMORY:
             frag = memo.frag(per_model=True)
             if frag is not None:
-                prefer = int(frag.rise(self._learn(ssn, memo, pod, request))[1][row])
+                prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args))[1][row])
         return memo.share.choose(row, request, policy, prefer)
 
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
@@ -286,31 +229,6 @@ class DeviceSharePlugin(Plugin):
         )
 
     # --- judging ---------------------------------------------------------------------------------------
-    def _shape(self, pod: Pod, request: GpuRequest | None, models: tuple[str, ...] = ()) -> Shape:
-        cpu, memory = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
-        if request is None:
-            return Shape(cpu=cpu, memory=memory, models=models)
-        if request.kind == MEMORY:
-            return Shape(share=request.amount, cpu=cpu, memory=memory, models=models)
-        return Shape(cards=request.amount, cpu=cpu, memory=memory, models=models)
-
-    def _learn(self, ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest) -> Shape:
-        """The pod's shape with the GPU models its node constraints allow (learned once per pod)."""
-        if memo.learned(pod.uid):
-            return self._shape(pod, request, self._models(ssn, memo, pod))
-        shape = self._shape(pod, request, self._models(ssn, memo, pod))
-        memo.learn(pod.uid, shape, self.args.half_life, self.args.coverage)
-        return shape
-
-    def _models(self, ssn: Session, memo: CardMemo, pod: Pod) -> tuple[str, ...]:
-        if not pod.constraints.node_selector and pod.constraints.affinity_terms is None:
-            return ()
-        allowed = ssn.masks.static_mask(pod.constraints)
-        ids = np.unique(memo.model[allowed & (memo.model < len(memo.models))])
-        if len(ids) == len(memo.models):
-            return ()
-        return tuple(memo.models[i] for i in ids.tolist())
-
     def _judge(self, ssn: Session, pod: Pod, request: GpuRequest, candidates: Mask) -> tuple[Mask, Scores]:
         """Per node, whether ``pod``'s cards fit and its score there (0..100) by its policy; nodes outside
         ``candidates`` may be left unjudged (False)."""
@@ -321,7 +239,7 @@ class DeviceSharePlugin(Plugin):
         if request.family == SHARE:
             fit, score = memo.share.judge(request, policy)
             if policy == FRAGMENTATION:
-                shape = self._learn(ssn, memo, pod, request)
+                shape = _learn(ssn, memo, pod, request, self.args)
                 frag = memo.frag(per_model=True)
                 if frag is not None:
                     score = frag.rise(shape)[2]
@@ -363,20 +281,7 @@ class DeviceSharePlugin(Plugin):
         refused = np.flatnonzero(candidates & ~fit).tolist()
         if not refused:
             return None
-        memo = self._sync(ssn)
-        family = request.family
-        # A node with cards of the family says the most; else the first node.
-        has = memo.share.cards if family == SHARE else None
-        row = next((r for r in refused if (has[r] if has is not None else r in memo.vgpu)), refused[0])
-        gpus = memo.gpus.get(row)
-        policy = self._policy(request)
-        if family == SHARE and gpus is not None and gpus.share:
-            why = memo.share.choose(row, request, "" if policy == FRAGMENTATION else policy).why
-        else:
-            why = decide(gpus, memo.vgpu.get(row, []), request, policy, _group(pod)).why
-        problem = f" ({gpus.problem})" if gpus is not None and gpus.problem else ""
-        more = f" (and {len(refused) - 1} more nodes)" if len(refused) > 1 else ""
-        return f"{NAME}: node {ssn.snapshot.node_names[row]}: {why}{problem}{more}"
+        return _refusal(ssn, self._sync(ssn), pod, request, self._policy(request), refused)
 
     def node_score(
         self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
@@ -408,7 +313,7 @@ class DeviceSharePlugin(Plugin):
         frag = memo.frag(per_model=True)
         if frag is None:
             return None
-        out: Scores = np.where(candidates, self.args.weight * frag.rise(self._shape(pod, None))[2], 0.0)
+        out: Scores = np.where(candidates, self.args.weight * frag.rise(_shape(pod, None))[2], 0.0)
         return out
 
     def close(self, ssn: Session) -> None:
@@ -438,3 +343,49 @@ def _column(names: tuple[str, ...], name: str) -> int | None:
 
 def _group(pod: Pod) -> str:
     return str(pod_group_key(pod)) if pod.group_name else ""
+
+
+def _refusal(
+    ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, policy: str, refused: list[int]
+) -> str:
+    """Why the cards of the ``refused`` rows cannot take ``pod``: a node with cards of the family says
+    the most; else the first node."""
+    family = request.family
+    has = memo.share.cards if family == SHARE else None
+    row = next((r for r in refused if (has[r] if has is not None else r in memo.vgpu)), refused[0])
+    gpus = memo.gpus.get(row)
+    if family == SHARE and gpus is not None and gpus.share:
+        why = memo.share.choose(row, request, "" if policy == FRAGMENTATION else policy).why
+    else:
+        why = decide(gpus, memo.vgpu.get(row, []), request, policy, _group(pod)).why
+    problem = f" ({gpus.problem})" if gpus is not None and gpus.problem else ""
+    more = f" (and {len(refused) - 1} more nodes)" if len(refused) > 1 else ""
+    return f"{NAME}: node {ssn.snapshot.node_names[row]}: {why}{problem}{more}"
+
+
+def _shape(pod: Pod, request: GpuRequest | None, models: tuple[str, ...] = ()) -> Shape:
+    cpu, memory = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
+    if request is None:
+        return Shape(cpu=cpu, memory=memory, models=models)
+    if request.kind == MEMORY:
+        return Shape(share=request.amount, cpu=cpu, memory=memory, models=models)
+    return Shape(cards=request.amount, cpu=cpu, memory=memory, models=models)
+
+
+def _learn(ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, args: Args) -> Shape:
+    """The pod's shape with the GPU models its node constraints allow (learned once per pod)."""
+    shape = _shape(pod, request, _models(ssn, memo, pod))
+    if not memo.learned(pod.uid):
+        memo.learn(pod.uid, shape, args.half_life, args.coverage)
+    return shape
+
+
+def _models(ssn: Session, memo: CardMemo, pod: Pod) -> tuple[str, ...]:
+    """The GPU models the pod's node constraints allow (none: any)."""
+    if not pod.constraints.node_selector and pod.constraints.affinity_terms is None:
+        return ()
+    allowed = ssn.masks.static_mask(pod.constraints)
+    ids = np.unique(memo.model[allowed & (memo.model < len(memo.models))])
+    if len(ids) == len(memo.models):
+        return ()
+    return tuple(memo.models[i] for i in ids.tolist())

@@ -76,7 +76,6 @@ from extender.core.model import GroupKey, Pod, PodGroup, Queue
 from extender.core.quota import DEFAULT_NAMESPACE_WEIGHT, namespace_weight
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -92,7 +91,7 @@ class DrfPlugin(Plugin):
     static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
         self._shares: dict[GroupKey, float] = {}
         self._total: Floats = np.zeros(0)
         # Columns shares are taken over (all but the pods slot), those of them some node offers, the others.

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.core.model import GroupPhase, PodGroup
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -26,7 +25,7 @@ class GangPlugin(Plugin):
     static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
 
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[bool]:
         return (group.phase in (GroupPhase.RUNNING, GroupPhase.COMPLETED),)

@@ -30,10 +30,15 @@ first: ``leaf,spine`` makes every value of ``leaf`` a tier-1 HyperNode and every
 tier-2 one). Objects and labels may be combined; an object wins over a discovered one of the same name.
 
 Extra pods past the gang minimum (elastic jobs) of a hard gang stay inside the largest HyperNode within
-the limit that holds the pods already placed. Not done here: preempt and reclaim do not look for victims
-by HyperNode, so they leave hard gangs alone (soft ones as without the rule); ``subGroupPolicy``'s per
-sub-group topology is not read. ``weight`` and ``hypernode.binpack.*`` are accepted for compatibility
-with Volcano confs and not used (the order within a tier is the fill above).
+the limit that holds the pods already placed. Preempt and reclaim look for a hard gang's victims inside
+one HyperNode at a time, every HyperNode within the limit in the same order (``GangDomains.within``).
+
+A ``subGroupPolicy`` entry's own ``networkTopology`` is served the same way for each of its sub-groups
+(``sub_group_domains``): the HyperNodes within its limit that could hold the sub-group's pods beside those
+of it already placed, fullest first, tried inside the gang's own HyperNode (see
+:mod:`extender.framework.subgroup_allocate`). ``weight``, ``hypernode.binpack.*`` and
+``hypernode.gradient.evict.max-hypernodes`` are accepted for compatibility with Volcano confs and not used
+(the order within a tier is the fill above, and how many HyperNodes are tried for victims is fixed).
 
 Enable with::
 
@@ -44,7 +49,7 @@ Enable with::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -53,24 +58,37 @@ import numpy.typing as npt
 from extender.core.hypernodes import EMPTY_TREE, Tree
 from extender.core.model import NetworkTopology, Pod, PodGroup
 from extender.core.resources import describe
-from extender.framework.arguments import parse_arguments
-from extender.framework.gangs import gang_need, ordered_waiting
+from extender.framework.arguments import ArgumentTable
+from extender.framework.gangs import gang_need, gang_whole, ordered_waiting
 from extender.framework.plugin import GangDomains, Plugin, Rows
 from extender.framework.session import Session
 
 NAME: Final = "network-topology-aware"
 
 
+ARGUMENTS: Final = ArgumentTable(
+    {
+        # Volcano's scoring and eviction knobs, accepted and not used (see above).
+        "weight": (int, 1),
+        "hypernode.binpack.cpu": (int, 1),
+        "hypernode.binpack.memory": (int, 1),
+        "hypernode.binpack.resources": (str, ""),
+        "hypernode.binpack.normal-pod.enable": (bool, True),
+        "hypernode.binpack.normal-pod.fading": (float, 0.8),
+        "hypernode.gradient.evict.max-hypernodes": (int, 0),
+        # pumice's own: HyperNodes from node labels, lowest tier first.
+        "hypernode.discovery.labels": (str, ""),
+    },
+    prefixes={"hypernode.binpack.resources.": int},
+)
+
+
 class NetworkTopologyAwarePlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(
-            self.name,
-            arguments,
-            {"weight": (int, 1), "hypernode.discovery.labels": (str, "")},
-            prefixes={"hypernode.binpack.": str},
-        )
+        args = self.argument_table.parse(self.name, arguments)
         self.labels: tuple[str, ...] = tuple(
             x.strip() for x in args["hypernode.discovery.labels"].split(",") if x.strip()
         )
@@ -90,15 +108,39 @@ class NetworkTopologyAwarePlugin(Plugin):
         snap = ssn.snapshot
         members = [snap.pods[u] for u in snap.members.get(group.key, ())]
         need, task_need = gang_need(ssn, group, members)
-        limit, label = self._limit(nt, tree)
-        head = f"network topology {label}"
-        if need == 0 and not task_need:
-            return self._fence(ssn, members, limit) if nt.hard else None
+        if gang_whole(ssn, group, members):
+            return self._fence(ssn, members, self._limit(nt, tree)[0]) if nt.hard else None
         waiting = ordered_waiting(ssn, members, task_need)
         count = max(need, sum(task_need.values()))
         if len(waiting) < count:
             return None  # pods are missing: the usual path says so, whatever the domains
-        pods = waiting[:count]
+        return self._domains(ssn, nt, waiting[:count], members)
+
+    def sub_group_domains(
+        self, ssn: Session, topology: NetworkTopology, pods: Sequence[Pod], members: Sequence[Pod]
+    ) -> GangDomains | None:
+        if not topology.hard and not self.tree.domains:
+            return None
+        return self._domains(ssn, topology, pods, members, after=True)
+
+    def _domains(
+        self,
+        ssn: Session,
+        nt: NetworkTopology,
+        pods: Sequence[Pod],
+        members: Sequence[Pod],
+        after: bool = False,
+    ) -> GangDomains:
+        """The HyperNodes within ``nt``'s limit that may hold ``pods`` beside ``members`` already placed,
+        in the order to try them, with the refusal when none can. Within a tier, fullest first: by the
+        fill a HyperNode has now, or (``after``, for a sub-group) would have with ``pods`` in it, as
+        Volcano's HyperNode binpack score reads it (so a one-node HyperNode is filled before a half-empty
+        larger one)."""
+        tree = self.tree
+        snap = ssn.snapshot
+        limit, label = self._limit(nt, tree)
+        head = f"network topology {label}"
+        count = len(pods)
         if limit is None:
             return GangDomains((), False, f"{head}: no HyperNode has that tierName")
         allowed = [i for i, d in enumerate(tree.domains) if d.tier <= limit]
@@ -118,7 +160,8 @@ class NetworkTopologyAwarePlugin(Plugin):
             shapes[k] = (v, shapes[k][1] + 1 if k in shapes else 1)
         free = np.maximum(ssn.free, 0)
         ok = np.ones(len(tree.domains), dtype=np.bool_)
-        dominant, dominant_n = max(shapes.values(), key=lambda vn: vn[1])
+        nothing = (np.zeros(free.shape[1], dtype=np.int64), 0)  # no pod to fit: only the pins count
+        dominant, dominant_n = max(shapes.values(), key=lambda vn: vn[1], default=nothing)
         dominant_copies: npt.NDArray[np.int64] | None = None
         total = np.zeros(free.shape[1], dtype=np.int64)
         for v, n in shapes.values():
@@ -143,7 +186,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         # HyperNode binpack: fullest first, over the resources the gang asks for.
         cols = np.flatnonzero((total > 0) & (np.asarray(snap.index.names) != "pods"))
         alloc_sum = tree.sums(snap.alloc[:, cols]).astype(np.float64)
-        used = alloc_sum - free_sum[:, cols]
+        used = alloc_sum - free_sum[:, cols] + (total[cols] if after else 0)
         fill = (
             (used / np.where(alloc_sum > 0, alloc_sum, 1.0)).mean(axis=1) if len(cols) else np.zeros(len(ok))
         )
@@ -205,7 +248,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         return GangDomains(((d.name, d.rows),), False, "")
 
     @staticmethod
-    def _placed_rows(ssn: Session, members: list[Pod]) -> Rows:
+    def _placed_rows(ssn: Session, members: Sequence[Pod]) -> Rows:
         """Rows of the group's pods already on a node or planned: a HyperNode must hold them too."""
         pos = ssn.snapshot.node_pos
         rows: set[int] = set()

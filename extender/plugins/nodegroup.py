@@ -56,7 +56,7 @@ from extender.core.hierarchy import QueueTree
 from extender.core.model import NodeGroupAffinity, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector, parse_resource_list
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Mask, Plugin, Scores
 from extender.framework.session import Session
 
@@ -123,13 +123,15 @@ def parse_limits(raw: str) -> dict[str, dict[str, int]]:
     return out
 
 
+ARGUMENTS: Final = ArgumentTable({"strict": (bool, True), "enablePreferredOrder": (bool, False)})
+
+
 class NodegroupPlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(
-            self.name, arguments, {"strict": (bool, True), "enablePreferredOrder": (bool, False)}
-        )
+        args = self.argument_table.parse(self.name, arguments)
         self.strict: bool = args["strict"]
         self.preferred_order: bool = args["enablePreferredOrder"]
 

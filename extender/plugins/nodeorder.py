@@ -32,7 +32,7 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,30 +41,33 @@ from extender.core import prefer
 from extender.core.fit import Mask
 from extender.core.model import Pod, PreferredNodeTerm, Toleration
 from extender.core.resources import Vector
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
 # Volcano's argument names and defaults.
-_KNOWN = {
-    "leastrequested.weight": (int, 1),
-    "mostrequested.weight": (int, 0),
-    "balancedresource.weight": (int, 1),
-    "nodeaffinity.weight": (int, 2),
-    "podaffinity.weight": (int, 2),
-    "tainttoleration.weight": (int, 3),
-    "imagelocality.weight": (int, 1),
-    "podtopologyspread.weight": (int, 2),
-    "volumebinding.weight": (int, 1),
-}
+ARGUMENTS: Final = ArgumentTable(
+    {
+        "leastrequested.weight": (int, 1),
+        "mostrequested.weight": (int, 0),
+        "balancedresource.weight": (int, 1),
+        "nodeaffinity.weight": (int, 2),
+        "podaffinity.weight": (int, 2),
+        "tainttoleration.weight": (int, 3),
+        "imagelocality.weight": (int, 1),
+        "podtopologyspread.weight": (int, 2),
+        "volumebinding.weight": (int, 1),
+    }
+)
 
 
 class NodeorderPlugin(Plugin):
     name = "nodeorder"
+    argument_table = ARGUMENTS
     row_local_scores = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, _KNOWN)
+        args = self.argument_table.parse(self.name, arguments)
         self.least = args["leastrequested.weight"]
         self.most = args["mostrequested.weight"]
         self.balanced = args["balancedresource.weight"]

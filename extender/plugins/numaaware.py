@@ -51,7 +51,7 @@ from extender.core.fit import Mask
 from extender.core.model import Pod, PodUID
 from extender.core.numa import DECISION_ANNOTATION, Decision, NumaTopology, decide, decision_annotation
 from extender.core.resources import Vector
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 
@@ -59,12 +59,16 @@ NAME: Final = "numa-aware"
 _MAX_NODE_SCORE: Final = 100.0
 
 
+ARGUMENTS: Final = ArgumentTable({"weight": (int, 1)})
+
+
 class NumaAwarePlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
     row_local_scores = True  # node_score has no opinion: its scores are per pod
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, {"weight": (int, 1)})
+        args = self.argument_table.parse(self.name, arguments)
         self.weight: int = args["weight"]
         self._topo: dict[int, NumaTopology] = {}
         self._free: dict[int, list[int]] = {}

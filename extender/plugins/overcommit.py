@@ -3,6 +3,10 @@
 Idle capacity is ``allocatable × overcommit-factor − used − promised``, where promised is the
 minResources still owed to admitted groups; a group is admitted when its minResources fit what is idle.
 A refusal spells those factors out per short resource, so the figure a user sees can be checked.
+What running jobs hold beyond their ``minResources`` (Volcano's elastic resources) is not counted as idle
+here, as in Volcano's overcommit (its elastic-scheduler design meant it to be; the code never did): this
+plugin judges the nodes' room, while capacity and proportion count the elastic part against queue
+capabilities, where reclaim can take it back.
 
 Enable with::
 
@@ -15,23 +19,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from math import isfinite
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from extender.core.model import PodGroup
 from extender.core.quantity import human
 from extender.core.resources import describe
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
+
+ARGUMENTS: Final = ArgumentTable({"overcommit-factor": (float, 1.2)})
 
 
 class OvercommitPlugin(Plugin):
     name = "overcommit"
+    argument_table = ARGUMENTS
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, {"overcommit-factor": (float, 1.2)})
+        args = self.argument_table.parse(self.name, arguments)
         self.factor: float = args["overcommit-factor"]
         if not (isfinite(self.factor) and self.factor >= 1.0):
             raise ValueError(f"plugin overcommit: overcommit-factor {self.factor} must be >= 1.0")

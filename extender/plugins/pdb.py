@@ -31,7 +31,6 @@ from typing import Any
 
 from extender.core.budgets import DisruptionBudget
 from extender.core.model import Pod, PodUID
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -40,7 +39,7 @@ class PdbPlugin(Plugin):
     name = "pdb"
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
         # Per pod (by uid), the budgets covering it: worked out once a cycle.
         self._covering: dict[PodUID, tuple[DisruptionBudget, ...]] = {}
 

@@ -5,7 +5,10 @@ pumice always evaluates these filters: a plan kube-scheduler would reject is use
 the framework (see :mod:`extender.core.fit`, :mod:`extender.core.interpod`, :mod:`extender.core.spread`).
 The plugin is accepted so Volcano configurations load; its Volcano arguments are recognised (typos fail),
 but switching a filter off (``predicate.PodAffinityEnable: false`` included) has no effect, since
-kube-scheduler would apply it anyway; the GPU-sharing features pumice lacks fail startup.
+kube-scheduler would apply it anyway; the volume binding and DRA arguments are kube-scheduler's business
+(it runs those filters on the planned node). Volcano 1.8's ``predicate.GPUSharingEnable``,
+``predicate.GPUNumberEnable`` and ``predicate.VGPUEnable`` load and do nothing, as in current Volcano,
+whose ``deviceshare`` plugin has them.
 
 ``predicate.ProportionalEnable: true`` with ``predicate.resources: nvidia.com/gpu`` and
 ``predicate.resources.nvidia.com/gpu.cpu`` / ``.memory`` (Volcano's older home of the feature) keeps cpu
@@ -20,41 +23,49 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from extender.core.errors import ConfigError
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.session import Session
 from extender.plugins.resource_strategy_fit import Proportional, ProportionalFit, Ratio, proportional_ratio
 
-_KNOWN = {
-    "predicate.GPUSharingEnable": (bool, False),
-    "predicate.GPUNumberEnable": (bool, False),
-    "predicate.CacheEnable": (bool, False),
-    "predicate.ProportionalEnable": (bool, False),
-    "predicate.resources": (str, ""),
-    "predicate.VGPUEnable": (bool, False),
-    "predicate.NodeAffinityEnable": (bool, True),
-    "predicate.NodePortsEnable": (bool, True),
-    "predicate.TaintTolerationEnable": (bool, True),
-    "predicate.PodAffinityEnable": (bool, True),
-    "predicate.NodeVolumeLimitsEnable": (bool, True),
-    "predicate.VolumeZoneEnable": (bool, True),
-    "predicate.PodTopologySpreadEnable": (bool, True),
-}
+ARGUMENTS: Final = ArgumentTable(
+    {
+        # Volcano's filter switches (always on here, see above) and its predicate cache.
+        "predicate.NodeAffinityEnable": (bool, True),
+        "predicate.NodePortsEnable": (bool, True),
+        "predicate.TaintTolerationEnable": (bool, True),
+        "predicate.PodAffinityEnable": (bool, True),
+        "predicate.NodeVolumeLimitsEnable": (bool, True),
+        "predicate.VolumeZoneEnable": (bool, True),
+        "predicate.PodTopologySpreadEnable": (bool, True),
+        "predicate.VolumeBindingEnable": (bool, True),
+        "predicate.DynamicResourceAllocationEnable": (bool, False),
+        "predicate.CacheEnable": (bool, False),
+        # kube-scheduler's volume binding and DRA filters, which kube-scheduler runs itself.
+        "volumebinding.weight": (int, 1),
+        "volumebinding.bindTimeoutSeconds": (int, 600),
+        "volumebinding.shape": (list, []),
+        "dynamicresources.filterTimeoutSeconds": (int, 10),
+        # Volcano 1.8's GPU switches, which current Volcano no longer reads (deviceshare has them).
+        "predicate.GPUSharingEnable": (bool, False),
+        "predicate.GPUNumberEnable": (bool, False),
+        "predicate.VGPUEnable": (bool, False),
+        # The older home of resource-strategy-fit's proportional rule.
+        "predicate.ProportionalEnable": (bool, False),
+        "predicate.resources": (str, ""),
+    },
+    prefixes={"predicate.resources.": str},
+)
 
 
 class PredicatesPlugin(ProportionalFit):
     name = "predicates"
+    argument_table = ARGUMENTS
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, _KNOWN, prefixes={"predicate.resources.": str})
-        for feature in ("predicate.GPUSharingEnable", "predicate.VGPUEnable"):
-            if args[feature]:
-                raise ValueError(
-                    f"plugin predicates: {feature} moved to the deviceshare plugin (as in Volcano since 1.8):"
-                    f" list deviceshare with deviceshare.{feature.removeprefix('predicate.')}: true"
-                )
+        args = self.argument_table.parse(self.name, arguments)
         primary = [n.strip() for n in args["predicate.resources"].split(",") if n.strip()]
         ratios: list[Ratio] = []
         for key in args:

@@ -17,7 +17,6 @@ from typing import Any
 
 from extender.core.model import Pod, PodGroup
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -28,7 +27,7 @@ class PriorityPlugin(Plugin):
     static_job_order = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
 
     def job_order(self, ssn: Session, group: PodGroup) -> tuple[int]:
         return (-ssn.snapshot.group_priority(group),)

@@ -6,7 +6,12 @@ and by its real capability (``capability``, less what other queues' ``guarantee`
 raised to its ``guarantee``; an explicit ``spec.deserved`` overrides the weight share. Queues are served
 by ``spec.priority`` (higher first), then lowest share (allocated / deserved) first. Allocation stops at
 a queue's deserved share (a queue there is *overused* and takes no turn); admission is refused past the
-real capability. ``reclaim`` takes back from queues above their deserved share, never below it.
+real capability, counting what the queue's running groups hold beyond their ``minResources`` as room
+(Volcano's elastic resources: ``minResources + allocated + inqueue − elastic``; see
+:meth:`extender.framework.promises.Promises.elastic`). ``reclaim`` takes back from queues above their
+deserved share, never below it, and a queue reclaims only while what it would hold stays within its
+deserved share in every resource the pod asks for (``preemptive``, Volcano's: its allocatable check), so
+it never takes more than its share and becomes the next victim of the queue it took from.
 
 Enable with::
 
@@ -24,7 +29,6 @@ import numpy.typing as npt
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 from extender.framework.shares import above_deserved
@@ -72,6 +76,19 @@ def _water_fill(
             pinned[q] |= b
 
 
+def _terms(name: str, i: int, terms: Sequence[tuple[str, Vector]]) -> str:
+    """``used 3 + promised 2 + minResources 4 − elastic 1``: a negative term is subtracted, shown only
+    when it is not zero."""
+    out = ""
+    for label, v in terms:
+        amount = int(v[i])
+        if amount < 0:
+            out += f" − {label} {human(name, -amount)}"
+        elif label != "elastic":
+            out += f"{' + ' if out else ''}{label} {human(name, amount)}"
+    return out
+
+
 class ProportionPlugin(Plugin):
     name = "proportion"
     # A queue's share and its capability check read only its own usage (plus the request).
@@ -79,12 +96,18 @@ class ProportionPlugin(Plugin):
     additive_allocatable = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
         self.deserved: dict[str, Vector] = {}
         self.capability: dict[str, Vector] = {}
         self._shared: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self._share_of: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {}
         self._contended = False
+
+    @property
+    def real_capability(self) -> dict[str, Vector]:
+        """Per queue, the most it may hold (Volcano's realCapability): its capability, less what other
+        queues' guarantees keep; unlimited resources at a huge value. Read by the metrics."""
+        return self.capability
 
     def _cap(self, ssn: Session, q: Queue, guaranteed: Vector) -> Vector:
         """``capability`` (unlimited where unset), and where other queues hold a ``guarantee``, at most the
@@ -174,6 +197,21 @@ class ProportionPlugin(Plugin):
     def reclaimable(self, ssn: Session, reclaimer: Pod, candidates: Sequence[Pod]) -> list[Pod]:
         return above_deserved(ssn, candidates, self.deserved.get, self._shared)
 
+    def preemptive(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
+        # Volcano's PreemptiveFn is the allocatable check: a queue reclaims only while what it would hold
+        # stays within its deserved share in every resource the pod asks for. Without it a queue reclaims
+        # past its share and becomes the next victim of the queue it took from (pods evicted back and forth).
+        deserved = self.deserved.get(queue.name)
+        if deserved is None:
+            return None
+        held = ssn.queue_used.get(queue.name)
+        total = request if held is None else held + request
+        past = (total > deserved) & (request > 0) & self._shared
+        if not past.any():
+            return None
+        amounts = self._amounts(ssn, total, deserved, past)
+        return f"queue {queue.name}: reclaiming would pass its deserved share ({amounts})"
+
     def _over(
         self, ssn: Session, queue: Queue, total: Vector, terms: Sequence[tuple[str, Vector]] = ()
     ) -> str | None:
@@ -189,10 +227,7 @@ class ProportionPlugin(Plugin):
         parts = ", ".join(
             f"{names[i]} {human(names[i], int(total[i]))}/{human(names[i], int(cap[i]))}" for i in over
         )
-        sums = "; ".join(
-            f"{names[i]}: " + " + ".join(f"{label} {human(names[i], int(v[i]))}" for label, v in terms)
-            for i in over
-        )
+        sums = "; ".join(f"{names[i]}: {_terms(names[i], int(i), terms)}" for i in over)
         return f"queue {queue.name}: {parts} over capability" + (f" ({sums})" if terms else "")
 
     def enqueue(self, ssn: Session, group: PodGroup) -> str | None:
@@ -209,7 +244,16 @@ class ProportionPlugin(Plugin):
             if part is not None
         ]
         total = want + sum((part for _, part in terms), np.zeros_like(want))
-        return self._over(ssn, queue, total, [*terms, ("minResources", want)])
+        terms.append(("minResources", want))
+        if self._over(ssn, queue, total) is None:
+            return None
+        # Volcano's jobEnqueueable: what running groups hold beyond their minimum is room, since reclaim
+        # can take it back (asked only past the capability: it walks every placed pod).
+        elastic = ssn.promises.elastic(queue.name)
+        if elastic is not None:
+            total = total - elastic
+            terms.append(("elastic", -elastic))
+        return self._over(ssn, queue, total, terms)
 
     def allocatable(self, ssn: Session, queue: Queue, request: Vector) -> str | None:
         held = ssn.queue_used.get(queue.name)

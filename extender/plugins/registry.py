@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from extender.core.errors import ConfigError
-from extender.framework.action_table import Action, resolve_actions
-from extender.framework.conf import DEFAULT_CONF, ConfSpec, parse_conf
+from extender.framework.action_table import ACTION_ARGUMENTS, UNREAD_CONFIGURATIONS, Action, resolve_actions
+from extender.framework.arguments import ArgumentTable
+from extender.framework.conf import DEFAULT_CONF, PLUGIN_SWITCHES, TOP_LEVEL_KEYS, ConfSpec, parse_conf
 from extender.framework.plugin import Plugin
 from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.capacity import CapacityPlugin
@@ -31,7 +32,16 @@ from extender.plugins.resourcequota import ResourcequotaPlugin
 from extender.plugins.sla import SlaPlugin
 from extender.plugins.task_topology import TaskTopologyPlugin
 
-PLUGINS: Final[Mapping[str, Callable[[Mapping[str, Any]], Plugin]]] = {
+
+class PluginClass(Protocol):
+    """A plugin class: built from its conf arguments, with the table of the arguments it accepts."""
+
+    argument_table: ArgumentTable
+
+    def __call__(self, arguments: Mapping[str, Any], /) -> Plugin: ...
+
+
+PLUGINS: Final[Mapping[str, PluginClass]] = {
     "priority": PriorityPlugin,
     "gang": GangPlugin,
     "conformance": ConformancePlugin,
@@ -72,6 +82,11 @@ class SchedulerConf:
     spec: ConfSpec
     actions: tuple[Action, ...]
 
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        """The actions' names, in the order of ``actions`` (what their latency metrics are labelled)."""
+        return self.spec.actions
+
     def tiers(self) -> list[list[Plugin]]:
         out: list[list[Plugin]] = []
         for tier in self.spec.tiers:
@@ -102,3 +117,20 @@ def load_conf(text: str | None = None) -> SchedulerConf:
             except ValueError as e:
                 raise ConfigError(str(e)) from None
     return SchedulerConf(spec=spec, actions=resolve_actions(spec.actions, spec.configurations))
+
+
+def conf_keys() -> dict[str, tuple[str, ...]]:
+    """Every key the loader accepts, by where it goes: ``top level``, ``every plugin`` (the switches beside
+    a plugin's ``arguments``), a plugin's name (its arguments), ``action <name>`` (an action's
+    ``configurations`` arguments) and ``configurations`` (entries accepted unread). Key families are
+    listed as ``<prefix><name>``. The README's table of conf keys lists exactly these (a test checks)."""
+    out: dict[str, tuple[str, ...]] = {
+        "top level": tuple(TOP_LEVEL_KEYS),
+        "every plugin": tuple(sorted(PLUGIN_SWITCHES)),
+    }
+    for name in sorted(PLUGINS):
+        out[name] = PLUGINS[name].argument_table.names()
+    for name, table in ACTION_ARGUMENTS.items():
+        out[f"action {name}"] = table.names()
+    out["configurations"] = tuple(sorted(UNREAD_CONFIGURATIONS))
+    return out

@@ -72,6 +72,7 @@ from extender.core.errors import ConfigError
 from extender.core.model import Pod
 from extender.core.quantity import human
 from extender.core.resources import Vector
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Mask, Plugin, Rows, Scores
 from extender.framework.session import Session
 
@@ -255,13 +256,25 @@ class ProportionalFit(Plugin):
         return self.proportional.reason(request, free, ssn.snapshot.node_names[row])
 
 
+# The sections, each checked below, key by key (the table is what the conf's key listing shows).
+ARGUMENTS: Final = ArgumentTable(
+    {
+        "resourceStrategyFitWeight": (int, _DEFAULT_WEIGHT),
+        "resources": (dict, {}),
+        "sra": (dict, {}),
+        "proportional": (dict, {}),
+    }
+)
+
+
 class ResourceStrategyFitPlugin(ProportionalFit):
     name = NAME
+    argument_table = ARGUMENTS
     row_local_scores = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         where = f"plugin {NAME}"
-        args = _mapping(arguments, where, ("resourceStrategyFitWeight", "resources", "sra", "proportional"))
+        args = _mapping(arguments, where, tuple(ARGUMENTS.keys))
         self.weight = _count(
             args.get("resourceStrategyFitWeight", _DEFAULT_WEIGHT), f"{where}: resourceStrategyFitWeight"
         )

@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.core.model import PodGroup
-from extender.framework.arguments import parse_arguments
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -42,7 +41,7 @@ class ResourcequotaPlugin(Plugin):
     name = "resourcequota"
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        parse_arguments(self.name, arguments, {})
+        self.argument_table.parse(self.name, arguments)
         # Per namespace, what groups admitted earlier in this cycle asked; groups this plugin let through
         # whose admission is not known yet (another plugin of the tier may still refuse them).
         self._pending: dict[str, dict[str, int]] = {}

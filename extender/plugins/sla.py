@@ -38,11 +38,12 @@ from extender.core.durations import parse_duration
 from extender.core.errors import ConfigError
 from extender.core.model import PodGroup
 from extender.core.timestamps import epoch
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
 WAITING_TIME: Final = "sla-waiting-time"
+ARGUMENTS: Final = ArgumentTable({WAITING_TIME: (str, "")})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +53,7 @@ class SlaArgs:
 
     @classmethod
     def parse(cls, arguments: Mapping[str, Any]) -> SlaArgs:
-        raw = parse_arguments(SlaPlugin.name, arguments, {WAITING_TIME: (str, "")})[WAITING_TIME]
+        raw = ARGUMENTS.parse(SlaPlugin.name, arguments)[WAITING_TIME]
         if WAITING_TIME not in arguments:
             return cls()
         try:
@@ -69,6 +70,7 @@ class SlaArgs:
 
 class SlaPlugin(Plugin):
     name = "sla"
+    argument_table = ARGUMENTS
     # Deadlines against the cycle's clock, which the session fixes before ``open``.
     static_job_order = True
 

@@ -68,7 +68,7 @@ from extender.core.fit import Mask
 from extender.core.model import GroupKey, Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import parse_arguments
+from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.result import Unschedulable
 from extender.framework.session import Session
@@ -196,12 +196,16 @@ class _Job:
     largest: int = 0
 
 
+ARGUMENTS: Final = ArgumentTable({"task-topology.weight": (int, 1)})
+
+
 class TaskTopologyPlugin(Plugin):
     name = NAME
+    argument_table = ARGUMENTS
     row_local_scores = True  # node_score has no opinion: every score of its own is per pod
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = parse_arguments(self.name, arguments, {"task-topology.weight": (int, 1)})
+        args = self.argument_table.parse(self.name, arguments)
         self.weight: int = args["task-topology.weight"]
         self._jobs: dict[GroupKey, _Job] = {}
         # Why a job's annotations were ignored this cycle, by group.

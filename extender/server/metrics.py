@@ -13,10 +13,17 @@ Two kinds of metric, by where the number comes from:
   (scheduler, informers, jobs, admission) and every gauge, per queue included, are read from the owning
   object when Prometheus scrapes, so nothing is counted twice and nothing costs the hot path.
 
-Names follow Prometheus' conventions (base units, ``_seconds``, ``_total``) and Kueue's and Volcano's where
-they have one (``build_info``; per-queue gauges with a ``queue`` label). Adding a metric elsewhere in the
-process: ``metrics.counter(name, help, labels)`` (an event-counted counter) or ``metrics.scrape(...)``
-(a value read when scraped); both raise on a duplicate name.
+Names follow Prometheus' conventions (base units, ``_seconds``, ``_total``) and Kueue's where they have one
+(``build_info``; per-queue gauges with a ``queue`` label). Beside them, the composition root registers the
+same facts again under **Volcano's own names, labels and units** (``volcano_queue_allocated_milli_cpu
+{queue_name}``, histograms in milliseconds, counters whose names do not end in ``_total``: exported as
+``untyped`` so the name is exactly Volcano's), so a Volcano user's dashboards and alerts keep working (see
+:mod:`extender.volcano_families`). The process's own figures (CPU, memory, open files; the Python runtime
+and its garbage collector) come from prometheus_client's collectors, on this registry too.
+
+Adding a metric elsewhere in the process: ``metrics.counter(name, help, labels)`` (an event-counted
+counter), ``metrics.histogram(name, help, labels, buckets)`` (observed where its event happens) or
+``metrics.scrape(...)`` (a value read when scraped); each raises on a duplicate name.
 """
 
 from __future__ import annotations
@@ -26,23 +33,40 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client import Histogram as _PromHistogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    UnknownMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 # Extender verbs answer in well under a millisecond on the hot path; a whole-cycle filter takes tens.
 VERB_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 CYCLE_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 ADMISSION_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0)
-# Waiting for room is minutes to hours in a busy cluster, a second in an idle one.
-WAIT_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0)
+# Waiting for room is a second in an idle cluster, hours in a busy one, days for a job too big for its queue.
+_HOUR: Final = 3600.0
+WAIT_BUCKETS: Final = (
+    *(1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0),
+    *(_HOUR, 2 * _HOUR, 6 * _HOUR, 12 * _HOUR, 24 * _HOUR, 48 * _HOUR, 96 * _HOUR, 168 * _HOUR),
+)
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
-Kind = Literal["counter", "gauge"]
+# "untyped": a counter whose name must stay as given (prometheus_client adds "_total" to a counter's).
+Kind = Literal["counter", "gauge", "untyped"]
 # One sample read at scrape time: its label values, in the family's label order, and its value.
 Sample = tuple[Sequence[str], float]
 
@@ -73,9 +97,11 @@ class _ScrapeCollector(Collector):
             yield family
 
     @staticmethod
-    def _family(f: _Family) -> GaugeMetricFamily | CounterMetricFamily:
+    def _family(f: _Family) -> GaugeMetricFamily | CounterMetricFamily | UnknownMetricFamily:
         if f.kind == "counter":
             return CounterMetricFamily(f.name, f.help, labels=f.labels)
+        if f.kind == "untyped":
+            return UnknownMetricFamily(f.name, f.help, labels=f.labels)
         return GaugeMetricFamily(f.name, f.help, labels=f.labels)
 
 
@@ -132,14 +158,17 @@ class Metrics:
         )
         self.job_wait = _PromHistogram(
             "pumice_job_wait_seconds",
-            "vcjob wait from creation to its first Running phase (observed from the watch), seconds.",
+            "vcjob wait from creation to its first Running phase (observed from the watch), by queue, "
+            "seconds.",
+            ["queue"],
             buckets=WAIT_BUCKETS,
             registry=r,
         )
         self.podgroup_wait = _PromHistogram(
             "pumice_podgroup_wait_seconds",
             "PodGroup wait from creation (Pending) to its first Running phase (observed from the watch), "
-            "seconds.",
+            "by queue, seconds.",
+            ["queue"],
             buckets=WAIT_BUCKETS,
             registry=r,
         )
@@ -158,6 +187,11 @@ class Metrics:
             self.binds,
         ]
         r.register(self._scraped)
+        # The process (CPU seconds, resident memory, open files, start time), the interpreter and its
+        # garbage collector: process_*, python_info, python_gc_*.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)  # registers itself only where the interpreter keeps gc statistics
 
     # --- hot-path observers, handed to the parts that observe ---------------------------------------
     def observe_admission(self, resource: str, operation: str, seconds: float) -> None:
@@ -174,6 +208,16 @@ class Metrics:
         counter = Counter(name, help, list(labels), registry=self.registry)
         self._instruments.append(counter)
         return counter
+
+    def histogram(
+        self, name: str, help: str, labels: Sequence[str] = (), *, buckets: Sequence[float]
+    ) -> _PromHistogram:
+        """A histogram observed where its event happens (``.observe(v)``, or ``.labels(...).observe(v)``)."""
+        if name in self.names():
+            raise ValueError(f"metric {name} is registered twice")
+        histogram = _PromHistogram(name, help, list(labels), buckets=buckets, registry=self.registry)
+        self._instruments.append(histogram)
+        return histogram
 
     def scrape(
         self,
@@ -199,6 +243,14 @@ class Metrics:
     def render(self) -> str:
         """The Prometheus text exposition of every family."""
         return generate_latest(self.registry).decode()
+
+
+def exponential_range(low: float, high: float, count: int) -> tuple[float, ...]:
+    """``count`` bucket bounds from ``low`` to ``high``, each the last times one factor (as Prometheus'
+    Go client's ExponentialBucketsRange, so histograms named as Volcano's have Volcano's buckets)."""
+    factor = (high / low) ** (1.0 / (count - 1))
+    # Six significant digits: the bounds read as numbers in the exposition (99.99999999999989 would not).
+    return tuple(float(f"{low * factor**i:.6g}") for i in range(count))
 
 
 def one(value: float) -> Iterator[Sample]:

@@ -23,11 +23,9 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE))
-
-import e2e_throughput  # noqa: E402 (a sibling script)
 
 from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
+from hack.bench import e2e_throughput  # noqa: E402 (a sibling script, by the repository's root)
 from tests.e2e.controlplane import free_port, scheduler_config_api_version  # noqa: E402
 
 

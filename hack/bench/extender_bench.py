@@ -107,7 +107,7 @@ async def run(nodes: int, pods: int, concurrency: int) -> None:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     base = f"http://127.0.0.1:{port}"
     names = [f"node-{i:05d}" for i in range(nodes)]
     raw_pods = [pod(i) for i in range(pods)]

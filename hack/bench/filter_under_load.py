@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.state.cache import ClusterCache
 from controllers.state.cluster import cluster_state
+from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
@@ -91,7 +92,7 @@ async def run(args: argparse.Namespace) -> None:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     names = [f"node-{i:05d}" for i in range(args.nodes)]
     loop_task = asyncio.create_task(sched.run())
     stop = asyncio.Event()
@@ -108,7 +109,7 @@ async def run(args: argparse.Namespace) -> None:
             # Pods the loop has planned join the hot path kube-scheduler takes: a filter answered by UID.
             waiting = []
             for uid, body, created in fresh:
-                if sched.shared.ledger.is_planned(uid):
+                if sched.shared.ledger.is_planned(PodUID(uid)):
                     planned.append(body)
                     to_plan.append(time.perf_counter() - created)
                 else:

@@ -21,9 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from plan_bench import GPU, make_cluster  # a sibling script, found through the path above
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from extender.api import labels as L
 from extender.core.model import Node, NodeGroupAffinity
@@ -31,6 +29,7 @@ from extender.core.snapshot import build_snapshot
 from extender.framework.conf import DEFAULT_CONF
 from extender.framework.cycle import run_cycle
 from extender.plugins.registry import load_conf
+from hack.bench.plan_bench import GPU, make_cluster  # a sibling script, by the repository's root
 
 PLUGINS = f"""\
   - name: nodegroup

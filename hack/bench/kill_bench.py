@@ -127,10 +127,10 @@ async def run(args: argparse.Namespace, plane: ControlPlane) -> dict[str, Any]:
 
             async def all_running() -> bool:
                 jobs = (await kube.list_objects(api, kube.collection_path(BATCH, "jobs", NS)))["items"]
-                return (
-                    sum(((j.get("status") or {}).get("state") or {}).get("phase") == "Running" for j in jobs)
-                    == args.jobs
+                running = sum(
+                    ((j.get("status") or {}).get("state") or {}).get("phase") == "Running" for j in jobs
                 )
+                return bool(running == args.jobs)
 
             with contextlib.suppress(TimeoutError, AssertionError):
                 await kube.wait_for(all_running, args.settle, message="every job Running")

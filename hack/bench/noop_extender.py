@@ -18,7 +18,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controllers.kube.client import KubeClient, load_config
+from controllers.kube.client import KubeClient
+from controllers.kube.kubeconfig import load_config
 from controllers.scheduling.executor import BindError
 from controllers.scheduling.kube_executor import KubeExecutor
 

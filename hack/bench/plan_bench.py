@@ -33,6 +33,7 @@ from extender.core.model import (
 )
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf, load_conf
@@ -128,7 +129,7 @@ def make_cluster(
 
 def one_by_one(snap: Snapshot, conf: SchedulerConf, now: float) -> CycleResult:
     """``run_cycle()`` with every pod placed by itself."""
-    ssn = Session(snap, conf.tiers(), now=now, batch=False)
+    ssn = Session(snap, build_hooks(conf.tiers()), now=now, batch=False)
     for act in conf.actions:
         act(ssn)
     return ssn.result

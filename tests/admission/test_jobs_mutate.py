@@ -22,7 +22,7 @@ CLUSTER = lookup(Queue(name="q1"))
 FULL: dict[str, Any] = {"queue": "q1", "schedulerName": "volcano", "maxRetry": 3, "minAvailable": 3}
 
 
-def full_task(name: str, replicas: int, **fields: Any) -> Raw:
+def full_task(name: str, replicas: Any, **fields: Any) -> Raw:
     return task(name, replicas, **{"minAvailable": replicas, "maxRetry": 3, **fields})
 
 

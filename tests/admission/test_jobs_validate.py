@@ -48,7 +48,7 @@ def task(
     return t
 
 
-def job_obj(name: str | None = "j1", *, tasks: list[Any] | None = None, **spec: Any) -> Raw:
+def job_obj(name: str | None = "j1", *, tasks: object = None, **spec: Any) -> Raw:
     meta: Raw = {"namespace": "ns"}
     if name is not None:
         meta["name"] = name

@@ -28,7 +28,7 @@ def test_defaults() -> None:
 )
 def test_bad_limits_fail_at_startup(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=f"^{message}$"):
-        Limits(**kwargs)  # type: ignore[arg-type]
+        Limits(**kwargs)  # type: ignore[arg-type]  # the point: values of the wrong type
 
 
 @pytest.mark.parametrize(

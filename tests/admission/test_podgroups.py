@@ -85,6 +85,75 @@ VALIDATE_CASES: list[tuple[str, Raw, Raw | None, list[str]]] = [
         ],
     ),
     ("one tier is fine", podgroup_obj(queue="q1", networkTopology={"highestTierAllowed": 2}), None, []),
+    (
+        "a vcjob's sub-group rule",
+        podgroup_obj(
+            queue="q1",
+            subGroupPolicy=[
+                {
+                    "name": "t0",
+                    "subGroupSize": 2,
+                    "minSubGroups": 2,
+                    "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t0"}},
+                    "matchLabelKeys": ["volcano.sh/partition-id"],
+                    "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+                }
+            ],
+        ),
+        None,
+        [],
+    ),
+    (
+        "sub-group numbers",
+        podgroup_obj(
+            queue="q1",
+            subGroupPolicy=[{"name": "a", "subGroupSize": 0, "minSubGroups": -1, "matchLabelKeys": ["k"]}],
+        ),
+        None,
+        [
+            "spec.subGroupPolicy[0].subGroupSize: must be an integer >= 1, got 0",
+            "spec.subGroupPolicy[0].minSubGroups: must be an integer >= 0, got -1",
+        ],
+    ),
+    (
+        "minSubGroups without matchLabelKeys can never start",
+        podgroup_obj(queue="q1", subGroupPolicy=[{"name": "a", "minSubGroups": 2}]),
+        None,
+        [
+            "spec.subGroupPolicy[0].matchLabelKeys: required with minSubGroups 2: a pod joins a sub-group "
+            "by these labels only, without them the group could never start"
+        ],
+    ),
+    (
+        "sub-group selector and topology",
+        podgroup_obj(
+            queue="q1",
+            subGroupPolicy=[
+                {
+                    "name": "a",
+                    "matchLabelKeys": ["k", ""],
+                    "labelSelector": {"matchExpressions": [{"key": "k", "operator": "In"}, {"key": "k"}]},
+                    "networkTopology": {"mode": "tight", "highestTierAllowed": -1},
+                }
+            ],
+        ),
+        None,
+        [
+            "spec.subGroupPolicy[0].matchLabelKeys: must be a list of label keys",
+            "spec.subGroupPolicy[0].labelSelector.matchExpressions[0].values: operator In needs at least "
+            "one value",
+            "spec.subGroupPolicy[0].labelSelector.matchExpressions[1]: must have a key and an operator In, "
+            "NotIn, Exists or DoesNotExist",
+            "spec.subGroupPolicy[0].networkTopology.mode: must be hard or soft, got 'tight'",
+            "spec.subGroupPolicy[0].networkTopology.highestTierAllowed: must be an integer >= 0, got -1",
+        ],
+    ),
+    (
+        "sub-group policy not a list",
+        podgroup_obj(queue="q1", subGroupPolicy={"name": "a"}),
+        None,
+        ["spec.subGroupPolicy: must be a list of rules"],
+    ),
     ("spec not an object", {"metadata": {"name": "pg"}, "spec": []}, None, ["spec: must be an object"]),
     (
         "several errors",

@@ -371,16 +371,19 @@ DELETE_CASES = [
 
 @pytest.mark.parametrize("case", SPEC_CASES, ids=_ids(SPEC_CASES))
 def test_spec_rules(case: Case) -> None:
+    assert case.new is not None  # (only the deletion cases have none)
     assert [str(e) for e in queues.validate(case.new, case.old, case.cluster)] == case.want
 
 
 @pytest.mark.parametrize("case", PARENT_CASES, ids=_ids(PARENT_CASES))
 def test_parent_rules(case: Case) -> None:
+    assert case.new is not None  # (only the deletion cases have none)
     assert [str(e) for e in queues.validate(case.new, case.old, case.cluster)] == case.want
 
 
 @pytest.mark.parametrize("case", TREE_CASES, ids=_ids(TREE_CASES))
 def test_tree_rules(case: Case) -> None:
+    assert case.new is not None  # (only the deletion cases have none)
     assert [str(e) for e in queues.validate(case.new, case.old, case.cluster)] == case.want
 
 

@@ -289,7 +289,7 @@ async def test_list_all_pages(
 
 async def test_command_job_references_the_live_job(fake_api: FakeApiServer, kube: KubeClient) -> None:
     fake_api.put(BATCH, "jobs", vcjob("demo"))
-    uid = fake_api.get(BATCH, "jobs", "demo", "team-a")["metadata"]["uid"]  # type: ignore[index]
+    uid = fake_api.stored(BATCH, "jobs", "demo", "team-a")["metadata"]["uid"]
     created = await jobs.command_job(kube, "team-a", "demo", job_bodies.ABORT_JOB)
     assert created["metadata"]["name"].startswith("demo-abortjob-")
     post = fake_api.calls("POST")[0]

@@ -422,3 +422,28 @@ async def test_view_without_podgroup_access_still_describes(cli: Cli, fake_api: 
     fake_api.deny[("GET", f"{SCHED}/namespaces/{NS}/podgroups")] = "podgroups is forbidden"
     result = await cli("job", "view", "--name", "train")
     assert result.code == 0 and result.out.startswith("Name:") and "Waiting:" not in result.out
+
+
+def test_a_group_with_sub_groups_says_which_sub_group_waits() -> None:
+    """The scheduler's reason names the sub-group that could not be placed (see
+    extender.framework.subgroup_allocate); ``why`` shows it with the group's sub-group rules in a line."""
+    message = (
+        "gang 2/4 placeable; subGroupPolicy t0: 1 of minSubGroups 2 sub-groups whole; sub-group "
+        "t0[volcano.sh/partition-id=1]: network topology hard, highestTierAllowed 1: no tier-1 HyperNode "
+        "has room for 2 pods of cpu 4"
+    )
+    pg = podgroup("train-u1", conditions=[condition("NotEnoughResources", message)])
+    pg["spec"]["subGroupPolicy"] = [
+        {
+            "name": "t0",
+            "subGroupSize": 2,
+            "minSubGroups": 2,
+            "matchLabelKeys": ["volcano.sh/partition-id"],
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        }
+    ]
+    text = explain.explain(
+        subject(job=vcjob("train"), pg=pg, pods=[pod("train-t0-0", group="train-u1")]), NOW
+    )
+    assert "Sub-groups:     t0: 2 pods each by volcano.sh/partition-id, 2 needed, hard tier 1\n" in text
+    assert f"Message:        {message}\n" in text

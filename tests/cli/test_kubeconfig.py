@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from controllers.cli import kubeconfig as kc
-from controllers.kube.client import ApiError, KubeConfigError
+from controllers.kube.client import ApiError
+from controllers.kube.kubeconfig import KubeConfigError
 
 
 def _write(path: Path, current: str | None, contexts: dict[str, str | None]) -> Path:

@@ -13,7 +13,7 @@ import yaml
 
 from controllers.cli import job_views
 from controllers.cli import kubeconfig as kc
-from controllers.kube.client import KubeConfigError
+from controllers.kube.kubeconfig import KubeConfigError
 from tests.cli.conftest import Cli, FakeApiServer, parse
 
 NOW = datetime(2024, 5, 1, 10, 5, 0, tzinfo=UTC)

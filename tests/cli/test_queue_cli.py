@@ -132,7 +132,7 @@ async def test_create_reports_a_failed_state_patch(fake_api: FakeApiServer, kube
 async def test_create_and_list(cli: Cli, fake_api: FakeApiServer) -> None:
     created = await cli("queue", "create", "--name", "q1", "--weight", "2", "--capability", "cpu=4")
     assert (created.code, created.out, created.err) == (0, "queue.scheduling.volcano.sh/q1 created\n", "")
-    assert fake_api.get(SCHED, "queues", "q1")["spec"] == {"weight": 2, "capability": {"cpu": "4"}}  # type: ignore[index]
+    assert fake_api.stored(SCHED, "queues", "q1")["spec"] == {"weight": 2, "capability": {"cpu": "4"}}
     fake_api.put(SCHED, "queues", queue("default", state="Open", running=2))
     listed = await cli("queue", "list")
     assert listed.code == 0
@@ -181,7 +181,7 @@ async def test_operate_close_open_and_update(cli: Cli, fake_api: FakeApiServer) 
     fake_api.put(SCHED, "queues", queue("q1", state="Open"))
     closed = await cli("queue", "operate", "--name", "q1", "--action", "close")
     assert (closed.code, closed.out) == (0, "queue.scheduling.volcano.sh/q1 closed\n")
-    assert fake_api.get(SCHED, "queues", "q1")["status"]["state"] == "Closed"  # type: ignore[index]
+    assert fake_api.stored(SCHED, "queues", "q1")["status"]["state"] == "Closed"
     patch = fake_api.calls("PATCH")[-1]
     assert (patch.path, patch.content_type, patch.body) == (
         f"{SCHED}/queues/q1/status",
@@ -190,9 +190,9 @@ async def test_operate_close_open_and_update(cli: Cli, fake_api: FakeApiServer) 
     )
     opened = await cli("queue", "operate", "-N", "q1", "-a", "open")
     assert opened.out == "queue.scheduling.volcano.sh/q1 opened\n"
-    assert fake_api.get(SCHED, "queues", "q1")["status"]["state"] == "Open"  # type: ignore[index]
+    assert fake_api.stored(SCHED, "queues", "q1")["status"]["state"] == "Open"
     updated = await cli("queue", "operate", "-N", "q1", "-a", "update", "-w", "7")
-    assert updated.code == 0 and fake_api.get(SCHED, "queues", "q1")["spec"]["weight"] == 7  # type: ignore[index]
+    assert updated.code == 0 and fake_api.stored(SCHED, "queues", "q1")["spec"]["weight"] == 7
     assert fake_api.calls("POST") == []  # no Command: pumice does not execute queue Commands
 
 

@@ -39,7 +39,14 @@ SERVER = (
     "prometheus_client",
 )
 # Talking to a cluster: what --help has no use for.
-CLIENT = ("aiohttp", "kubernetes_asyncio", "controllers.kube.client", "controllers.cli.kubeconfig")
+CLIENT = (
+    "aiohttp",
+    "kubernetes_asyncio",
+    "controllers.kube.client",
+    "controllers.kube.connection",
+    "controllers.kube.kubeconfig",
+    "controllers.cli.kubeconfig",
+)
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -82,6 +89,9 @@ def test_job_list_reaches_the_cluster_without_the_server(tmp_path: Path, argv: l
     assert run.returncode == 1 and "cannot reach the API server" in run.stderr, run.stderr[-2000:]
     assert "controllers.cli.jobs" in modules and "controllers.kube.client" in modules
     assert not loaded(modules, SERVER)
+    # A kubeconfig with a token is read by controllers.kube.kubeconfig: kubernetes-asyncio's package (every
+    # generated model) is imported only for the credentials that loader leaves to it.
+    assert not loaded(modules, ("kubernetes_asyncio",))
 
 
 def test_the_parser_offers_the_share_plugins_of_the_core() -> None:

@@ -1,15 +1,15 @@
 """The admission app against the exact AdmissionReview bodies kube-apiserver v1.24 sends.
 
-Golden inputs come from ``shared/wire-samples`` (skipped with the reason when that directory is absent);
-variants change one thing in a captured envelope. Responses are compared with the captured replies that
-kube-apiserver accepted: same keys, same nesting, ``request.uid`` echoed, base64 JSONPatch.
+Golden inputs come from ``wire_samples/`` (captured bodies, see its README); variants change one thing
+in a captured envelope. Responses are compared with the captured replies that kube-apiserver accepted:
+same keys, same nesting, ``request.uid`` echoed, base64 JSONPatch.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,8 +22,7 @@ from admission.server import METRICS_KEY, make_admission_app
 from extender.api.limits import Limits
 from extender.core.model import PodGroup, Queue, QueueState
 from tests.admission.builders import apply_patch
-
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
+from tests.contract.samples import SAMPLES, sample
 
 Raw = dict[str, Any]
 Client = TestClient[Any, Any]
@@ -40,22 +39,9 @@ CLUSTER = StaticLookup(
 )
 
 
-def sample(name: str) -> Raw:
-    path = SAMPLES / name
-    if not path.is_file():
-        pytest.skip(
-            f"wire sample {path} is absent (the shared wire-samples directory ships beside the checkout)"
-        )
-    doc: Raw = orjson.loads(path.read_bytes())
-    return doc
-
-
 def sample_headers(name: str) -> tuple[str, dict[str, str]]:
     """The request line target and the headers kube-apiserver sent (Host and Content-Length excluded)."""
-    path = SAMPLES / name
-    if not path.is_file():
-        pytest.skip(f"wire sample {path} is absent")
-    first, *rest = path.read_text().splitlines()
+    first, *rest = (SAMPLES / name).read_text().splitlines()
     target = first.split()[1]
     headers = dict(line.split(": ", 1) for line in rest if line)
     return target, {k: v for k, v in headers.items() if k not in ("Host", "Content-Length")}
@@ -489,13 +475,13 @@ async def test_a_large_body_is_decoded_off_the_event_loop(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    original = server.asyncio.to_thread
+    original = asyncio.to_thread
 
     async def spy(func: Callable[..., Any], /, *args: Any) -> Any:
         calls.append(func.__name__)
         return await original(func, *args)
 
-    monkeypatch.setattr(server.asyncio, "to_thread", spy)
+    monkeypatch.setattr(asyncio, "to_thread", spy)  # the module admission.server calls it on
     small = queue("q2")
     await post(client, "/queues/validate", envelope("CREATE", resource="queues", obj=small))
     assert calls == []

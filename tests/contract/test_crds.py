@@ -460,6 +460,19 @@ PODGROUP_READS: dict[str, Fields] = {
         ("spec.networkTopology.highestTierAllowed", "integer"),
         ("spec.networkTopology.highestTierName", "string"),
     ),
+    "sub_group_policy": (
+        ("spec.subGroupPolicy[].name", "string"),
+        ("spec.subGroupPolicy[].labelSelector.matchLabels", "map[string]"),
+        ("spec.subGroupPolicy[].labelSelector.matchExpressions[].key", "string"),
+        ("spec.subGroupPolicy[].labelSelector.matchExpressions[].operator", "string"),
+        ("spec.subGroupPolicy[].labelSelector.matchExpressions[].values", "[string]"),
+        ("spec.subGroupPolicy[].matchLabelKeys", "[string]"),
+        ("spec.subGroupPolicy[].subGroupSize", "integer"),
+        ("spec.subGroupPolicy[].minSubGroups", "integer"),
+        ("spec.subGroupPolicy[].networkTopology.mode", "string"),
+        ("spec.subGroupPolicy[].networkTopology.highestTierAllowed", "integer"),
+        ("spec.subGroupPolicy[].networkTopology.highestTierName", "string"),
+    ),
 }
 # Model fields that do not come from spec or status, and why.
 PODGROUP_COMPUTED = {
@@ -821,6 +834,22 @@ spec:
     mode: hard
     highestTierAllowed: 2
     highestTierName: spine
+  subGroupPolicy:
+    - name: worker
+      labelSelector:
+        matchLabels:
+          volcano.sh/task-spec: worker
+        matchExpressions:
+          - key: volcano.sh/partition-id
+            operator: In
+            values: ["0", "1"]
+      matchLabelKeys: [volcano.sh/partition-id]
+      subGroupSize: 2
+      minSubGroups: 2
+      networkTopology:
+        mode: hard
+        highestTierAllowed: 1
+        highestTierName: leaf
 """
 
 PODGROUP_WITH_STATUS = (
@@ -1171,6 +1200,21 @@ def test_podgroup_parses() -> None:
         failed=0,
         created="2025-01-02T03:04:05Z",
         network_topology=model.NetworkTopology(hard=True, highest_tier=2, highest_tier_name="spine"),
+        sub_group_policy=(
+            model.SubGroupPolicy(
+                name="worker",
+                selector=model.LabelSelector(
+                    match_labels=(("volcano.sh/task-spec", "worker"),),
+                    match_expressions=(
+                        model.Requirement(key="volcano.sh/partition-id", operator="In", values=("0", "1")),
+                    ),
+                ),
+                match_label_keys=("volcano.sh/partition-id",),
+                size=2,
+                min_groups=2,
+                network_topology=model.NetworkTopology(hard=True, highest_tier=1, highest_tier_name="leaf"),
+            ),
+        ),
     )
 
 

@@ -18,9 +18,6 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from admission.webhooks import webhook_configurations
 from controllers.kube import version as kube_version
@@ -38,10 +35,10 @@ from extender.api.versions import (
     scheduler_image,
     version_from_info,
 )
-from extender.deploy import cli as deploy_cli
 from extender.deploy import yamltext
 from extender.deploy.args import VersionReader, add_manifests_parser, run_manifests
-from extender.deploy.manifests import deploy_manifests, generate_extender_tls
+from extender.deploy.manifests import deploy_manifests
+from extender.deploy.names import tls_secret_names
 from extender.deploy.rbac import pumice_rules
 from extender.deploy.scheduler_config import (
     API_V1,
@@ -54,7 +51,7 @@ from extender.deploy.scheduler_config import (
 )
 from extender.deploy.webhooks import WebhookBuilder, webhook_manifests
 from extender.main import main as pumice_main
-from extender.process.tls import MutualTLSBundle, service_dns_names
+from extender.process.tls import MutualTLSBundle, generate_mtls_bundle, service_dns_names
 from tests.fakeapi import FakeApiServer
 
 K8S_SRC_DIRS = (
@@ -83,7 +80,7 @@ EXTENDER_KEYS = {
     "ignorable",
 }
 NAMESPACED_KINDS = {
-    "Secret",
+    "PodDisruptionBudget",
     "ServiceAccount",
     "Role",
     "RoleBinding",
@@ -396,8 +393,9 @@ def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]
 
 @functools.cache
 def _tls(namespace: str) -> MutualTLSBundle:
-    """One bundle per namespace for the whole module, so two renders with it compare equal."""
-    return generate_extender_tls(namespace)
+    """Certificates for pumice's Service in ``namespace``, as pumice makes them at start-up (for the
+    kube-scheduler that loads a config naming their files)."""
+    return generate_mtls_bundle(dns_names=service_dns_names("pumice", namespace))
 
 
 # A release whose kube-scheduler reads each config version, and takes it by default.
@@ -411,11 +409,10 @@ READS = {
 def _deploy(*, tls: bool = True, **kwargs: Any) -> list[Any]:
     """deploy_manifests with mutual TLS (the CLI's default) unless ``tls=False``, and the real webhook
     builder (what ``pumice`` passes in) unless ``webhook_configurations`` says otherwise."""
-    namespace = kwargs.get("namespace", "volcano-system")
     docs: list[Any] = deploy_manifests(
         **{
             "image": "example/pumice:1",
-            "extender_tls": _tls(namespace) if tls else None,
+            "mutual_tls": tls,
             "webhook_configurations": webhook_configurations,
             **kwargs,
         }
@@ -464,6 +461,8 @@ def test_deploy_references_resolve(tls: bool) -> None:
         assert (ref["kind"], ref["name"]) in roles | BUILT_IN_ROLES, binding["metadata"]["name"]
         for subject in binding["subjects"]:
             assert subject["name"] in accounts and subject["namespace"] == "batch-system"
+    # No Secret is printed (the certificate contract): volumes mount the ones pumice creates.
+    assert not secrets
     for deployment in _by_kind(docs, "Deployment").values():
         spec = deployment["spec"]
         assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
@@ -472,7 +471,7 @@ def test_deploy_references_resolve(tls: bool) -> None:
         volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
         for volume in volumes.values():
             if "secret" in volume:
-                assert volume["secret"]["secretName"] in secrets
+                assert volume["secret"]["secretName"] in tls_secret_names()
             if "configMap" in volume:
                 assert volume["configMap"]["name"] in config_maps
         for container in spec["template"]["spec"]["containers"]:
@@ -560,36 +559,27 @@ def test_deploy_mutual_tls_wiring(api_version: str) -> None:
     docs = _deploy(
         webhook_configurations=None, namespace="batch-system", kubernetes_version=READS[api_version]
     )
-    secrets = _by_kind(docs, "Secret")
-    assert set(secrets) == {"pumice-extender-tls", "pumice-kube-scheduler-extender-client"}
-    for secret in secrets.values():
-        assert secret["metadata"]["namespace"] == "batch-system"
-        assert secret["type"] == "kubernetes.io/tls"
-        assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
-    # Secrets come before the Deployments that mount them.
-    kinds = [d["kind"] for d in docs]
-    assert max(i for i, k in enumerate(kinds) if k == "Secret") < kinds.index("Deployment")
-
+    # The certificate contract: nothing secret is printed; pumice fills the Secrets it is pointed at.
+    assert not _by_kind(docs, "Secret")
     deployments = _by_kind(docs, "Deployment")
     pumice_pod = deployments["pumice"]["spec"]["template"]["spec"]
     assert pumice_pod["securityContext"]["fsGroup"] == pumice_pod["securityContext"]["runAsGroup"]
-    server_dir = _mounted(pumice_pod, "pumice-extender-tls")
     [pumice] = pumice_pod["containers"]
     command = pumice["command"]
-    # pumice serve reads the serving pair and the CA its clients must chain to from the mounted Secret.
-    assert _flag(command, "--extender-tls-cert-file") == f"{server_dir}/tls.crt"
-    assert _flag(command, "--extender-tls-key-file") == f"{server_dir}/tls.key"
-    assert _flag(command, "--extender-client-ca-file") == f"{server_dir}/ca.crt"
+    assert _flag(command, "--tls-secrets-prefix") == "pumice"
+    # The Service names its certificates carry, and with --extender-service the extender serves mTLS.
+    assert _flag(command, "--webhook-service") == "batch-system/pumice"
+    assert _flag(command, "--extender-service") == "batch-system/pumice"
     assert _flag(command, "--extender-bind") == "0.0.0.0:8888"
+    assert not [arg for arg in command if arg.startswith("--extender-tls") or arg.endswith("-ca-file")]
+    assert not [m for m in pumice["volumeMounts"] if m["name"] != "tmp"]
     # The kubelet presents no client certificate: probes use the webhook listener's TLS port.
     for probe in ("readinessProbe", "livenessProbe"):
         assert pumice[probe]["httpGet"]["port"] == "webhook"
         assert pumice[probe]["httpGet"]["scheme"] == "HTTPS"
-    # No leader election: never two pumice pods at once.
-    assert deployments["pumice"]["spec"]["strategy"] == {"type": "Recreate"}
 
     scheduler_pod = deployments["pumice-kube-scheduler"]["spec"]["template"]["spec"]
-    client_dir = _mounted(scheduler_pod, "pumice-kube-scheduler-extender-client")
+    client_dir = _mounted(scheduler_pod, "pumice-kube-scheduler-tls")
     config = yaml.safe_load(
         _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]["data"]["scheduler-config.yaml"]
     )
@@ -603,57 +593,70 @@ def test_deploy_mutual_tls_wiring(api_version: str) -> None:
         "keyFile": f"{client_dir}/tls.key",
     }
     assert "insecure" not in extender["tlsConfig"]
+    # No hash of a CA in either pod template: nothing rolls unless the objects change.
+    for deployment in deployments.values():
+        annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
+        assert "pumice.dev/extender-ca-sha256" not in annotations
 
 
-def test_deploy_certificates_verify() -> None:
-    """What kube-scheduler's Go client and pumice's OpenSSL server check, checked here with cryptography."""
-    secrets = _by_kind(_deploy(webhook_configurations=None, namespace="batch-system"), "Secret")
-    server = _secret_files(secrets["pumice-extender-tls"])
-    client = _secret_files(secrets["pumice-kube-scheduler-extender-client"])
-    assert server["ca.crt"] == client["ca.crt"]  # one CA: each side trusts exactly what signed the other
-    ca = x509.load_pem_x509_certificate(server["ca.crt"])
-    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
-
-    server_cert = x509.load_pem_x509_certificate(server["tls.crt"])
-    server_cert.verify_directly_issued_by(ca)
-    assert list(server_cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
-        ExtendedKeyUsageOID.SERVER_AUTH
-    ]
-    sans = server_cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert sans.get_values_for_type(x509.DNSName) == service_dns_names("pumice", "batch-system")
-    assert "pumice.batch-system.svc" in sans.get_values_for_type(x509.DNSName)  # the URL's host
-
-    client_cert = x509.load_pem_x509_certificate(client["tls.crt"])
-    client_cert.verify_directly_issued_by(ca)
-    assert list(client_cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
-        ExtendedKeyUsageOID.CLIENT_AUTH
-    ]
-    cn = client_cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    assert [a.value for a in cn] == ["pumice-kube-scheduler"]
-
-    # Each key belongs to its certificate.
-    for files, cert in ((server, server_cert), (client, client_cert)):
-        key = serialization.load_pem_private_key(files["tls.key"], password=None)
-        assert key.public_key() == cert.public_key()
+def test_deploy_plain_http_keeps_the_webhook_certificates() -> None:
+    """--extender-plain-http: the extender is plain HTTP (no --extender-service, nothing mounted by
+    kube-scheduler), the webhooks still serve the contract's certificate (every replica the same)."""
+    docs = _deploy(webhook_configurations=None, tls=False, namespace="batch-system")
+    deployments = _by_kind(docs, "Deployment")
+    [pumice] = deployments["pumice"]["spec"]["template"]["spec"]["containers"]
+    assert _flag(pumice["command"], "--tls-secrets-prefix") == "pumice"
+    assert _flag(pumice["command"], "--webhook-service") == "batch-system/pumice"
+    assert "--extender-service" not in pumice["command"]
+    scheduler_pod = deployments["pumice-kube-scheduler"]["spec"]["template"]["spec"]
+    assert not [v for v in scheduler_pod["volumes"] if "secret" in v]
 
 
-def test_new_certificates_roll_both_deployments() -> None:
-    def ca_hashes(bundle: MutualTLSBundle) -> tuple[str, str]:
-        docs: list[Any] = deploy_manifests(
-            webhook_configurations=None, image="example/pumice:1", extender_tls=bundle
-        )
-        deployments = _by_kind(docs, "Deployment")
-        pumice, scheduler = (
-            deployments[n]["spec"]["template"]["metadata"]["annotations"]["pumice.dev/extender-ca-sha256"]
-            for n in ("pumice", "pumice-kube-scheduler")
-        )
-        return pumice, scheduler
+@pytest.mark.parametrize("tls", [True, False], ids=["mtls", "plain-http"])
+def test_deploy_is_deterministic_and_holds_no_key(tls: bool) -> None:
+    """The same arguments print the same text (so re-applying restarts nothing), and no PEM at all."""
+    first = yamltext.dump_all(_deploy(tls=tls))
+    assert yamltext.dump_all(_deploy(tls=tls)) == first
+    assert "BEGIN" not in first and "PRIVATE KEY" not in first
 
-    first = ca_hashes(_tls("volcano-system"))
-    assert first[0] == first[1]
-    assert ca_hashes(_tls("volcano-system")) == first  # same material, same templates: no restart
-    second = ca_hashes(generate_extender_tls("volcano-system"))
-    assert second[0] == second[1] != first[0]  # new material restarts both, together
+
+def test_deploy_runs_two_leader_elected_replicas_of_each() -> None:
+    """Issue #23: two replicas each, rolled without a gap, spread over nodes, a budget each, and pumice
+    told its own Pod (the leader-election identity and namespace)."""
+    docs = _deploy(webhook_configurations=None, namespace="batch-system")
+    deployments = _by_kind(docs, "Deployment")
+    budgets = _by_kind(docs, "PodDisruptionBudget")
+    for name, deployment in deployments.items():
+        spec = deployment["spec"]
+        assert spec["replicas"] == 2, name
+        [spread] = spec["template"]["spec"]["topologySpreadConstraints"]
+        assert spread == {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": spec["selector"]["matchLabels"]},
+        }
+        assert budgets[name]["spec"] == {"minAvailable": 1, "selector": spec["selector"]}
+    pumice = deployments["pumice"]["spec"]
+    assert pumice["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    assert pumice["template"]["spec"]["terminationGracePeriodSeconds"] >= 30
+    [container] = pumice["template"]["spec"]["containers"]
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+        "POD_IP": "status.podIP",
+    }
+    config = yaml.safe_load(
+        _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]["data"]["scheduler-config.yaml"]
+    )
+    assert config["leaderElection"] == {
+        "leaderElect": True,
+        "resourceName": "pumice-kube-scheduler",
+        "resourceNamespace": "batch-system",
+    }
 
 
 def test_config_change_rolls_the_scheduler() -> None:
@@ -679,13 +682,13 @@ def _grants(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -
 def test_rbac_is_least_privilege() -> None:
     """The shape of the rules; tests/contract/test_rbac.py holds them against the code that uses them."""
     docs = _deploy(webhook_configurations=None, namespace="batch-system")
-    for role, rule in _rules(docs):
+    for role, granted in _rules(docs):
         for field in ("apiGroups", "resources", "verbs"):
-            assert "*" not in rule[field], (role, rule)
+            assert "*" not in granted[field], (role, granted)
         assert (
-            "escalate" not in rule["verbs"]
-            and "bind" not in rule["verbs"]
-            and "impersonate" not in rule["verbs"]
+            "escalate" not in granted["verbs"]
+            and "bind" not in granted["verbs"]
+            and "impersonate" not in granted["verbs"]
         )
     cluster_role = _by_kind(docs, "ClusterRole")["pumice"]["rules"]
     assert _grants(cluster_role, "", "pods/binding", "create")
@@ -711,6 +714,16 @@ def test_rbac_is_least_privilege() -> None:
                 "pumice-mutating",
                 "pumice-validating",
             ]
+    # pumice's Role in its namespace: its Lease and the contract's four Secrets by name, create unnamed.
+    pumice_role = _by_kind(docs, "Role")["pumice"]
+    assert pumice_role["metadata"]["namespace"] == "batch-system"
+    for rule in pumice_role["rules"]:
+        assert rule["verbs"] == ["create"] or rule.get("resourceNames") in (
+            ["pumice"],
+            ["pumice-ca", "pumice-webhook-tls", "pumice-extender-tls", "pumice-kube-scheduler-tls"],
+        ), rule
+    assert _grants(pumice_role["rules"], "coordination.k8s.io", "leases", "update")
+    assert _grants(pumice_role["rules"], "", "secrets", "watch")
     # The scheduler's lease: its own name, in our namespace.
     lease_role = _by_kind(docs, "Role")["pumice-kube-scheduler-leader-election"]
     assert lease_role["metadata"]["namespace"] == "batch-system"
@@ -800,25 +813,14 @@ def test_real_webhook_configurations_in_deploy_output() -> None:
         ({"namespace": "Batch_System"}, "namespace"),
         ({"image": ""}, "image"),
         ({"api_version": "kubescheduler.config.k8s.io/v2"}, "not supported"),
-        # Certificates made for another namespace would fail every call kube-scheduler makes.
-        (
-            {"namespace": "batch-system", "extender_tls": "for volcano-system"},
-            "does not name pumice.batch-system.svc",
-        ),
+        ({"namespace": "Not_A_Label", "mutual_tls": True}, "namespace"),
     ],
 )
 def test_deploy_rejects(kwargs: dict[str, Any], message: str) -> None:
-    if kwargs.get("extender_tls") == "for volcano-system":
-        kwargs = {**kwargs, "extender_tls": _tls("volcano-system")}
     with pytest.raises(ValueError, match=message):
         deploy_manifests(
-            **{"image": "example/pumice:1", "extender_tls": None, "webhook_configurations": None, **kwargs}
+            **{"image": "example/pumice:1", "mutual_tls": False, "webhook_configurations": None, **kwargs}
         )
-
-
-def test_generate_extender_tls_rejects_a_bad_namespace() -> None:
-    with pytest.raises(ValueError, match="namespace"):
-        generate_extender_tls("Not_A_Label")
 
 
 # --- CLI ----------------------------------------------------------------------------------------------------
@@ -883,27 +885,19 @@ def test_cli_scheduler_config(flag: str, expected: str, capsys: pytest.CaptureFi
     assert config["extenders"][0]["urlPrefix"] == URL
 
 
-def test_cli_deploy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    made: list[str] = []
-
-    def fixed(namespace: str) -> MutualTLSBundle:
-        made.append(namespace)
-        return _tls(namespace)
-
-    monkeypatch.setattr(deploy_cli, "generate_extender_tls", fixed)
+def test_cli_deploy(capsys: pytest.CaptureFixture[str]) -> None:
     code, docs, _ = _run(
         ["manifests", "deploy", "--namespace", "ns1", "--image", "img:1", "--api-version", "v1beta3"],
         capsys,
         webhook_configurations=None,
     )
     assert code == 0
-    assert made == ["ns1"]
     assert docs == deploy_manifests(
         webhook_configurations=None,
         namespace="ns1",
         image="img:1",
         api_version=API_V1BETA3,
-        extender_tls=_tls("ns1"),
+        mutual_tls=True,
     )
 
 
@@ -915,25 +909,31 @@ def test_cli_deploy_plain_http(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 0
     assert docs == deploy_manifests(
-        webhook_configurations=None, namespace="ns1", image="img:1", extender_tls=None
+        webhook_configurations=None, namespace="ns1", image="img:1", mutual_tls=False
     )
 
 
-def test_cli_deploy_makes_new_certificates_every_run(capsys: pytest.CaptureFixture[str]) -> None:
-    def ca() -> str:
-        code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys, webhook_configurations=None)
-        assert code == 0
-        return str(_by_kind(docs, "Secret")["pumice-extender-tls"]["data"]["ca.crt"])
+def test_cli_deploy_prints_the_same_output_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    def output() -> str:
+        args = _parse(["manifests", "deploy", "--image", "img:1"])
+        assert args.func(args) == 0
+        return capsys.readouterr().out
 
-    assert ca() != ca()
+    first = output()
+    assert output() == first
+    assert "kind: Secret" not in first
 
 
-def test_cli_deploy_help_documents_regeneration(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_deploy_help_documents_the_certificates(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         _parse(["manifests", "deploy", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert "every run generates a new CA" in text
-    assert "treat the output as secret" in text
+    out = capsys.readouterr().out
+    text = " ".join(out.split())
+    assert "No certificate or key is printed" in text
+    # argparse wraps at hyphens too: compare the names without whitespace.
+    secrets = "pumice-ca,pumice-webhook-tls,pumice-extender-tls,pumice-kube-scheduler-tls"
+    assert secrets in "".join(out.split())
+    assert "the same arguments print the same output" in text
     assert "--extender-plain-http" in text
 
 
@@ -1302,7 +1302,7 @@ def test_deploy_for_1_27_has_gates_but_no_match_conditions() -> None:
 
 @pytest.mark.parametrize("version", [None, "1.28", "v1.28.7"])
 def test_deploy_for_1_28(version: str | None) -> None:
-    kwargs = {} if version is None else {"kubernetes_version": parse_version(version)}
+    kwargs: dict[str, Any] = {} if version is None else {"kubernetes_version": parse_version(version)}
     docs = _deploy(scheduler_name="batch", **kwargs)
     hooks = _webhooks(docs)
     assert sorted(_pod_webhooks(docs)) == ["mutate-pod.pumice.dev", "validate-pod.pumice.dev"]
@@ -1327,25 +1327,18 @@ def test_deploy_explicit_config_version_must_suit_the_default_image() -> None:
 # --- CLI: --kubernetes-version and --kubeconfig -------------------------------------------------------------
 
 
-@pytest.fixture
-def fixed_tls(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deploy_cli, "generate_extender_tls", _tls)
-
-
-@pytest.mark.usefixtures("fixed_tls")
 @pytest.mark.parametrize("version", ["1.24", "v1.28.7", "1.27"])
 def test_cli_deploy_for_a_release(version: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, docs, _ = _run(["manifests", "deploy", "--image", "img:1", "--kubernetes-version", version], capsys)
     assert code == 0
     assert docs == deploy_manifests(
         image="img:1",
-        extender_tls=_tls("volcano-system"),
+        mutual_tls=True,
         webhook_configurations=webhook_configurations,
         kubernetes_version=parse_version(version),
     )
 
 
-@pytest.mark.usefixtures("fixed_tls")
 def test_cli_deploy_defaults_to_the_newest_tested_release(capsys: pytest.CaptureFixture[str]) -> None:
     code, docs, _ = _run(["manifests", "deploy", "--image", "img:1"], capsys)
     assert code == 0
@@ -1353,7 +1346,6 @@ def test_cli_deploy_defaults_to_the_newest_tested_release(capsys: pytest.Capture
     assert _pod_webhooks(docs)
 
 
-@pytest.mark.usefixtures("fixed_tls")
 def test_cli_deploy_explicit_choices_win(capsys: pytest.CaptureFixture[str]) -> None:
     code, docs, _ = _run(
         [
@@ -1423,7 +1415,6 @@ def test_cli_webhooks_for_a_release(
         assert "'a'" in condition["expression"] and "'b'" in condition["expression"]
 
 
-@pytest.mark.usefixtures("fixed_tls")
 @pytest.mark.parametrize("command", ["deploy", "webhooks"])
 def test_cli_reads_the_release_from_the_cluster(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     asked: list[str] = []

@@ -1,4 +1,4 @@
-"""The extender endpoints driven with the exact bodies kube-scheduler v1.24 sends (../shared/wire-samples)."""
+"""The extender endpoints driven with the exact bodies kube-scheduler v1.24 sends (``wire_samples/``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,17 +18,11 @@ from controllers.scheduling.scheduler import Scheduler, build_scheduler
 from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.ledger import State
+from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
-
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"wire samples not found at {SAMPLES}")
-
-
-def sample(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((SAMPLES / name).read_bytes())
-    return data
+from tests.contract.samples import sample
 
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
@@ -180,7 +173,8 @@ async def test_bind_binds_and_is_idempotent(aiohttp_client: Any) -> None:
     assert ex.binds == [("vtest", "vpod-2", req["PodUID"], planned)]
     # The pod is assumed on its node: its plan is gone and the node's capacity is taken.
     assert req["PodUID"] not in sched.shared.ledger.plans()
-    assert sched.shared.cache.pod(req["PodUID"]).node_name == planned
+    held = sched.shared.cache.pod(PodUID(req["PodUID"]))
+    assert held is not None and held.node_name == planned
     status, body = await post(client, "/bind", req)  # a retried bind
     assert body == {"Error": ""} and len(ex.binds) == 1
 
@@ -346,7 +340,7 @@ async def test_phantom_pods_in_filter_bodies_take_no_capacity(aiohttp_client: An
         status, body = await post(client, "/filter", phantom)
         assert status == 200 and body["NodeNames"] == []
         assert "has not shown this pod" in body["FailedAndUnresolvableNodes"]["node-b"]
-    assert not any(sched.shared.cache.knows(f"phantom-{i}") for i in range(3))  # type: ignore[arg-type]
+    assert not any(sched.shared.cache.knows(PodUID(f"phantom-{i}")) for i in range(3))
     assert all(r.state is State.PLANNED for r in sched.shared.ledger.entries().values())  # nothing held
     # The real pod still gets its node.
     assert await _planned(client) == "node-b"

@@ -1,8 +1,9 @@
 """The extender's mutual TLS, end to end: real handshakes against an aiohttp server on 127.0.0.1.
 
 The server side is ``extender.process.tls.mtls_server_context`` (what ``pumice serve`` builds from
-``--extender-tls-cert-file``/``--extender-tls-key-file``/``--extender-client-ca-file``), the material is what
-``pumice manifests deploy`` puts in its two Secrets, and the client dials the Service name kube-scheduler
+``--extender-tls-cert-file``/``--extender-tls-key-file``/``--extender-client-ca-file``), the material is a CA,
+a serving certificate for pumice's Service names and kube-scheduler's client certificate (what the TLS
+Secrets of a deployed pumice hold), and the client dials the Service name kube-scheduler
 dials (``server_hostname``), so the serving certificate's names are checked as they will be in the cluster.
 Refusals are tried with TLS 1.2, where the handshake itself fails, and TLS 1.3, where the client finishes
 its half first and learns of the refusal on its first read; either way the handler never runs.
@@ -18,12 +19,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from extender.deploy.manifests import extender_host, generate_extender_tls
+from extender.deploy.manifests import extender_host
 from extender.process.tls import (
     MutualTLSBundle,
     generate_mtls_bundle,
     mtls_client_context,
     mtls_server_context,
+    service_dns_names,
 )
 
 NAMESPACE = "batch-system"
@@ -41,7 +43,7 @@ def _write(directory: Path, cert: bytes, key: bytes, ca: bytes) -> tuple[Path, P
 
 @pytest.fixture(scope="module")
 def bundle() -> MutualTLSBundle:
-    return generate_extender_tls(NAMESPACE)
+    return generate_mtls_bundle(dns_names=service_dns_names("pumice", NAMESPACE))
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """The job and Command webhooks over HTTP, with AdmissionReview bodies shaped like kube-apiserver's.
 
-The envelope has the keys of the captured pod request in ``shared/wire-samples`` (checked below when the
-samples are present); the object is a vcjob as ``kubectl create`` sends it after the CRD's structural
-defaults (``queue: default``, ``maxRetry: 3``) were applied.
+The envelope has the keys of the captured pod request in ``wire_samples/`` (checked below); the object
+is a vcjob as ``kubectl create`` sends it after the CRD's structural defaults (``queue: default``,
+``maxRetry: 3``) were applied.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,8 +21,8 @@ from admission.server import METRICS_KEY, make_admission_app
 from extender.api.limits import Limits
 from extender.core.model import Queue, QueueState
 from tests.admission.builders import apply_patch
+from tests.contract.samples import sample
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
 UID = "7f3c2a9e-1b4d-4c8e-9f0a-2d6b8e4c1a57"
 
 Raw = dict[str, Any]
@@ -115,10 +114,7 @@ async def post(client: Client, path: str, doc: Raw) -> Raw:
 
 
 def test_envelope_has_the_captured_keys() -> None:
-    path = SAMPLES / "admission-validating-pod-create-request.json"
-    if not path.is_file():
-        pytest.skip(f"wire sample {path} is absent")
-    captured = orjson.loads(path.read_bytes())
+    captured = sample("admission-validating-pod-create-request.json")
     ours = envelope("CREATE", "jobs", vcjob())
     assert ours.keys() == captured.keys()
     assert ours["request"].keys() == captured["request"].keys()

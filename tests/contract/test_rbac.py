@@ -1,17 +1,24 @@
-"""pumice's ClusterRole against the code that needs it (extender/deploy/rbac.py).
+"""pumice's ClusterRole and Role against the code that needs it (extender/deploy/rbac.py).
 
 Three directions: everything the rendered ClusterRole grants is a row of the table; every row names code
 that exists and still mentions the resource it is granted for; and every resource pumice's own API paths
 name has a row (the paths it builds with :mod:`controllers.kube.paths`, and any literal path left). Plus the
 things least privilege rules out whatever the table says: ``*``, escalation verbs, grants on Secrets beyond
 create/get, the grants removed on purpose.
+
+The Role in pumice's namespace (its Lease, the certificate contract's TLS Secrets) is granted for
+``pumice serve`` flags the runtime implements; the tests holding it against the runtime's code skip, saying
+so, while ``pumice serve --help`` lacks the flag.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +27,18 @@ import pytest
 
 from admission.webhooks import webhook_configurations
 from controllers.kube import paths
-from extender.deploy.manifests import deploy_manifests, generate_extender_tls
-from extender.deploy.rbac import GRANTS, VERB_ORDER, Grant, granted_triples, pumice_rules
+from extender.deploy.manifests import deploy_manifests
+from extender.deploy.names import tls_secret_names
+from extender.deploy.rbac import (
+    GRANTS,
+    NAMESPACE_GRANTS,
+    VERB_ORDER,
+    Grant,
+    NamespaceGrant,
+    granted_triples,
+    namespace_rules,
+    pumice_rules,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "batch-system"
@@ -31,7 +48,7 @@ def _docs(tls: bool) -> list[Any]:
     docs: list[Any] = deploy_manifests(
         namespace=NAMESPACE,
         image="example/pumice:1",
-        extender_tls=generate_extender_tls(NAMESPACE) if tls else None,
+        mutual_tls=tls,
         webhook_configurations=webhook_configurations,
     )
     return docs
@@ -95,7 +112,7 @@ def test_every_granted_triple_is_in_the_table(docs: list[Any]) -> None:
     assert granted == granted_triples()
 
 
-def test_pumice_is_bound_to_its_cluster_role_only(docs: list[Any]) -> None:
+def test_pumice_is_bound_to_its_cluster_role_and_namespace_role_only(docs: list[Any]) -> None:
     bindings = [
         d
         for d in docs
@@ -103,8 +120,11 @@ def test_pumice_is_bound_to_its_cluster_role_only(docs: list[Any]) -> None:
         and any(s["name"] == "pumice" for s in d["subjects"])
     ]
     assert [(b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings] == [
-        ("ClusterRoleBinding", "ClusterRole", "pumice")
+        ("ClusterRoleBinding", "ClusterRole", "pumice"),
+        ("RoleBinding", "Role", "pumice"),
     ]
+    [binding] = [b for b in bindings if b["kind"] == "RoleBinding"]
+    assert binding["metadata"]["namespace"] == NAMESPACE
     # The leader-election Role no code used is gone.
     assert not [d for d in docs if d["metadata"]["name"] == "pumice-leader-election"]
 
@@ -195,7 +215,7 @@ def _built_paths(text: str) -> Iterator[tuple[str, str]]:
 
 
 def test_every_resource_the_code_builds_a_path_for_has_a_row() -> None:
-    table = {(g.group, g.resource) for g in GRANTS}
+    table = {(g.group, g.resource) for g in GRANTS} | {(g.group, g.resource) for g in NAMESPACE_GRANTS}
     seen: dict[tuple[str, str], str] = {}
     for path in _SERVICE_ACCOUNT_CODE:
         text = path.read_text()
@@ -286,3 +306,71 @@ def test_table_scope_matches_the_deployed_serve_flags() -> None:
 def test_pumice_rules_refuses_an_empty_name_list() -> None:
     with pytest.raises(ValueError, match="every name"):
         pumice_rules([])
+
+
+# --- the Role in pumice's namespace ----------------------------------------------------------------------
+
+
+def _role(docs: list[Any]) -> list[dict[str, Any]]:
+    [role] = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "pumice"]
+    assert role["metadata"]["namespace"] == NAMESPACE
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def test_namespace_role_is_the_table_limited_by_name(docs: list[Any]) -> None:
+    rules = _role(docs)
+    assert rules == namespace_rules(tls_secrets=tls_secret_names(), lease="pumice")
+    assert _triples(rules) == {(g.group, g.resource, v) for g in NAMESPACE_GRANTS for v in g.verbs}
+    for rule in rules:
+        # Only create goes without names: the object does not exist yet when it is authorized.
+        assert ("resourceNames" in rule) is (rule["verbs"] != ["create"]), rule
+    secrets = [r for r in rules if r["resources"] == ["secrets"] and "resourceNames" in r]
+    assert [r["resourceNames"] for r in secrets] == [
+        ["pumice-ca", "pumice-webhook-tls", "pumice-extender-tls", "pumice-kube-scheduler-tls"]
+    ]
+    leases = [r for r in rules if r["resources"] == ["leases"] and "resourceNames" in r]
+    assert [(r["verbs"], r["resourceNames"]) for r in leases] == [(["get", "update"], ["pumice"])]
+
+
+def test_namespace_rules_refuse_empty_names() -> None:
+    with pytest.raises(ValueError, match="every name"):
+        namespace_rules(tls_secrets=[], lease="pumice")
+    with pytest.raises(ValueError, match="every name"):
+        namespace_rules(tls_secrets=tls_secret_names(), lease="")
+
+
+def test_namespace_grants_are_for_flags_the_deployment_runs_with(docs: list[Any]) -> None:
+    """Each row's flag is on in the deployed pumice: passed (--tls-secrets-prefix) or on by default and
+    not turned off (--leader-elect)."""
+    deployment = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "pumice")
+    command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--tls-secrets-prefix") + 1] == "pumice"
+    assert "--leader-elect=false" not in command
+    assert {g.flag for g in NAMESPACE_GRANTS} == {"--tls-secrets-prefix", "--leader-elect"}
+
+
+@functools.cache
+def _serve_help() -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "extender.main", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
+    return result.stdout
+
+
+@pytest.mark.parametrize("grant", NAMESPACE_GRANTS, ids=lambda g: f"{g.resource}:{','.join(g.verbs)}")
+def test_namespace_grant_is_used_by_the_runtime_once_it_has_the_flag(grant: NamespaceGrant) -> None:
+    """Once ``pumice serve`` has the row's flag, the service account's code builds a path for the row's
+    resource (through controllers.kube.paths), so a grant nobody uses shows up here."""
+    if grant.flag not in _serve_help():
+        pytest.skip(f"`pumice serve --help` has no {grant.flag} yet (the runtime half of issue #23/#27)")
+    built = {b for path in _SERVICE_ACCOUNT_CODE for b in _built_paths(path.read_text())}
+    assert (grant.group, grant.resource) in built, (
+        f"{grant.flag} exists but no service-account code builds a path for {grant.group or 'core'}/"
+        f"{grant.resource}: drop the grant or name the code"
+    )

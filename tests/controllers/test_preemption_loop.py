@@ -144,9 +144,11 @@ async def test_victims_are_marked_evicted_and_the_preemptor_waits_for_them() -> 
     await settle(s)
     assert sorted(ex.evicted) == ["low-0", "low-1"]
     gone(s, "low-0")
-    assert s.shared.ledger.get(PodUID("high-0")).state is State.WAITING  # type: ignore[union-attr]
+    held = s.shared.ledger.get(PodUID("high-0"))
+    assert held is not None and held.state is State.WAITING
     gone(s, "low-1")
-    assert s.shared.ledger.get(PodUID("high-0")).state is State.PLANNED  # type: ignore[union-attr]
+    held = s.shared.ledger.get(PodUID("high-0"))
+    assert held is not None and held.state is State.PLANNED
     assert s.verbs.filter(prioritized("high-0", "high", 100), ["n1"])["NodeNames"] == ["n1"]
 
 

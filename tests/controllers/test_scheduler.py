@@ -13,7 +13,7 @@ from controllers.scheduling.executor import BindError
 from controllers.scheduling.scheduler import Scheduler, build_scheduler
 from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
-from extender.core.model import group_key
+from extender.core.model import PodUID, group_key
 from extender.framework.cycle import run_cycle
 from extender.framework.reasons import NOT_ADMITTED
 from extender.plugins.registry import load_conf
@@ -121,7 +121,7 @@ async def test_a_gate_that_could_not_be_lifted_is_lifted_by_the_next_cycle() -> 
             raise RuntimeError("HTTP 409: conflict")
         ex.lifted.append(name)
 
-    ex.lift_gate = lift_gate  # type: ignore[method-assign]
+    ex.lift_gate = lift_gate  # type: ignore[method-assign]  # this case's double fails its first lifts
     s.shared.cache.upsert_pod(pod("solo", gated=True))
     s.loop.cycle()
     await settle(s)
@@ -281,9 +281,9 @@ async def test_placements_on_a_node_filled_meanwhile_are_dropped() -> None:
     _cycle_with(s, lambda: s.shared.cache.upsert_pod(other))  # kube-scheduler bound someone else's pod there
     assert len(s.shared.ledger.plans()) == 0
     s.loop.ensure_fresh()
-    assert len(s.shared.ledger.plans()) == 0 and "needs cpu" in s.verbs.reason_for(
-        s.shared.cache.pod("g-0")
-    )  # and it says why
+    held = s.shared.cache.pod(PodUID("g-0"))
+    assert held is not None
+    assert len(s.shared.ledger.plans()) == 0 and "needs cpu" in s.verbs.reason_for(held)  # and it says why
 
 
 async def test_placements_on_a_node_changed_meanwhile_are_dropped_but_others_stand() -> None:
@@ -309,7 +309,7 @@ async def test_filter_waits_for_the_loop_when_much_is_waiting() -> None:
     loop_task = asyncio.create_task(s.run())
     try:
         s.shared.cache.upsert_pod(pod("p"))
-        await s.verbs.prepare("p")  # type: ignore[arg-type]
+        await s.verbs.prepare(PodUID("p"))
         assert s.verbs.filter(pod("p"), ["n1"])["NodeNames"] == ["n1"]
         assert s.shared.stats.cycles >= 1
     finally:
@@ -319,14 +319,14 @@ async def test_filter_waits_for_the_loop_when_much_is_waiting() -> None:
     # Without the loop such a filter waits at most plan_timeout and plans nothing itself.
     s2, _ = scheduler_with(LoopSettings(plan_timeout=0.05, inline_groups=0), node("n1", "4"))
     s2.shared.cache.upsert_pod(pod("q"))
-    await s2.verbs.prepare("q")  # type: ignore[arg-type]
+    await s2.verbs.prepare(PodUID("q"))
     assert s2.verbs.filter(pod("q"), ["n1"])["NodeNames"] == [] and s2.shared.stats.cycles == 0
 
 
 async def test_filter_plans_inline_when_little_is_waiting() -> None:
     s, _ = scheduler(node("n1", "4"))  # no loop running: only the inline cycle can plan it
     s.shared.cache.upsert_pod(pod("q"))
-    await s.verbs.prepare("q")  # type: ignore[arg-type]
+    await s.verbs.prepare(PodUID("q"))
     assert s.verbs.filter(pod("q"), ["n1"])["NodeNames"] == ["n1"] and s.shared.stats.cycles == 1
 
 
@@ -356,7 +356,7 @@ async def test_required_anti_affinity_counts_pods_already_running_on_nodes(
     shy["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     s.shared.cache.upsert_pod(shy)
     s.loop.ensure_fresh()
-    assert s.shared.ledger.planned_node("shy") == expected  # type: ignore[arg-type]
+    assert s.shared.ledger.planned_node(PodUID("shy")) == expected
 
 
 async def test_a_pod_that_arrives_during_a_cycle_gets_a_cycle_of_its_own() -> None:
@@ -388,7 +388,7 @@ async def test_a_group_short_of_room_is_settled_and_keeps_its_reason() -> None:
     assert left_out == {group_key("ns", "big")} and group_key("ns", "big") not in snap.groups
     assert "big-0" not in snap.pods and list(snap.aside_waiting["default"][:1]) == [8000]
     s.loop._apply(snap, left_out, run_cycle(snap, s.shared.conf, 0.0), 0.0)
-    assert s.shared.ledger.planned_node("small") == "n1"  # type: ignore[arg-type]
+    assert s.shared.ledger.planned_node(PodUID("small")) == "n1"
     assert s.shared.reasons[group_key("ns", "big")].message == reason  # still says why
     assert group_key("ns", "big") in s.shared.pending.settled()
 
@@ -407,7 +407,8 @@ async def test_a_settled_admitted_group_keeps_its_promise() -> None:
     s.shared.cache.upsert_pod(pod("big-0", "big", cpu="8"))  # admitted (3 of 4 cpu promised), never placeable
     s.loop.ensure_fresh()
     assert group_key("ns", "big") in s.shared.pending.settled()
-    assert s.shared.cache.group(group_key("ns", "big")).phase == "Inqueue"  # type: ignore[union-attr]
+    big = s.shared.cache.group(group_key("ns", "big"))
+    assert big is not None and big.phase == "Inqueue"
     s.shared.cache.upsert_podgroup(_with_min("next", "2"))
     s.shared.cache.upsert_pod(pod("next-0", "next", cpu="2"))
     snap, left_out = s.loop._prepare()
@@ -418,7 +419,7 @@ async def test_a_settled_admitted_group_keeps_its_promise() -> None:
     # Without that promise the newcomer fits: it is the left-out group's promise that refused it.
     s.shared.cache.remove_podgroup(_with_min("big", "3"))
     s.loop.ensure_fresh()
-    assert s.shared.ledger.planned_node("next-0") == "n1"  # type: ignore[arg-type]
+    assert s.shared.ledger.planned_node(PodUID("next-0")) == "n1"
 
 
 async def test_a_group_refused_admission_settles_until_room_appears() -> None:
@@ -430,7 +431,7 @@ async def test_a_group_refused_admission_settles_until_room_appears() -> None:
     assert group_key("ns", "huge") in s.shared.pending.settled()
     s.shared.cache.upsert_node(node("n2", "64"))
     s.loop.ensure_fresh()
-    assert s.shared.ledger.planned_node("huge-0") is not None  # type: ignore[arg-type]
+    assert s.shared.ledger.planned_node(PodUID("huge-0")) is not None
 
 
 @pytest.mark.parametrize("change", ["node added", "room freed", "its pod changed"])

@@ -85,7 +85,8 @@ def test_an_older_watch_event_does_not_undo_a_write_response(store: ObjectStore)
     store.written("jobs", job("a", "7"))  # our status write's response
     h.upsert(job("a", "6"))  # the watch catching up: older, ignored
     h.upsert(job("a", "7"))  # the write itself, seen by the watch: taken (and told)
-    assert store.get("jobs", "ns/a") is not None and store.get("jobs", "ns/a").meta.resource_version == "7"  # type: ignore[union-attr]
+    held = store.get("jobs", "ns/a")
+    assert held is not None and held.meta.resource_version == "7"
     assert told.seen() == [("ns/a", None, "5", False), ("ns/a", "5", "7", False), ("ns/a", "7", "7", False)]
     # Another object of the name (a new UID) is never older.
     h.upsert(job("a", "2", uid="other"))
@@ -162,7 +163,7 @@ def test_a_subscriber_that_raises_is_contained(store: ObjectStore) -> None:
     def boom(_: Change) -> None:
         raise RuntimeError("bug")
 
-    store.subscribe(Subscription(kinds=frozenset({"jobs"}), changed=boom, listed=lambda _k: boom(None)))  # type: ignore[arg-type]
+    store.subscribe(Subscription(kinds=frozenset({"jobs"}), changed=boom, listed=lambda _k: boom(None)))  # type: ignore[arg-type]  # raises before reading it
     told = Told(store, "jobs")
     store.handlers()["jobs"].replace([job("a")])  # a LIST is never failed by a subscriber
     with pytest.raises(SubscriberFailed):  # a watch event is: the informer counts it

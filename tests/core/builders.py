@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from extender.api import labels as L
-from extender.core.model import PodUID
+from extender.core.model import GroupKey, PodUID, group_key
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.core.timestamps import epoch
@@ -177,7 +177,7 @@ def term(topology_key: str = HOSTNAME, namespaces: Sequence[str] | None = None, 
     return out
 
 
-def required(*terms: Raw) -> Raw:
+def required(*terms: object) -> Raw:
     """A podAffinity / podAntiAffinity block of required terms."""
     return {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
 
@@ -332,8 +332,9 @@ def placed(result: CycleResult, prefix: str = "") -> dict[str, str]:
     return {str(k): v for k, v in sorted(result.placements.items()) if k.startswith(prefix)}
 
 
-def key(name: str, namespace: str = "default") -> str:
-    return f"{namespace}/{name}"
+def key(name: str, namespace: str = "default") -> GroupKey:
+    """The key of the group ``namespace/name`` (the cycle's results are keyed by it)."""
+    return group_key(namespace, name)
 
 
 def conf_with(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.model import GroupKey, PodUID
 from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
 from extender.framework.result import CycleResult
 from tests.core.builders import GPU, T0, conf_with, gang, node, placed, pod, podgroup, queue, run
@@ -33,7 +34,7 @@ def test_gang_that_does_not_fit_gets_nothing_and_the_shortfall() -> None:
     pg, pods = gang("a", 4)
     result = run([node("n0", cpu="3")], pods, [pg])
     assert result.placements == {} and result.ready == set()
-    u = result.unschedulable["default/a"]
+    u = result.unschedulable[GroupKey("default/a")]
     assert u.reason == NOT_ENOUGH_RESOURCES
     assert u.message == "gang 3/4 placeable: needs cpu 1, best node n0 has cpu 0"
 
@@ -42,14 +43,15 @@ def test_shortfall_names_the_closest_node() -> None:
     pg, pods = gang("a", 1, cpu="3")
     result = run([node("n0", cpu="1"), node("n1", cpu="2"), node("n2", cpu="500m")], pods, [pg])
     assert (
-        result.unschedulable["default/a"].message == "gang 0/1 placeable: needs cpu 3, best node n1 has cpu 2"
+        result.unschedulable[GroupKey("default/a")].message
+        == "gang 0/1 placeable: needs cpu 3, best node n1 has cpu 2"
     )
 
 
 def test_statically_impossible_pod_says_why_per_node() -> None:
     pg, pods = gang("a", 1, selector={"zone": "x"})
     result = run([node("n0"), node("n1", unschedulable=True)], pods, [pg])
-    assert result.unschedulable["default/a"].message == (
+    assert result.unschedulable[GroupKey("default/a")].message == (
         "gang 0/1 placeable: no node can take it: node does not match the pod's nodeSelector (1 nodes); "
         "node is unschedulable (cordoned) (1 nodes)"
     )
@@ -75,7 +77,7 @@ def test_two_gangs_that_do_not_fit_together(nodes: list[Raw], size_a: int, size_
     assert set(placed(result, "a-")) == {f"a-{i}" for i in range(size_a)}  # the older gang wins
     assert placed(result, "b-") == {}
     assert result.ready == {"default/a"}
-    assert result.unschedulable["default/b"].reason == NOT_ENOUGH_RESOURCES
+    assert result.unschedulable[GroupKey("default/b")].reason == NOT_ENOUGH_RESOURCES
 
 
 def test_gang_minimum_beats_other_gangs_extras() -> None:
@@ -138,7 +140,7 @@ def test_large_failing_gang_reports_first_problem() -> None:
     pg, pods = gang("g", 200, memory="512Mi")
     result = run([node("n0", cpu="8"), node("n1", cpu="8")], pods, [pg])
     assert result.placements == {}
-    assert result.unschedulable["default/g"].message == (
+    assert result.unschedulable[GroupKey("default/g")].message == (
         "gang 16/200 placeable: needs cpu 1, best node n0 has cpu 0"
     )
 
@@ -237,7 +239,7 @@ def test_not_enough_pods(min_member: int, mtm: dict[str, int], tasks: list[str],
     pods = [pod(f"p{i}", group="j", task=task) for i, task in enumerate(tasks)]
     result = run([node("n0", cpu="16")], pods, [pg])
     assert result.placements == {}
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert u.reason == NOT_ENOUGH_PODS
     assert message in u.message
     assert "-" not in u.message.split(":")[-1]  # never "waiting for -1 more pods"
@@ -332,8 +334,8 @@ def test_gang_spreads_over_nodes_and_resources() -> None:
     pods = [pod(f"j-{i}", group="j", cpu="2") for i in range(3)] + [pod("j-gpu", group="j", cpu="1", gpus=2)]
     nodes = [node("c0", cpu="4"), node("c1", cpu="2"), node("g0", cpu="1", gpus=2)]
     result = run(nodes, pods, [pg])
-    assert result.placements["j-gpu"] == "g0"
-    assert sorted(result.placements[f"j-{i}"] for i in range(3)) == ["c0", "c0", "c1"]
+    assert result.placements[PodUID("j-gpu")] == "g0"
+    assert sorted(result.placements[PodUID(f"j-{i}")] for i in range(3)) == ["c0", "c0", "c1"]
 
 
 def test_pods_slot_limits_a_node() -> None:
@@ -342,7 +344,7 @@ def test_pods_slot_limits_a_node() -> None:
     assert sorted(result.placements.values()) == ["n0", "n0", "n1"]
     result = run([node("n0", pods=2)], pods, [pg])
     assert result.placements == {}
-    assert "needs pods 1, best node n0 has pods 0" in result.unschedulable["default/a"].message
+    assert "needs pods 1, best node n0 has pods 0" in result.unschedulable[GroupKey("default/a")].message
 
 
 @pytest.mark.parametrize(
@@ -358,7 +360,7 @@ def test_unavailable_queue_plans_nothing_and_says_so(queues: list[Raw], phase: s
     pg, pods = gang("a", 2, queue="q", phase=phase)
     result = run([node("n0")], pods, [pg], queues=queues)
     assert result.placements == {}
-    u = result.unschedulable["default/a"]
+    u = result.unschedulable[GroupKey("default/a")]
     assert u.reason == QUEUE_UNAVAILABLE and fragment in u.message
 
 
@@ -389,14 +391,14 @@ def test_allocate_without_enqueue_still_honours_queues() -> None:
         queues=[queue("q", state="Closed")],
         conf=conf_with("gang", actions="allocate"),
     )
-    assert result.placements == {} and result.unschedulable["default/a"].reason == QUEUE_UNAVAILABLE
+    assert result.placements == {} and result.unschedulable[GroupKey("default/a")].reason == QUEUE_UNAVAILABLE
 
 
 def test_pending_group_is_not_allocated_when_enqueue_refuses() -> None:
     pg, pods = gang("a", 2, phase="Pending", cpu="3")
     pg["spec"]["minResources"] = {"cpu": "6"}
     result = run([node("n0", cpu="4")], pods, [pg])
-    assert result.placements == {} and "over-committed" in result.unschedulable["default/a"].message
+    assert result.placements == {} and "over-committed" in result.unschedulable[GroupKey("default/a")].message
 
 
 def test_gpu_gang() -> None:
@@ -406,7 +408,7 @@ def test_gpu_gang() -> None:
     assert set(result.placements.values()) <= {"gpu0", "gpu1"} and len(result.placements) == 2
     result = run(nodes[:2], pods, [pg])
     assert result.placements == {}
-    assert f"needs {GPU} 4, best node cpu0 has {GPU} 0" in result.unschedulable["default/g"].message
+    assert f"needs {GPU} 4, best node cpu0 has {GPU} 0" in result.unschedulable[GroupKey("default/g")].message
 
 
 def _scenario() -> tuple[list[Raw], list[Raw], list[Raw], list[Raw]]:

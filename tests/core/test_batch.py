@@ -18,10 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.core.model import PodUID
+from extender.core.model import GroupKey, PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework import place
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
@@ -163,7 +164,7 @@ def random_cluster(seed: int) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, *, batch: bool) -> CycleResult:
-    ssn = Session(snap, conf.tiers(), batch=batch)
+    ssn = Session(snap, build_hooks(conf.tiers()), batch=batch)
     for act in conf.actions:
         act(ssn)
     return ssn.result
@@ -246,7 +247,7 @@ def test_a_run_that_runs_out_of_room_stops_where_the_loop_does(batches: list[int
     assert batches == [5]
     assert batched.placements == single.placements == {}
     assert batched.unschedulable == single.unschedulable
-    assert batched.unschedulable["default/g"].message == (
+    assert batched.unschedulable[GroupKey("default/g")].message == (
         "gang 5/7 placeable: needs cpu 1, best node n0 has cpu 0"
     )
 
@@ -254,8 +255,8 @@ def test_a_run_that_runs_out_of_room_stops_where_the_loop_does(batches: list[int
 def test_pods_with_inter_pod_rules_are_placed_one_by_one(batches: list[int]) -> None:
     """Anti-affinity between the members: each placement changes where the next may go."""
     nodes = [node(f"n{i}", labels={HOSTNAME: f"n{i}"}) for i in range(4)]
-    anti = {"labels": {"app": "g"}, "anti_affinity": required(term(HOSTNAME, app="g"))}
-    pods = [pod(f"g-{i}", group="g", **anti) for i in range(3)]
+    anti = required(term(HOSTNAME, app="g"))
+    pods = [pod(f"g-{i}", group="g", labels={"app": "g"}, anti_affinity=anti) for i in range(3)]
     snap = build_snapshot(
         nodes=[parse_node(n) for n in nodes],
         pods=[parse_pod(p) for p in pods],
@@ -282,5 +283,6 @@ def test_queue_capability_is_checked_for_the_whole_run(batches: list[int]) -> No
     assert batched.placements == single.placements == {}
     assert batched.unschedulable == single.unschedulable
     assert (
-        batched.unschedulable["default/g"].message == "gang 3/4 placeable: queue q: cpu 4/3 over capability"
+        batched.unschedulable[GroupKey("default/g")].message
+        == "gang 3/4 placeable: queue q: cpu 4/3 over capability"
     )

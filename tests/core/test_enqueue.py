@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.model import GroupKey, group_key
 from extender.framework.reasons import NOT_ADMITTED, QUEUE_UNAVAILABLE
 from tests.core.builders import GPU, T0, conf_with, node, pod, podgroup, priority_class, queue, run
 
@@ -105,10 +106,42 @@ SCENARIOS: list[
         "capability-counts-held",
         [node("n0", cpu="16")],
         [pod("r0", group="r", cpu="3", node="n0", phase="Running")],
-        [podgroup("r", 1, queue="q", phase="Running"), pg("a", "2", queue="q")],
+        [podgroup("r", 1, queue="q", phase="Running", min_resources={"cpu": "3"}), pg("a", "2", queue="q")],
         [queue("q", capability={"cpu": "4"})],
         {"a": NOT_ADMITTED},
         ["queue q: cpu 5/4 over capability"],
+    ),
+    (
+        # Volcano's jobEnqueueable subtracts the queue's elastic resources (job_info_test.go
+        # TestGetElasticResources: what a job holds beyond its minResources): r holds 3 of which its
+        # minimum is 1, so 2 are reclaimable and a fits (3 + 2 - 2 = 3 <= 4).
+        "capability-less-elastic",
+        [node("n0", cpu="16")],
+        [pod(f"r{i}", group="r", cpu="1", node="n0", phase="Running") for i in range(3)],
+        [podgroup("r", 1, queue="q", phase="Running", min_resources={"cpu": "1"}), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": None},
+        [],
+    ),
+    (
+        # Volcano: a group without minResources counts all it holds as elastic (GetMinResources is empty).
+        "capability-elastic-without-min-resources",
+        [node("n0", cpu="16")],
+        [pod("r0", group="r", cpu="3", node="n0", phase="Running")],
+        [podgroup("r", 1, queue="q", phase="Running"), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": None},
+        [],
+    ),
+    (
+        # The elastic part is only what is past the minimum: r holds 4 with a minimum of 3.
+        "capability-elastic-is-only-past-the-minimum",
+        [node("n0", cpu="16")],
+        [pod(f"r{i}", group="r", cpu="1", node="n0", phase="Running") for i in range(4)],
+        [podgroup("r", 3, queue="q", phase="Running", min_resources={"cpu": "3"}), pg("a", "2", queue="q")],
+        [queue("q", capability={"cpu": "4"})],
+        {"a": NOT_ADMITTED},
+        ["queue q: cpu 5/4 over capability (cpu: used 4 + minResources 2 − elastic 1)"],
     ),
     (
         "capability-counts-promised",
@@ -210,7 +243,7 @@ def test_enqueue(
 ) -> None:
     result = run(nodes, pods, groups, queues, conf=conf_with("overcommit", "proportion", actions="enqueue"))
     for name, reason in expected.items():
-        key = f"default/{name}"
+        key = group_key("default", name)
         if reason is None:
             assert key in result.admitted, result.unschedulable.get(key)
             assert key not in result.unschedulable
@@ -255,7 +288,7 @@ def test_enqueue_order_follows_priority() -> None:
     ]
     result = run(NODES, [], groups, priority_classes=[priority_class("high", 100)])
     assert result.admitted == {"default/young"}
-    assert result.unschedulable["default/old"].reason == NOT_ADMITTED
+    assert result.unschedulable[GroupKey("default/old")].reason == NOT_ADMITTED
 
 
 def test_enqueue_without_overcommit_admits_past_the_cluster() -> None:

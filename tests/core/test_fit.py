@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.core import fit
-from extender.core.model import Node, NodeConstraints, Requirement, Taint, Toleration
+from extender.core.model import GroupKey, Node, NodeConstraints, Requirement, Taint, Toleration
 from extender.core.parse import parse_node
 from extender.core.parse_affinity import node_constraints
 from extender.core.resources import ResourceIndex
@@ -331,4 +331,4 @@ def test_unusable_nodes_never_chosen(bad_nodes: list[dict[str, Any]], pod_kw: di
     assert result.placements == {"p0": "zz-good"}
     result = run(bad_nodes, [pod("p0", group="j", **pod_kw)], [job])
     assert result.placements == {}
-    assert result.unschedulable["default/j"].reason == "NotEnoughResources"
+    assert result.unschedulable[GroupKey("default/j")].reason == "NotEnoughResources"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from extender.core.model import PodUID
 from extender.framework.result import CycleResult
 from tests.core.builders import Raw, conf_with, node, placed, pod, podgroup, priority_class, queue, run
 
@@ -56,7 +57,7 @@ def test_preempts_the_pod_on_the_card_it_needs() -> None:
     victims = sorted(str(u) for u in result.evictions)
     assert len(victims) == 1
     card = {"low0": "0", "low1": "1"}[victims[0]]
-    assert result.annotations["hi"]["volcano.sh/gpu-index"] == card
+    assert result.annotations[PodUID("hi")]["volcano.sh/gpu-index"] == card
 
 
 def test_takes_the_victim_that_frees_a_card() -> None:
@@ -69,8 +70,8 @@ def test_takes_the_victim_that_frees_a_card() -> None:
     ]
     result = _preempt(pods, gpu_pod("hi", 14000))
     assert placed(result) == {"hi": "n1"}
-    assert result.annotations["hi"]["volcano.sh/gpu-index"] in {"0", "1"}
-    freed = {"0": {"low0", "low2"}, "1": {"low1"}}[result.annotations["hi"]["volcano.sh/gpu-index"]]
+    assert result.annotations[PodUID("hi")]["volcano.sh/gpu-index"] in {"0", "1"}
+    freed = {"0": {"low0", "low2"}, "1": {"low1"}}[result.annotations[PodUID("hi")]["volcano.sh/gpu-index"]]
     assert {str(u) for u in result.evictions} == freed
 
 
@@ -107,4 +108,4 @@ def test_reclaim_takes_a_card_back_for_another_queue() -> None:
     assert placed(result) == {"b0": "n1"}
     assert len(result.evictions) == 1
     victim = str(next(iter(result.evictions)))
-    assert result.annotations["b0"]["volcano.sh/gpu-index"] == victim.removeprefix("a")
+    assert result.annotations[PodUID("b0")]["volcano.sh/gpu-index"] == victim.removeprefix("a")

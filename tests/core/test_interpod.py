@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from extender.core.interpod import PodsOnNodes
+from extender.core.model import GroupKey, PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.reasons import NOT_ENOUGH_RESOURCES
 from extender.framework.session import Session
 from extender.plugins.registry import load_conf
@@ -69,7 +71,7 @@ def test_gang_that_anti_affinity_cannot_place_says_so() -> None:
     pg, pods = gang("web", 5, labels=WEB, anti_affinity=required(term(HOSTNAME, app="web")))
     result = run(nodes(4), pods, [pg])
     assert result.placements == {} and result.ready == set()
-    u = result.unschedulable["default/web"]
+    u = result.unschedulable[GroupKey("default/web")]
     assert u.reason == NOT_ENOUGH_RESOURCES
     assert u.message == (
         "gang 4/5 placeable: no node satisfies its inter-pod rules: "
@@ -239,11 +241,11 @@ def test_required_inter_pod_rules(
         )
         if not allowed:
             assert result.placements == {}
-            assert "inter-pod rules" in result.unschedulable["default/j"].message
+            assert "inter-pod rules" in result.unschedulable[GroupKey("default/j")].message
             return
-        assert result.placements["p"] in allowed
+        assert result.placements[PodUID("p")] in allowed
         if favourite in allowed:
-            assert result.placements["p"] == favourite
+            assert result.placements[PodUID("p")] == favourite
 
 
 def selector_anti(expr: dict[str, Any]) -> dict[str, Any]:
@@ -276,7 +278,7 @@ def test_label_selector_expressions(expr: dict[str, Any], labels: dict[str, str]
         [existing, load, pod("p", group="j", anti_affinity=selector_anti(expr))],
         [podgroup("j", 1, phase="Inqueue")],
     )
-    assert result.placements["p"] == ("n1" if matches else "n0")
+    assert result.placements[PodUID("p")] == ("n1" if matches else "n0")
 
 
 def _ns_term(selector: dict[str, Any]) -> Raw:
@@ -312,7 +314,7 @@ def test_namespace_selector(
     snap = snapshot(nodes(2), [existing, load, p], [podgroup("j", 1, phase="Inqueue")])
     snap = replace(snap, namespace_labels=ns_labels)
     result = run_cycle(snap, load_conf(None), 0.0)
-    assert result.placements["p"] == ("n1" if counts else "n0")
+    assert result.placements[PodUID("p")] == ("n1" if counts else "n0")
 
 
 def test_planned_pods_count() -> None:
@@ -336,8 +338,8 @@ def test_gangs_planned_in_one_cycle_see_each_other() -> None:
     b["metadata"]["creationTimestamp"] = "2024-01-01T00:00:01Z"
     result = run(nodes(3), pa + pb, [a, b])
     assert result.ready == {"default/a", "default/b"}
-    free = ({"n0", "n1", "n2"} - {result.placements["a-0"], result.placements["a-1"]}).pop()
-    assert result.placements["b-0"] == result.placements["b-1"] == free
+    free = ({"n0", "n1", "n2"} - {result.placements[PodUID("a-0")], result.placements[PodUID("a-1")]}).pop()
+    assert result.placements[PodUID("b-0")] == result.placements[PodUID("b-1")] == free
 
 
 def test_members_joining_a_pod_placed_later_in_the_same_gang() -> None:
@@ -377,11 +379,11 @@ def test_pods_without_rules_never_build_the_inter_pod_state() -> None:
     """The fast path: no pod with rules, none on a node: the cycle never counts pods on nodes."""
     pg, pods = gang("plain", 3, labels=WEB)
     snap = snapshot(nodes(3), [*pods, running("r", "n0", WEB)], [pg])
-    ssn = Session(snap, load_conf(None).tiers())
+    ssn = Session(snap, build_hooks(load_conf(None).tiers()))
     for act in load_conf(None).actions:
         act(ssn)
     assert len(ssn.result.placements) == 3
-    assert ssn._interpod is None
+    assert ssn.rules._interpod is None
 
 
 def test_explain_counts_each_node_once() -> None:
@@ -426,7 +428,7 @@ def test_residents_passed_apart_from_the_pending_work() -> None:
 def test_spread_key_missing_everywhere_says_so() -> None:
     pg, pods = gang("web", 1, labels=WEB, spread=[{"maxSkew": 1, "topologyKey": "rack", "labelSelector": {}}])
     result = run(nodes(2), pods, [pg])
-    assert result.unschedulable["default/web"].message == (
+    assert result.unschedulable[GroupKey("default/web")].message == (
         "gang 0/1 placeable: no node satisfies its inter-pod rules: "
         "node lacks the topology spread key rack (2 nodes)"
     )

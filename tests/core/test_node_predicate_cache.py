@@ -23,6 +23,7 @@ from extender.api import labels as L
 from extender.core import fit
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
@@ -63,7 +64,10 @@ GROUPS = ("a", "b", "c")
 def _queue(name: str, rng: random.Random, parent: str | None = None) -> Raw:
     q = queue(name, weight=rng.randint(1, 3), parent=parent)
     if rng.random() < 0.8:
-        pick = lambda: rng.sample(GROUPS, rng.randint(0, 2))  # noqa: E731 - a local shorthand
+
+        def pick() -> list[str]:
+            return rng.sample(GROUPS, rng.randint(0, 2))
+
         q["spec"]["affinity"] = {
             "nodeGroupAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": pick(),
@@ -136,7 +140,7 @@ def random_cluster(seed: int) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, *, batch: bool = True, cache: bool = True) -> CycleResult:
-    ssn = Session(snap, conf.tiers(), batch=batch, cache_scores=cache)
+    ssn = Session(snap, build_hooks(conf.tiers()), batch=batch, cache_scores=cache)
     for act in conf.actions:
         act(ssn)
     return ssn.result
@@ -173,7 +177,7 @@ def test_cached_fit_mask_always_equals_a_fresh_one(
     ]
     sizes = [(c, m, g) for c, m in zip(CPUS, MEMS * 2, strict=False) for g in (0, 1, 0)][:12]
     pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
-    ssn = Session(snapshot(nodes, pods), conf_of(CONFS[0]).tiers())
+    ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(CONFS[0]).tiers()))
     fitters = [p for tier in ssn.tiers for p in tier if p.name == "resource-strategy-fit"]
     for _ in replay(ssn, operations):
         for probe in probes:

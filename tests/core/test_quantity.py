@@ -178,7 +178,7 @@ def test_units_preserve_order(resource: str, a: str, b: str) -> None:
 
 @given(st.integers(min_value=0, max_value=10**9), suffixes)
 def test_suffix_scales_exactly(n: int, suffix: str) -> None:
-    scale = {
+    scales: dict[str, int | Fraction] = {
         "": 1,
         "m": Fraction(1, 1000),
         "n": Fraction(1, 10**9),
@@ -191,8 +191,8 @@ def test_suffix_scales_exactly(n: int, suffix: str) -> None:
         "Mi": 2**20,
         "Gi": 2**30,
         "Ti": 2**40,
-    }[suffix]
-    assert parse_quantity(f"{n}{suffix}") == n * scale
+    }
+    assert parse_quantity(f"{n}{suffix}") == n * scales[suffix]
 
 
 @given(st.integers(min_value=0, max_value=INT64_MAX // 1000))

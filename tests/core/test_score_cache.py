@@ -7,6 +7,8 @@ they, and the masks and scores drawn from them, equal a count made afresh.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 from hypothesis import given, settings
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from extender.core.interpod import PodsOnNodes
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
@@ -59,9 +62,19 @@ CONFS = (
 APPS = ("a", "b", "c")
 
 
-def _rules(rng: random.Random) -> dict[str, object]:
+class PodRules(TypedDict, total=False):
+    """The keyword arguments of :func:`tests.core.builders.pod` that :func:`_rules` sets."""
+
+    labels: Mapping[str, str]
+    anti_affinity: Mapping[str, Any]
+    pod_affinity: Mapping[str, Any]
+    spread: Sequence[Mapping[str, Any]]
+    preferred_nodes: Sequence[Mapping[str, Any]]
+
+
+def _rules(rng: random.Random) -> PodRules:
     """Pod kwargs for a random mix of inter-pod, spread and node preferences (often none)."""
-    kw: dict[str, object] = {"labels": {"app": rng.choice(APPS)}}
+    kw: PodRules = {"labels": {"app": rng.choice(APPS)}}
     key = rng.choice((HOSTNAME, ZONE))
     kind = rng.randrange(8)
     if kind == 1:
@@ -100,7 +113,7 @@ def _cluster(seed: int, rules: bool = False) -> Snapshot:
     pods: list[Raw] = []
     for i in range(rng.randint(0, 10)):
         n = rng.choice(nodes)["metadata"]["name"]
-        kw = _rules(rng) if rules else {}
+        kw: PodRules = _rules(rng) if rules else {}
         pods.append(
             pod(f"run{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMS), node=n, phase="Running", **kw)
         )
@@ -125,7 +138,7 @@ def _cluster(seed: int, rules: bool = False) -> Snapshot:
 
 
 def _cycle(snap: Snapshot, conf: SchedulerConf, cache: bool) -> CycleResult:
-    ssn = Session(snap, conf.tiers(), cache_scores=cache)
+    ssn = Session(snap, build_hooks(conf.tiers()), cache_scores=cache)
     for act in conf.actions:
         act(ssn)
     return ssn.result
@@ -161,7 +174,7 @@ def test_cached_scores_always_equal_a_fresh_sum(
     ]
     sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
     pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
-    ssn = Session(snapshot(nodes, pods), conf_of(CONFS[which]).tiers())
+    ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(CONFS[which]).tiers()))
     scorers = [p for tier in ssn.tiers for p in tier if type(p).node_score is not Plugin.node_score]
     for _ in replay(ssn, operations):
         for probe in probes:
@@ -188,7 +201,7 @@ def test_inter_pod_counts_always_equal_a_fresh_count(
     ]
     pods = [pod(f"p{i}", **_rules(rng)) for i in range(12)]
     snap = snapshot(nodes, [*running, *pods])
-    ssn = Session(snap, conf_of(None).tiers())
+    ssn = Session(snap, build_hooks(conf_of(None).tiers()))
     state = ssn.interpod  # built up front: every place and discard below goes through its updates
     everywhere = np.ones(len(nodes), dtype=np.bool_)
     for _ in replay(ssn, operations):
@@ -220,7 +233,7 @@ def test_hypothetical_rows_score_as_the_nodes_will(steps: list[tuple[int, int, i
     ]
     sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
     pods = [pod(f"p{i}-{k}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes) for k in range(4)]
-    ssn = Session(snapshot(nodes, pods), conf_of(CONFS[which]).tiers())
+    ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(CONFS[which]).tiers()))
     stmt = ssn.statement()
     for probe, row, copies in steps:
         req = ssn.vector(PodUID(f"p{probe}-0"))

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from extender.core import fit
 from extender.core.model import PodUID
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from tests.core.builders import conf_of, gang, node, pod, replay, snapshot
 from tests.core.test_batch import CONFS, random_cluster
@@ -18,7 +19,7 @@ SIZES = [("100m", "128Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "256Mi")]
 
 def _session() -> Session:
     pods = [pod(f"p{i}", cpu=c, memory=m) for i, (c, m) in enumerate(SIZES * 3)]
-    return Session(snapshot(NODES, pods), [[]])
+    return Session(snapshot(NODES, pods), build_hooks([[]]))
 
 
 ops = st.lists(
@@ -41,7 +42,7 @@ def test_fit_mask_always_equals_a_fresh_check(
 
 def test_statement_discard_restores_everything() -> None:
     pg, pods = gang("g", 3)
-    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), [[]])
+    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), build_hooks([[]]))
     free, used, plans = ssn.free.copy(), {q: v.copy() for q, v in ssn.queue_used.items()}, dict(ssn.plans)
     stmt = ssn.statement()
     for i in range(3):
@@ -55,7 +56,7 @@ def test_statement_discard_restores_everything() -> None:
 
 def test_statement_commit_records_placements() -> None:
     pg, pods = gang("g", 2)
-    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), [[]])
+    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), build_hooks([[]]))
     stmt = ssn.statement()
     stmt.place(PodUID("g-0"), 0, "default")
     stmt.place(PodUID("g-1"), 1, "default")
@@ -70,7 +71,7 @@ def test_free_counts_bound_and_planned_pods() -> None:
     pods = [pod("bound", cpu="1", node="n0", phase="Running"), pod("planned", cpu="2"), pod("w", cpu="1")]
     snap = snapshot([node("n0", cpu="4")], pods, plans={"planned": "n0"})
     assert snap.free[0].tolist()[:1] == [1000]
-    ssn = Session(snap, [[]])
+    ssn = Session(snap, build_hooks([[]]))
     assert int(ssn.queue_used["default"][0]) == 3000  # bound + planned pods of the queue
 
 
@@ -82,7 +83,7 @@ def test_cached_queue_and_job_keys_change_nothing(seed: int, which: int) -> None
     conf = conf_of(CONFS[which])
     results = []
     for cached in (True, False):
-        ssn = Session(random_cluster(seed), conf.tiers(), cache_keys=cached)
+        ssn = Session(random_cluster(seed), build_hooks(conf.tiers()), cache_keys=cached)
         for act in conf.actions:
             act(ssn)
         results.append(ssn.result)
@@ -92,7 +93,7 @@ def test_cached_queue_and_job_keys_change_nothing(seed: int, which: int) -> None
 
 def test_queue_keys_follow_the_queue_usage() -> None:
     pg, pods = gang("g", 3)
-    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), conf_of(None).tiers())
+    ssn = Session(snapshot([node("n0"), node("n1")], pods, [pg]), build_hooks(conf_of(None).tiers()))
     q = ssn.snapshot.queues["default"]
     before = ssn.queue_key(q)
     stmt = ssn.statement()

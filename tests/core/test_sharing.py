@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.core.model import PodUID
+from extender.core.model import GroupKey, PodUID
 from extender.framework.evict import PREEMPTED, RECLAIMED, WAITING_FOR_VICTIMS
 from tests.core.builders import (
     NOW,
@@ -37,7 +37,9 @@ def job(
     return pg, pods
 
 
-def running(name: str, q: str, replicas: int, node_name: str, min_member: int = 1, cpu: str = "1", **kw: Any):
+def running(
+    name: str, q: str, replicas: int, node_name: str, min_member: int = 1, cpu: str = "1", **kw: Any
+) -> tuple[Raw, list[Raw]]:
     pg = podgroup(name, min_member, queue=q, phase="Running", **kw)
     pods = [
         pod(
@@ -48,9 +50,8 @@ def running(name: str, q: str, replicas: int, node_name: str, min_member: int = 
             queue=q,
             node=node_name,
             phase="Running",
-            **kw_pod,
         )
-        for i, kw_pod in enumerate([{}] * replicas)
+        for i in range(replicas)
     ]
     return pg, pods
 
@@ -289,8 +290,8 @@ def test_a_starving_large_job_gets_nodes_held_while_small_jobs_backfill_around_i
     pods = [*busy, filler, *big_pods, *quick_pods, *slow_pods]
     result = run(nodes, pods, [big, quick, slow], conf=_guarded())
     assert placed(result) == {"quick-0": "n0"}
-    assert "reserved for starving job default/big" in result.unschedulable["default/big"].message
-    assert "reserved for starving job default/big" in result.unschedulable["default/slow"].message
+    assert "reserved for starving job default/big" in result.unschedulable[GroupKey("default/big")].message
+    assert "reserved for starving job default/big" in result.unschedulable[GroupKey("default/slow")].message
     # The group holding the reservation is looked at every cycle (never set aside as settled).
     assert "default/big" not in result.aside and "default/slow" in result.aside
     # Without the guard slow takes n0's last cpu.
@@ -341,7 +342,10 @@ def test_a_closing_queue_takes_nothing_new_and_closes_when_its_work_is_gone() ->
     w, wp = job("w", "q", 1)
     queues = [queue("q", state="Closing")]
     result = run([node("n0")], rp + wp, [r, w], queues, conf=FAIR_CONF)
-    assert result.placements == {} and "queue q is Closing" in result.unschedulable["default/w"].message
+    assert (
+        result.placements == {}
+        and "queue q is Closing" in result.unschedulable[GroupKey("default/w")].message
+    )
     busy = snapshot([node("n0")], rp, [r], queues)
     assert queue_status(busy, "q", {"state": "Closing"})["state"] == "Closing"
     idle = snapshot([node("n0")], [], [], queues)
@@ -357,4 +361,4 @@ def test_a_replacement_of_an_evicted_gang_member_waits_for_the_whole_gang() -> N
     again = pod("low-3", group="low", cpu="1", memory="100Mi")
     result = run([node("n0", cpu="8")], [*lp, again], [low], conf=FAIR_CONF)
     assert result.placements == {}
-    assert result.unschedulable["default/low"].message == "gang 1/4: waiting for 3 more pods"
+    assert result.unschedulable[GroupKey("default/low")].message == "gang 1/4: waiting for 3 more pods"

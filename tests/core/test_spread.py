@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.model import GroupKey, PodUID
 from tests.core.builders import HOSTNAME, ZONE, Raw, gang, node, pod, podgroup, run, spread_by
 
 WEB = {"app": "web"}
@@ -117,7 +118,7 @@ def test_spread_table(
     else:
         assert result.placements == {}
         assert "topology spread over topology.kubernetes.io/zone would exceed maxSkew 1 (app=web)" in (
-            result.unschedulable["default/web"].message
+            result.unschedulable[GroupKey("default/web")].message
         )
 
 
@@ -125,7 +126,9 @@ def test_min_domains_refuses_a_third_pod_on_two_zones() -> None:
     pg, pods = gang("web", 3, labels=WEB, spread=[{**spread_by(ZONE, 1, app="web"), "minDomains": 3}])
     result = run(zoned("ab"), pods, [pg])
     assert result.placements == {}
-    assert result.unschedulable["default/web"].message.startswith("gang 2/3 placeable: no node satisfies")
+    assert result.unschedulable[GroupKey("default/web")].message.startswith(
+        "gang 2/3 placeable: no node satisfies"
+    )
 
 
 def test_node_affinity_policy_honor_limits_the_domains() -> None:
@@ -163,7 +166,7 @@ def test_pod_not_matching_its_own_selector() -> None:
     existing = [running("x", "a0"), running("y", "a1")]
     p = pod("p", group="j", labels={"app": "other"}, spread=[spread_by(ZONE, 2, app="web")])
     result = run(zoned("ab"), [*existing, p], [podgroup("j", 1, phase="Inqueue")])
-    assert result.placements["p"] == "a0"  # a: 2 + 0 - 0 <= 2; the default conf's scores tie
+    assert result.placements[PodUID("p")] == "a0"  # a: 2 + 0 - 0 <= 2; the default conf's scores tie
     p = pod("p", group="j", labels=WEB, spread=[spread_by(ZONE, 2, app="web")])
     result = run(zoned("ab"), [*existing, p], [podgroup("j", 1, phase="Inqueue")])
-    assert result.placements["p"][0] == "b"  # a: 2 + 1 - 0 > 2
+    assert result.placements[PodUID("p")][0] == "b"  # a: 2 + 1 - 0 > 2

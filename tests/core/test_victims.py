@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.core.model import PodUID
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.framework.victims import refuse_victims
 from tests.core.builders import conf_of, node, pod, podgroup, snapshot
@@ -44,7 +45,7 @@ GROUPS = [podgroup("g", 2, phase="Running"), podgroup("h", 1, phase="Running")]
 )
 def test_refuse_victims(victims: dict[str, list[str]], refused: dict[str, str]) -> None:
     snap = snapshot([node("n1"), node("n2")], PODS, GROUPS)
-    ssn = Session(snap, conf_of(None).tiers())
+    ssn = Session(snap, build_hooks(conf_of(None).tiers()))
     proposed = {n: [PodUID(u) for u in uids] for n, uids in victims.items()}
     assert refuse_victims(ssn, proposed) == refused
 
@@ -55,10 +56,10 @@ def test_a_succeeded_member_counts_towards_min_member() -> None:
         pod("g-1", group="g", node="n1", phase="Succeeded"),
     ]
     snap = snapshot([node("n1")], pods, [podgroup("g", 2, phase="Running")])
-    ssn = Session(snap, conf_of(None).tiers())
+    ssn = Session(snap, build_hooks(conf_of(None).tiers()))
     assert refuse_victims(ssn, {"n1": [PodUID("g-0")]}) == {
         "n1": "gang default/g would keep 1 of minMember 2"
     }
     pods.append(pod("g-2", group="g", node="n1", phase="Running"))
     snap = snapshot([node("n1")], pods, [podgroup("g", 2, phase="Running")])
-    assert refuse_victims(Session(snap, conf_of(None).tiers()), {"n1": [PodUID("g-0")]}) == {}
+    assert refuse_victims(Session(snap, build_hooks(conf_of(None).tiers())), {"n1": [PodUID("g-0")]}) == {}

@@ -52,11 +52,14 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+if TYPE_CHECKING:
+    from tests.e2e.pumice import Pumice
 
 DEFAULT_ASSETS = "/usr/local/kubebuilder/bin"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
@@ -400,6 +403,11 @@ class ControlPlane:
         ...
         cp.stop()                       # kills everything, removes the work dir (unless keep_dir)
     """
+
+    # Set by tests.e2e.pumice.ensure_pumice once pumice runs on this control plane (absent before): the
+    # running pumice and the scheduler conf it was started with.
+    _pumice: Pumice
+    _pumice_scheduler_conf: str | None
 
     def __init__(self, *, workdir: Path | None = None, keep_dir: bool | None = None) -> None:
         reason = skip_reason()

@@ -512,7 +512,8 @@ async def get_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str,
 
 
 def pod_condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for condition in pod.get("status", {}).get("conditions") or []:
+    conditions: list[Mapping[str, Any]] = pod.get("status", {}).get("conditions") or []
+    for condition in conditions:
         if condition.get("type") == kind:
-            return condition  # type: ignore[no-any-return]
+            return condition
     return None

@@ -69,11 +69,11 @@ def ensure_pumice(
     given with ``--scheduler-conf``; None: pumice's default) is not the one it runs with, so a test that
     asks for a conf gets it and the tests after it, asking for none, get the default back."""
     proc = cp.processes.get("pumice")
-    existing = getattr(cp, "_pumice", None)
+    existing: Pumice | None = getattr(cp, "_pumice", None)
     same_conf = getattr(cp, "_pumice_scheduler_conf", None) == scheduler_conf
     if proc is not None and proc.running and existing is not None and not restart and same_conf:
         _start_scheduler(cp, existing, bind_verb)  # a no-op when that configuration already runs
-        return existing  # type: ignore[no-any-return]
+        return existing
     if existing is None:
         _apply_crds(cp)
     ep = existing.extender_url.rsplit(":", 1)[1] if existing else str(free_port())
@@ -114,8 +114,8 @@ def ensure_pumice(
             raise ControlPlaneError("pumice did not create the default queue")
         time.sleep(0.1)
     _start_scheduler(cp, pumice, bind_verb)
-    cp._pumice = pumice  # type: ignore[attr-defined]
-    cp._pumice_scheduler_conf = scheduler_conf  # type: ignore[attr-defined]
+    cp._pumice = pumice
+    cp._pumice_scheduler_conf = scheduler_conf
     return pumice
 
 

@@ -157,7 +157,7 @@ async def finish(
             await wait_job_phase(api, ns, job, "Completed")
 
 
-EXAMPLE = [
+EXAMPLE: list[dict[str, Any]] = [
     {"name": "a"},
     {"name": "b", "dependsOn": {"targets": ["a"]}},
     {"name": "c", "dependsOn": {"targets": ["b"]}},

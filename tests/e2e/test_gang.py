@@ -110,7 +110,7 @@ async def test_a_gang_that_fits_is_bound_whole_and_runs(
 
     async def running() -> bool:
         pg = await podgroup(kube_api, namespace, "g")
-        return pg.get("status", {}).get("phase") == "Running" and pg["status"].get("running") == 4
+        return bool(pg.get("status", {}).get("phase") == "Running" and pg["status"].get("running") == 4)
 
     await kube.wait_for(running, 30, message="PodGroup Running with 4 running")
 
@@ -273,7 +273,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
 
 
 async def _phase_is(api: client.ApiClient, ns: str, name: str, phase: str) -> bool:
-    return (await podgroup(api, ns, name)).get("status", {}).get("phase") == phase
+    return bool((await podgroup(api, ns, name)).get("status", {}).get("phase") == phase)
 
 
 async def test_a_pumice_restart_loses_nothing(

@@ -113,7 +113,7 @@ class FirstBound:
     async def wait(self, names: list[str], count: int) -> list[str]:
         """The names of those of ``names`` seen bound, once ``count`` of them are."""
 
-        def check() -> list[str] | None:
+        async def check() -> list[str] | None:
             placed = [n for n in names if n in self.pods]
             return placed if len(placed) >= count else None
 

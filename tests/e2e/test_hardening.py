@@ -50,7 +50,7 @@ def _raw_request(
 
 def _pumice_alive(cp: ControlPlane) -> bool:
     proc = cp.processes["pumice"]
-    healthy = _http("GET", f"{cp._pumice.extender_url}/healthz")[0] == 200  # type: ignore[attr-defined]
+    healthy = _http("GET", f"{cp._pumice.extender_url}/healthz")[0] == 200
     return bool(proc.running and healthy)
 
 
@@ -64,7 +64,7 @@ async def test_an_unplanned_bind_binds_nothing(
         kube_api, namespace, kube.pod_manifest("victim", cpu="1", scheduler_name="nobody")
     )
     uid = created["metadata"]["uid"]
-    ext = control_plane._pumice.extender_url  # type: ignore[attr-defined]
+    ext = control_plane._pumice.extender_url
     for args in (
         {"PodName": "victim", "PodNamespace": namespace, "PodUID": "x", "Node": node},
         {"PodName": "victim", "PodNamespace": namespace, "PodUID": uid, "Node": node},
@@ -83,7 +83,7 @@ async def test_phantom_pods_posted_to_filter_do_not_stop_a_real_gang(
     fake_nodes: FakeNodes, fake_kubelet: FakeKubelet, test_id: str,
 ) -> None:  # fmt: skip
     nodes = await fake_nodes(2, cpu="4", labels=node_labels(test_id))
-    ext = control_plane._pumice.extender_url  # type: ignore[attr-defined]
+    ext = control_plane._pumice.extender_url
     for i, node in enumerate(nodes):
         phantom = kube.pod_manifest(f"phantom-{i}", cpu="4", scheduler_name="volcano")
         phantom["metadata"].update(namespace=namespace, uid=f"phantom-{test_id}-{i}")
@@ -122,7 +122,7 @@ async def test_a_podgroup_patched_to_an_absurd_quantity_leaves_pumice_scheduling
         await kube.wait_for(
             lambda: _all_bound(kube_api, namespace, pods), 30, message="a later gang still binds"
         )
-        _, metrics = await asyncio.to_thread(_http, "GET", f"{control_plane._pumice.extender_url}/metrics")  # type: ignore[attr-defined]
+        _, metrics = await asyncio.to_thread(_http, "GET", f"{control_plane._pumice.extender_url}/metrics")
         unreadable = [
             ln for ln in metrics.decode().splitlines() if ln.startswith("pumice_unreadable_objects_total")
         ]

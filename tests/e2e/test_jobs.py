@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -482,6 +483,8 @@ async def test_close_and_open_queue_commands_set_the_queue_state(
                 "target": {"apiVersion": PG, "kind": "Queue", "name": name, "uid": "x"},
             }
             await kube.request(kube_api, "POST", kube.collection_path(BUS, "commands", namespace), body=body)
-            await kube.wait_for(lambda e=expected: state(e), 15, message=f"queue {expected} by {action}")
+            await kube.wait_for(
+                functools.partial(state, expected), 15, message=f"queue {expected} by {action}"
+            )
     finally:
         await kube.request(kube_api, "DELETE", f"{queues}/{name}")

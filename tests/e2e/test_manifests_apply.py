@@ -17,7 +17,6 @@ supported release is checked against what it actually accepts, not against what 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import secrets
 import shutil
@@ -32,6 +31,7 @@ import pytest
 import yaml
 
 from extender.api.versions import KubernetesVersion, features, scheduler_image, version_from_info
+from extender.process.tls import generate_mtls_bundle
 from tests.e2e.controlplane import ControlPlane, _http, assets_dir, find_binary
 
 pytestmark = pytest.mark.e2e
@@ -213,8 +213,9 @@ def _scheduler_config_loads(
 ) -> dict[str, Any]:
     """The deployed scheduler config as this control plane's kube-scheduler reads it (--write-config-to).
 
-    Only the paths change: the admin kubeconfig for in-cluster credentials, the client Secret's files
-    written here for the mounted ones."""
+    Only the paths change: the admin kubeconfig for in-cluster credentials, and for the files of the
+    mounted client Secret (which pumice fills at start-up: nothing secret is in the manifests) a client
+    pair made here the way pumice makes it."""
     binary = find_binary("kube-scheduler")
     assert binary is not None
     config_map = _by_kind(docs, "ConfigMap")["pumice-scheduler-config"]
@@ -222,9 +223,13 @@ def _scheduler_config_loads(
     config["clientConnection"]["kubeconfig"] = str(control_plane.kubeconfig_path)
     [extender] = config["extenders"]
     if "tlsConfig" in extender:
-        secret = _by_kind(docs, "Secret")["pumice-kube-scheduler-extender-client"]
-        for key, encoded in secret["data"].items():
-            (tmp_path / key).write_bytes(base64.b64decode(encoded))
+        bundle = generate_mtls_bundle(dns_names=["pumice"])
+        for key, data in (
+            ("ca.crt", bundle.ca_cert),
+            ("tls.crt", bundle.client_cert),
+            ("tls.key", bundle.client_key),
+        ):
+            (tmp_path / key).write_bytes(data)
         tls = extender["tlsConfig"]
         for field in ("caFile", "certFile", "keyFile"):
             tls[field] = str(tmp_path / Path(tls[field]).name)
@@ -294,7 +299,8 @@ async def test_deploy_output_applies(control_plane: ControlPlane, namespace: str
 @pytest.mark.parametrize(
     "args",
     [
-        ("deploy", "--image", "example.com/pumice:e2e", "--extender-plain-http"),
+        # Nothing random in it (no certificates): the same release gives the same text, mutual TLS and all.
+        ("deploy", "--image", "example.com/pumice:e2e"),
         ("webhooks", "--service", "volcano-system/pumice"),
     ],
     ids=["deploy", "webhooks"],

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 
 def _scrape(cp: ControlPlane) -> dict[str, list[Any]]:
-    status, body = _http("GET", f"{cp._pumice.extender_url}/metrics")  # type: ignore[attr-defined]
+    status, body = _http("GET", f"{cp._pumice.extender_url}/metrics")
     assert status == 200
     out: dict[str, list[Any]] = {}
     for family in text_string_to_metric_families(body.decode()):
@@ -46,15 +46,17 @@ async def test_binds_waits_and_queue_figures_show_in_metrics(
 
     async def running() -> bool:
         pg = await podgroup(kube_api, namespace, "m")
-        return pg.get("status", {}).get("phase") == "Running"
+        return bool(pg.get("status", {}).get("phase") == "Running")
 
     await kube.wait_for(running, 30, message="PodGroup Running")
 
     def allocated_cpu(samples: dict[str, list[Any]]) -> float:
-        return sum(
-            s.value
-            for s in samples.get("pumice_queue_allocated", [])
-            if s.labels == {"queue": "default", "resource": "cpu"}
+        return float(
+            sum(
+                s.value
+                for s in samples.get("pumice_queue_allocated", [])
+                if s.labels == {"queue": "default", "resource": "cpu"}
+            )
         )
 
     async def observed() -> dict[str, list[Any]] | None:

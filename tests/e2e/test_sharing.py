@@ -12,8 +12,8 @@ An evicted vcjob pod is deleted (Eviction API), and pumice's job controller re-c
 Pending (no lifecycle policy reacts to a deletion): a job's demand does not change when it loses pods, so
 the scenarios settle instead of shrinking.
 
-The hierarchy test runs the ``capacity`` plugin with ``enableHierarchy: true`` instead of proportion; it
-comes last in the file since it restarts pumice with that conf (the ``pumice`` fixture of later tests
+The hierarchy tests run the ``capacity`` plugin with ``enableHierarchy: true`` instead of proportion; they
+come last in the file since they restart pumice with that conf (the ``pumice`` fixture of later tests
 restarts it with the default again).
 """
 
@@ -689,3 +689,93 @@ async def test_a_three_level_queue_tree_lends_idle_room_and_reclaims_it(
     detail = f"\ntimeline:\n{history.tail()}"
     assert len(victims_then) == 1 and set(victims_then.values()) == {"Reclaimed"}, f"{victims_then}{detail}"
     assert set(history.disrupted) <= b_first, f"the victim is one of team-b's borrowed pods{detail}"
+
+
+# Issue #22's conf: Volcano's capacity user guide (docs/user-guide/how_to_use_capacity_plugin.md) with the
+# queue tree on.
+ELASTIC_TREE_CONF = """\
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+async def test_a_queue_tree_gives_back_what_an_elastic_job_borrowed(
+    control_plane: ControlPlane,
+    kube_api: client.ApiClient,
+    namespace: str,
+    cluster_objects: list[str],
+    fake_nodes: FakeNodes,
+    fake_kubelet: FakeKubelet,
+    test_id: str,
+) -> None:
+    """Issue #22, item 1: org (capability and deserved cpu 4) has ta and tb (deserved 2 each), on two 2-cpu
+    nodes. ta's job (4 x 1 cpu, minAvailable 1) runs all 4, borrowing tb's share; tb's job (2 x 1 cpu,
+    minAvailable 2) is admitted because 3 of ta's cpu are elastic (Volcano's jobEnqueueable), reclaim takes
+    two of ta's pods, and tb runs 2/2 within 30 s and stays so, ta keeping at least its minimum."""
+    ensure_pumice(control_plane, scheduler_conf=ELASTIC_TREE_CONF)
+    sel = node_labels(test_id)
+    await fake_nodes(2, cpu="2", labels=sel)
+    sid = short_id()
+    org, ta, tb = f"org-{sid}", f"ta-{sid}", f"tb-{sid}"
+    await create_queue(
+        kube_api,
+        cluster_objects,
+        org,
+        {"parent": "root", "deserved": {"cpu": "4"}, "capability": {"cpu": "4"}},
+    )
+    await create_queue(kube_api, cluster_objects, ta, {"parent": org, "deserved": {"cpu": "2"}})
+    await create_queue(kube_api, cluster_objects, tb, {"parent": org, "deserved": {"cpu": "2"}})
+    async with PodHistory(kube_api, namespace) as history:
+        await create_job(
+            kube_api, namespace, "ta", job_spec(queue=ta, replicas=4, min_available=1, selector=sel)
+        )
+        await wait_split(kube_api, namespace, ("ta", "tb"), (4, 0), 60, history)
+        ta_first = history.uids_of("ta")
+
+        t0 = time.monotonic()
+        await create_job(
+            kube_api, namespace, "tb", job_spec(queue=tb, replicas=2, min_available=2, selector=sel)
+        )
+        seen: list[tuple[int, ...]] = []
+
+        async def tb_runs() -> bool:
+            history.check()
+            seen.append(await running_by_job(kube_api, namespace, ("ta", "tb")))
+            return seen[-1][1] == 2
+
+        try:
+            await kube.wait_for(tb_runs, 30, interval=0.2)
+        except TimeoutError:
+            raise AssertionError(
+                f"tb never ran 2/2 within 30 s; last (ta, tb) {seen[-1:]}\n{history.tail()}"
+            ) from None
+        took = time.monotonic() - t0
+        victims_then = history.victims()
+
+        async def steady() -> str | None:
+            split = await running_by_job(kube_api, namespace, ("ta", "tb"))
+            if split[1] != 2 or split[0] < 1:
+                return f"running (ta, tb) {split}"
+            if history.victims() != victims_then:
+                return f"more evictions: {history.victims()} (were {victims_then})"
+            return None
+
+        await hold("tb keeps 2/2 and ta at least its minimum", 10, steady, history, interval=1.0)
+
+    print(f"\nelastic tree: tb ran 2/2 {took:.1f}s after its job was created; victims {victims_then}")
+    detail = f"\ntimeline:\n{history.tail()}"
+    assert len(victims_then) == 2 and set(victims_then.values()) == {"Reclaimed"}, f"{victims_then}{detail}"
+    assert set(history.disrupted) <= ta_first, f"the victims are ta's borrowed pods{detail}"

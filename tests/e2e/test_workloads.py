@@ -261,4 +261,4 @@ async def test_editing_the_conf_file_changes_decisions_without_a_restart(
         assert control_plane.processes["pumice"].pid == pid, "pumice restarted"
     finally:
         # The file no longer holds the conf ensure_pumice recorded: a later test asking for any restarts.
-        control_plane._pumice_scheduler_conf = "edited by test_workloads"  # type: ignore[attr-defined]
+        control_plane._pumice_scheduler_conf = "edited by test_workloads"

@@ -37,9 +37,9 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from tests.fakeapi.rest import Route, json_patch, kind_name, merge, route, selected, status
 
 Obj = dict[str, Any]
@@ -120,6 +120,13 @@ class FakeApiServer:
     def get(self, prefix: str, resource: str, name: str, namespace: str = "") -> Obj | None:
         ns = f"/namespaces/{namespace}" if namespace else ""
         return self.objects.get(f"{prefix}{ns}/{resource}/{name}")
+
+    def stored(self, prefix: str, resource: str, name: str, namespace: str = "") -> Obj:
+        """The object :meth:`get` finds, which must exist (KeyError otherwise)."""
+        obj = self.get(prefix, resource, name, namespace)
+        if obj is None:
+            raise KeyError(f"{prefix}/{resource}/{name} in {namespace or 'the cluster'}")
+        return obj
 
     def remove(self, path: str) -> Obj:
         """Delete the object at ``path`` (as someone else would), telling the watches."""
@@ -354,9 +361,7 @@ async def serving(fake: FakeApiServer, *, pool: int = 4) -> AsyncIterator[KubeCl
     server = TestServer(fake.app())
     await server.start_server()
     fake.url = str(server.make_url("")).rstrip("/")
-    cfg = k8s.Configuration()
-    cfg.host = fake.url
-    client = KubeClient(cfg, pool=pool)
+    client = KubeClient(Connection(host=fake.url), pool=pool)
     try:
         yield client
     finally:

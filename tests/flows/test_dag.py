@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from extender.flows.dag import find_cycle, graph_problems, order
-from extender.flows.model import parse_jobflow
+from extender.flows.model import FlowEntry, parse_jobflow
 from tests.flows.builders import entry, flow
 
 
-def _entries(*es: dict[str, object]):  # type: ignore[no-untyped-def]
+def _entries(*es: dict[str, object]) -> tuple[FlowEntry, ...]:
     return parse_jobflow(flow("f", *es)).flows
 
 

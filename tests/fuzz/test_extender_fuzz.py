@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,10 +26,9 @@ from controllers.state.ledger import State
 from extender.plugins.registry import load_conf
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
+from tests.contract.samples import sample
 from tests.fuzz.strategies import paths
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "wire-samples"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"wire samples not found at {SAMPLES}")
 PER_VERB = 1250  # x 4 verbs = 5 000 requests
 FUZZ = settings(
     max_examples=PER_VERB,
@@ -38,11 +36,6 @@ FUZZ = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-def _sample(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((SAMPLES / name).read_bytes())
-    return data
 
 
 class Recorder:
@@ -88,7 +81,7 @@ class Harness:
             ]
         )
         cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
-        cache.upsert_pod(_sample("extender-filter-request.json")["Pod"])
+        cache.upsert_pod(sample("extender-filter-request.json")["Pod"])
         self.executor = Recorder()
         self.sched = build_scheduler(
             state,
@@ -171,8 +164,8 @@ def _replace(obj: Any, path: tuple[object, ...], value: object) -> Any:
 
 
 @st.composite
-def mutated_sample(draw: st.DrawFn, verb: str) -> bytes:
-    base = _sample(SAMPLE_FOR[verb])
+def mutatedsample(draw: st.DrawFn, verb: str) -> bytes:
+    base = sample(SAMPLE_FOR[verb])
     if verb == "/preempt":
         base = {
             "Pod": base["Pod"],
@@ -187,7 +180,7 @@ def mutated_sample(draw: st.DrawFn, verb: str) -> bytes:
 
 def bodies(verb: str) -> st.SearchStrategy[bytes]:
     return st.one_of(
-        mutated_sample(verb),
+        mutatedsample(verb),
         wire_like.map(orjson.dumps),
         json_values.map(orjson.dumps),
         st.binary(max_size=64),
@@ -259,10 +252,10 @@ def test_the_harness_sees_a_change() -> None:
 def _bind_changes_state(harness: Harness) -> None:
     harness.sched.loop.ensure_fresh()
     before = harness.state()
-    uid = _sample("extender-bind-request.json")["PodUID"]
+    uid = sample("extender-bind-request.json")["PodUID"]
     node = harness.sched.shared.ledger.planned_node(uid)
     assert node is not None
-    req = {**_sample("extender-bind-request.json"), "Node": node}
+    req = {**sample("extender-bind-request.json"), "Node": node}
     status, raw, _ = harness.post("/bind", orjson.dumps(req))
     assert status == 200 and orjson.loads(raw) == {"Error": ""}
     assert harness.state() != before

@@ -42,7 +42,7 @@ def make_job(plugins: dict[str, list[str]]) -> Job:
     )
 
 
-ALL = {"tensorflow": [], "pytorch": [], "mpi": [], "ssh": [], "svc": [], "env": []}
+ALL: dict[str, list[str]] = {"tensorflow": [], "pytorch": [], "mpi": [], "ssh": [], "svc": [], "env": []}
 ORDER = ["env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank"]
 
 

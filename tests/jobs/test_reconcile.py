@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from extender.core.parse import parse_pod, parse_podgroup
+from extender.core.subgroups import sub_group_of
 from extender.core.timestamps import rfc3339
 from extender.jobs.model import Job, parse_job
 from extender.jobs.pods import view_pod
@@ -799,3 +801,50 @@ def test_podgroup_min_resources_take_each_tasks_min_available_first() -> None:
     got = podgroup_spec(parse_job(job_json(a, b)))  # minAvailable 3 = 1 + 2
     assert got["minTaskMember"] == {"a": 1, "b": 2}
     assert got["minResources"] == {"cpu": "9"}  # 1 x a + 2 x b, not 3 x a
+
+
+def test_partition_policy_becomes_the_podgroups_sub_group_policy() -> None:
+    """Volcano's setPgSubGroupPolicy and createJobPod (pkg/controllers/job): a task's partitionPolicy is a
+    subGroupPolicy entry named after the task, over its pods by their partition label, and each pod is
+    labelled with its partition (index // partitionSize); minTaskMember is minPartitions * partitionSize
+    when the task sets no minAvailable (getMinTaskMember). The scheduler reads the pods back into those
+    partitions."""
+    nt = {"mode": "hard", "highestTierAllowed": 1}
+    parts = {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 1, "networkTopology": nt}
+    sim = Sim(job_json(task("t0", 4, partitionPolicy=parts), task("ps", 1), minAvailable=3))
+    sim.start()
+    assert sim.podgroup is not None
+    spec = sim.podgroup["spec"]
+    assert spec["subGroupPolicy"] == [
+        {
+            "name": "t0",
+            "subGroupSize": 2,
+            "minSubGroups": 1,
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t0"}},
+            "matchLabelKeys": ["volcano.sh/partition-id"],
+            "networkTopology": nt,
+        }
+    ]
+    assert spec["minTaskMember"] == {"t0": 2, "ps": 1}
+    labels = {n: p["metadata"]["labels"].get("volcano.sh/partition-id") for n, p in sim.pods.items()}
+    assert labels == {"tr-t0-0": "0", "tr-t0-1": "0", "tr-t0-2": "1", "tr-t0-3": "1", "tr-ps-0": None}
+    g = parse_podgroup({"metadata": {"name": PG, "namespace": NS}, "spec": spec})
+    groups = {n: sub_group_of(g, parse_pod(p)) for n, p in sim.pods.items()}
+    assert groups == {
+        "tr-t0-0": (0, ("0",)),
+        "tr-t0-1": (0, ("0",)),
+        "tr-t0-2": (0, ("1",)),
+        "tr-t0-3": (0, ("1",)),
+        "tr-ps-0": None,
+    }
+
+
+def test_a_partition_policy_removed_from_the_job_is_removed_from_its_podgroup() -> None:
+    """Volcano's updatePgSubGroupPolicy: the PodGroup follows the job's tasks."""
+    parts = {"totalPartitions": 2, "partitionSize": 1}
+    sim = Sim(job_json(task("w", 2, partitionPolicy=parts)))
+    sim.start()
+    assert sim.podgroup is not None and "subGroupPolicy" in sim.podgroup["spec"]
+    del sim.raw["spec"]["tasks"][0]["partitionPolicy"]
+    plan = sim.step()
+    assert plan.podgroup_patch == {"spec": {"subGroupPolicy": None}}

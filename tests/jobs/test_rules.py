@@ -54,7 +54,7 @@ def task(name: Any = "w", replicas: Any = 1, *, pod: Raw | None = None, **fields
     }
 
 
-def job_obj(*tasks: Raw, meta: Raw | None = None, status: Raw | None = None, **spec: Any) -> Raw:
+def job_obj(*tasks: Raw, meta: Raw | None = None, status: object = None, **spec: Any) -> Raw:
     obj: Raw = {
         "metadata": {"name": "j", "namespace": "ns", "uid": "u1"} if meta is None else meta,
         "spec": {"queue": "q1", "tasks": list(tasks) or [task()], **spec},
@@ -320,7 +320,7 @@ def test_problems_never_raise_and_cover_every_job_parse_job_refuses(obj: Raw) ->
 def test_problems_of_any_json_value(obj: object) -> None:
     problems = job_problems(obj, LIMITS)  # type: ignore[arg-type]  # the point: not a Mapping
     try:
-        parse_job(obj)  # type: ignore[arg-type]
+        parse_job(obj)  # type: ignore[arg-type]  # the point: not a Mapping
     except InvalidObject:
         assert problems
 
@@ -330,7 +330,8 @@ def _pods(obj: Raw, phases: list[PodPhase]) -> list[PodView]:
     spec = obj.get("spec")
     tasks = spec.get("tasks") if isinstance(spec, dict) else None
     first = tasks[0] if isinstance(tasks, list) and tasks and isinstance(tasks[0], dict) else {}
-    name = first.get("name") if isinstance(first.get("name"), str) else "default0"
+    given = first.get("name")
+    name = given if isinstance(given, str) else "default0"
     return [
         PodView(name=f"j-{name}-{i}", task=name, index=i, phase=phase, created=T0 - 60)
         for i, phase in enumerate(phases)
@@ -358,7 +359,7 @@ def test_a_job_without_problems_parses_and_reconciles(
                 return
             parsed = placeholder
         plan = reconcile(World(job=parsed, pods=_pods(obj, phases), now=T0, problems=problems))
-        assert plan.create_pods == plan.delete_pods == plan.objects == []
+        assert plan.create_pods == [] and plan.delete_pods == [] and plan.objects == []
         assert plan.podgroup_create is None and plan.podgroup_patch is None
         return
     before = copy.deepcopy(obj)

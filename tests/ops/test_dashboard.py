@@ -1,5 +1,6 @@
-"""The Grafana dashboard (manifests/grafana/pumice-dashboard.json) is dashboard JSON Grafana loads, and
-every PromQL query in it names only series pumice exports (read from a real process's registry)."""
+"""The Grafana dashboards (manifests/grafana/*.json: cluster, queues, GPUs, scheduler performance) are
+dashboard JSON Grafana loads, and every PromQL query in them names only series pumice exports (read from a
+real process's registry): pumice's own, the ones under Volcano's names, and the process's."""
 
 from __future__ import annotations
 
@@ -10,41 +11,44 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.wiring import Process
 from tests.ops.test_metrics_exposition import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
-DASHBOARD = json.loads((ROOT / "manifests" / "grafana" / "pumice-dashboard.json").read_text())
-# A PromQL identifier; pumice's series all start with pumice_ (functions and labels never do).
-SERIES = re.compile(r"\bpumice_[a-zA-Z0-9_:]*")
+DASHBOARDS = {
+    p.name: json.loads(p.read_text()) for p in sorted((ROOT / "manifests" / "grafana").glob("*.json"))
+}
+# A PromQL identifier of a series pumice exports: its own (pumice_), those under Volcano's names (volcano_),
+# the process's and the interpreter's (process_, python_); functions and labels never start so.
+SERIES = re.compile(r"\b(?:pumice|volcano|process|python)_[a-zA-Z0-9_:]*")
 PANEL_TYPES = {"row", "timeseries", "stat", "gauge", "bargauge", "table", "heatmap", "text"}
 
 
-def panels() -> list[dict[str, Any]]:
+def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for p in DASHBOARD["panels"]:
+    for p in dashboard["panels"]:
         out.append(p)
         out.extend(p.get("panels", []))
     return out
 
 
-def queries() -> list[str]:
-    exprs = [t["expr"] for p in panels() for t in p.get("targets", [])]
-    for var in DASHBOARD["templating"]["list"]:
-        if var["type"] == "query":
-            exprs.append(var["definition"])
+def queries(dashboard: dict[str, Any] | None = None) -> list[str]:
+    exprs = []
+    for d in [dashboard] if dashboard is not None else DASHBOARDS.values():
+        exprs += [t["expr"] for p in panels(d) for t in p.get("targets", [])]
+        exprs += [v["definition"] for v in d["templating"]["list"] if v["type"] == "query"]
     return exprs
 
 
 @pytest.fixture
 async def exported() -> AsyncIterator[set[str]]:
     """Every series name the registry can expose: a histogram's _bucket/_sum/_count, a counter's _total."""
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         proc.register_metrics(make_admission_app(proc.lookup, proc.limits))
@@ -60,13 +64,26 @@ async def exported() -> AsyncIterator[set[str]]:
         await kube.close()
 
 
-def test_is_dashboard_json() -> None:
+def test_the_four_dashboards() -> None:
+    assert set(DASHBOARDS) >= {
+        "pumice-cluster.json",
+        "pumice-queues.json",
+        "pumice-gpus.json",
+        "pumice-scheduler.json",
+    }
+    uids = [d["uid"] for d in DASHBOARDS.values()]
+    assert len(uids) == len(set(uids)), "dashboard uids are unique"
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_is_dashboard_json(name: str) -> None:
+    dashboard = DASHBOARDS[name]
     for key in ("uid", "title", "panels", "schemaVersion", "templating", "time"):
-        assert key in DASHBOARD, key
-    assert isinstance(DASHBOARD["schemaVersion"], int) and DASHBOARD["schemaVersion"] >= 36
-    ids = [p["id"] for p in panels()]
+        assert key in dashboard, key
+    assert isinstance(dashboard["schemaVersion"], int) and dashboard["schemaVersion"] >= 36
+    ids = [p["id"] for p in panels(dashboard)]
     assert len(ids) == len(set(ids)), "panel ids are unique"
-    for p in panels():
+    for p in panels(dashboard):
         assert p["type"] in PANEL_TYPES, p["type"]
         grid = p["gridPos"]
         assert grid["x"] + grid["w"] <= 24 and grid["h"] > 0 and grid["y"] >= 0, p["title"]
@@ -74,7 +91,8 @@ def test_is_dashboard_json() -> None:
             assert p["targets"], p["title"]
             assert p["datasource"]["uid"] == "${datasource}", p["title"]
             assert len({t["refId"] for t in p["targets"]}) == len(p["targets"])
-    assert {v["name"] for v in DASHBOARD["templating"]["list"]} >= {"datasource", "queue"}
+    assert "datasource" in {v["name"] for v in dashboard["templating"]["list"]}
+    assert queries(dashboard), name
 
 
 def test_covers_what_the_issue_asks_for() -> None:
@@ -89,15 +107,29 @@ def test_covers_what_the_issue_asks_for() -> None:
         "pumice_scheduling_cycle_duration_seconds_bucket",
         "pumice_extender_request_seconds_bucket",
         "pumice_cycle_errors_total",
+        # issue 27: per-queue figures, GPUs per card, fragmentation and stranded asks, filter/bind latency,
+        # action latency, the process.
+        "pumice_queue_capability",
+        "pumice_queue_pending",
+        "pumice_gpu_card_memory_used",
+        "pumice_gpu_fragmentation",
+        "pumice_gpu_stranded_asks",
+        "pumice_binds_total",
+        "volcano_action_scheduling_latency_milliseconds_bucket",
+        "process_resident_memory_bytes",
     ):
         assert series in text, series
 
 
-def test_every_query_names_only_exported_series(exported: set[str]) -> None:
-    named = {m for q in queries() for m in SERIES.findall(q)}
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_query_names_only_exported_series(name: str, exported: set[str]) -> None:
+    named = {m for q in queries(DASHBOARDS[name]) for m in SERIES.findall(q)}
     assert named, "no pumice series found in the queries"
     assert named - exported == set()
 
 
 def test_the_check_would_catch_a_misspelt_series(exported: set[str]) -> None:
     assert set(SERIES.findall("rate(pumice_bind_total[5m])")) - exported == {"pumice_bind_total"}
+    assert set(SERIES.findall("volcano_queue_alocated_milli_cpu")) - exported == {
+        "volcano_queue_alocated_milli_cpu"
+    }

@@ -61,7 +61,7 @@ def test_copies_only_what_the_wheel_is_built_from() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
     needed = {"pyproject.toml", project["project"]["readme"], *wheel["packages"], *wheel["force-include"]}
-    copied = set()
+    copied: set[str] = set()
     for c in instructions("COPY"):
         parts = [p for p in c.split() if not p.startswith("--")]
         copied.update(p.rstrip("/") for p in parts[:-1])
@@ -75,7 +75,7 @@ def test_copies_only_what_the_wheel_is_built_from() -> None:
 def test_runs_as_the_deployments_non_root_numeric_user() -> None:
     user = instructions("USER")[-1]
     uid, _, gid = user.partition(":")
-    assert uid.isdigit() and int(uid) == NON_ROOT_UID != 0
+    assert uid.isdigit() and int(uid) == NON_ROOT_UID > 0
     assert gid.isdigit() and int(gid) == NON_ROOT_UID
     # The last USER comes after the last RUN: nothing runs as root after it, nothing as it before.
     kinds = [ln.split(None, 1)[0].upper() for ln in LINES]

@@ -10,9 +10,9 @@ import re
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as k8s
 
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.process.logs import configure, logfmt_value
 from extender.wiring import Process
@@ -90,7 +90,7 @@ def test_logfmt_values(value: str, text: str) -> None:
 
 
 async def test_a_cycle_that_changes_nothing_logs_at_debug(caplog: pytest.LogCaptureFixture) -> None:
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         h = proc.cache.handlers()

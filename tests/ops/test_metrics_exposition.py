@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from kubernetes_asyncio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 from extender.serve import _health_routes
@@ -99,7 +99,7 @@ def pod(name: str, group: str, node_name: str, cpu: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def proc() -> AsyncIterator[Process]:
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         p = Process(SETTINGS, load_conf(), kube)
         p.register_metrics(make_admission_app(p.lookup, p.limits))
@@ -187,7 +187,7 @@ async def test_a_cycle_is_observed_in_the_histogram(proc: Process) -> None:
 
 async def test_admission_requests_are_timed_per_resource(aiohttp_client: Any) -> None:
     metrics = Metrics(version="test")
-    app = make_admission_app(lambda: None, observe=metrics.observe_admission)  # type: ignore[arg-type,return-value]
+    app = make_admission_app(lambda: None, observe=metrics.observe_admission)  # type: ignore[arg-type,return-value]  # no lookup: timing only
     client: TestClient[Any, Any] = await aiohttp_client(app)
     path = next(r.resource.canonical for r in app.router.routes() if r.resource is not None)
     resp = await client.post(path, data=b"not json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.watch_metrics import WatchMetrics
+from controllers.watch_metrics import Seen, WatchMetrics
 
 CREATED = "2026-01-01T00:00:00Z"
 T0 = 1767225600.0  # CREATED in epoch seconds
@@ -16,16 +16,24 @@ class Probe:
         self.binds = 0
         self.jobs: list[float] = []
         self.groups: list[float] = []
+        self.waited: list[Seen] = []
+        self.finished: list[Seen] = []
+        self.gone: list[Seen] = []
 
     def watch(self, now: float) -> WatchMetrics:
-        def bind() -> None:
+        def bound(_seconds: float) -> None:
             self.binds += 1
+
+        def waited(seen: Seen) -> None:
+            (self.jobs if seen.kind == "job" else self.groups).append(seen.seconds)
+            self.waited.append(seen)
 
         return WatchMetrics(
             scheduler_names=frozenset({"volcano"}),
-            binds=bind,
-            job_wait=self.jobs.append,
-            podgroup_wait=self.groups.append,
+            bound=bound,
+            waited=waited,
+            finished=self.finished.append,
+            gone=self.gone.append,
             clock=lambda: now,
         )
 
@@ -85,3 +93,25 @@ def test_waits_are_observed_once_from_creation_to_running() -> None:
     groups.upsert(group("g1", "Running"))
     assert p.jobs == [90.0]
     assert p.groups == [90.0]
+
+
+def test_reports_name_the_object_and_its_queue() -> None:
+    p = Probe()
+    handlers = p.watch(T0 + 30).handlers()
+    g = {**group("g1", "Pending"), "spec": {"queue": "q1"}}
+    g["metadata"] = {**g["metadata"], "name": "pg", "namespace": "ns"}
+    handlers["podgroups"].upsert(g)
+    handlers["podgroups"].upsert({**g, "status": {"phase": "Running"}})
+    j = job("j1", "Pending")
+    j["metadata"] = {**j["metadata"], "name": "train", "namespace": "ns"}
+    handlers["jobs"].upsert(j)
+    handlers["jobs"].upsert({**j, "status": {"state": {"phase": "Running"}}})
+    handlers["jobs"].upsert({**j, "status": {"state": {"phase": "Completed"}}})
+    handlers["jobs"].upsert({**j, "status": {"state": {"phase": "Completed"}}})  # counted once
+    handlers["jobs"].remove(j)
+    assert [(s.kind, s.namespace, s.name, s.queue) for s in p.waited] == [
+        ("podgroup", "ns", "pg", "q1"),
+        ("job", "ns", "train", "default"),  # no spec.queue: the default queue
+    ]
+    assert [(s.name, s.phase) for s in p.finished] == [("train", "Completed")]
+    assert [(s.kind, s.name) for s in p.gone] == [("job", "train")]

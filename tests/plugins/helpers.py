@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from extender.core.model import PodGroup, Queue, group_key
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 from tests.core.builders import Raw, snapshot
@@ -21,7 +22,9 @@ def session(
     priority_classes: Iterable[Raw] = (),
 ) -> Session:
     """A session with ``plugins`` as its one tier (``open`` already called)."""
-    return Session(snapshot(nodes, pods, groups, queues, plans, priority_classes), [list(plugins)])
+    return Session(
+        snapshot(nodes, pods, groups, queues, plans, priority_classes), build_hooks([list(plugins)])
+    )
 
 
 def args(**kw: Any) -> dict[str, Any]:

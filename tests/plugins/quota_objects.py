@@ -17,6 +17,7 @@ from extender.core.parse import (
 )
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
@@ -87,4 +88,4 @@ def run_with(conf: str, now: float = NOW, **objects: Any) -> CycleResult:
 
 def session_with(plugins: Sequence[Plugin], now: float = NOW, **objects: Any) -> Session:
     """A session with ``plugins`` as its one tier (``open`` already called)."""
-    return Session(snapshot_with(**objects), [list(plugins)], now=now)
+    return Session(snapshot_with(**objects), build_hooks([list(plugins)]), now=now)

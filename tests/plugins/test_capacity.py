@@ -138,9 +138,18 @@ def test_loads_from_a_volcano_conf() -> None:
     assert not flat.hierarchy and flat.local_queue_order
 
 
-def test_takes_no_arguments() -> None:
+def test_arguments() -> None:
+    """Volcano's arguments load (capacity.go: ancestorReclaimLevel, the DRA switches); a typo or a negative
+    level does not (Volcano falls back to 0 with a warning; pumice says so at start-up)."""
+    assert CapacityPlugin({}).ancestor_levels is None
+    assert CapacityPlugin({"ancestorReclaimLevel": 2}).ancestor_levels == 2
+    CapacityPlugin(
+        {"capacity.DynamicResourceAllocationEnable": True, "capacity.DRAConsumableCapacityEnable": "false"}
+    )
     with pytest.raises(ValueError, match="unknown argument"):
-        CapacityPlugin({"ancestorReclaimLevel": 1})
+        CapacityPlugin({"ancestorReclaimLvl": 1})
+    with pytest.raises(ValueError, match="ancestorReclaimLevel -1 must be 0 or more"):
+        CapacityPlugin({"ancestorReclaimLevel": -1})
 
 
 def test_allocates_within_capability() -> None:
@@ -221,9 +230,9 @@ def test_enqueue_checks_only_what_the_group_asks_for(q: str, cpu: str, memory: s
         cq("q2", deserved={"cpu": "2", "memory": "2G"}, capability={"cpu": "3", "memory": "3G"}),
     ]
     asked = {"cpu": cpu, "memory": memory}
-    jobs = [
-        job("pod1", "q1", "1", "3G", on="n1"),
-        job("pod2", "q2", "3", "1G", on="n2"),
+    jobs = [  # the running groups' minResources are what they hold, as in Volcano's case (no elastic part)
+        job("pod1", "q1", "1", "3G", on="n1", min_resources={"cpu": "1", "memory": "3G"}),
+        job("pod2", "q2", "3", "1G", on="n2", min_resources={"cpu": "3", "memory": "1G"}),
         job("new", q, cpu, memory, phase="Pending", min_resources=asked),
     ]
     result = cycle(n, queues, jobs)

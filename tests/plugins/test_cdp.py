@@ -143,6 +143,7 @@ def test_reclaim_passes_over_cooling_pods() -> None:
 
 def test_kube_scheduler_preemption_respects_the_cooldown() -> None:
     """The extender's preempt verb asks the same veto: a cooling pod's node is refused."""
+    from extender.framework.hooks import build_hooks
     from extender.framework.session import Session
     from extender.framework.victims import refuse_victims
     from extender.plugins.registry import load_conf
@@ -153,7 +154,7 @@ def test_kube_scheduler_preemption_respects_the_cooldown() -> None:
     conf = load_conf(conf_with("cdp"))
     young = {"n0": [PodUID("low-0")]}
     old = {"n0": [PodUID("low-1")]}
-    assert "cooling down" in refuse_victims(Session(snap, conf.tiers(), now=NOW), young)["n0"]
-    assert refuse_victims(Session(snap, conf.tiers(), now=NOW), old) == {}
+    assert "cooling down" in refuse_victims(Session(snap, build_hooks(conf.tiers()), now=NOW), young)["n0"]
+    assert refuse_victims(Session(snap, build_hooks(conf.tiers()), now=NOW), old) == {}
     # Ten minutes on, the young pod has cooled too.
-    assert refuse_victims(Session(snap, conf.tiers(), now=NOW + 600), young) == {}
+    assert refuse_victims(Session(snap, build_hooks(conf.tiers()), now=NOW + 600), young) == {}

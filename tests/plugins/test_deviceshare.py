@@ -27,6 +27,7 @@ from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.deviceshare import DeviceSharePlugin
@@ -889,7 +890,7 @@ def _cycle(
     batch: bool = True,
 ) -> tuple[CycleResult, Session]:
     loaded = load_conf(conf)
-    ssn = Session(_snapshot(nodes, pods, groups), loaded.tiers(), now=NOW, batch=batch)
+    ssn = Session(_snapshot(nodes, pods, groups), build_hooks(loaded.tiers()), now=NOW, batch=batch)
     for act in loaded.actions:
         act(ssn)
     for plugin in ssn.plugins:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.core.model import Pod, PodUID
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.drf import DrfPlugin
@@ -428,7 +429,7 @@ def test_queue_order_only_with_hierarchy(switches: dict[str, bool], takes_part: 
     tiers = loaded.tiers()
     drf = tiers[0][0]
     drf.switches = switches
-    ssn = Session(snapshot([node("n0")]), tiers)
+    ssn = Session(snapshot([node("n0")]), build_hooks(tiers))
     assert drf.takes_part("queue_order") is takes_part
     assert ssn.local_queue_order is not takes_part
 
@@ -476,7 +477,7 @@ def test_lower_share_never_goes_after_higher_share(jobs: list[tuple[int, int, in
         pods.append(pod(f"{name}-w", group=name, cpu="1", priority=prio))
         share[name] = max(n * cpu / _CPU_M, n * gib * 2**30 / _MEM)
     snap = snapshot([node("n0", cpu="64", memory="256Gi", pods=1000)], pods, groups)
-    ssn = Session(snap, conf_of(None).tiers())
+    ssn = Session(snap, build_hooks(conf_of(None).tiers()))
     order = sorted(snap.groups.values(), key=ssn.job_key)
     priority = {g.name: ssn.snapshot.group_priority(g) for g in order}
     for i, a in enumerate(order):

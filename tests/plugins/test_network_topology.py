@@ -19,6 +19,7 @@ from extender.core.model import NetworkTopology
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.jobs.model import parse_job
@@ -292,7 +293,13 @@ def test_batch_and_caches_stay_exact(seed: int) -> None:
     loaded = load_conf(conf())
     results = []
     for fast in (True, False):
-        ssn = Session(snap(nodes, pods, groups, objs), loaded.tiers(), batch=fast, cache_scores=fast, now=NOW)
+        ssn = Session(
+            snap(nodes, pods, groups, objs),
+            build_hooks(loaded.tiers()),
+            batch=fast,
+            cache_scores=fast,
+            now=NOW,
+        )
         for act in loaded.actions:
             act(ssn)
         results.append((ssn.result.placements, set(ssn.result.unschedulable)))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from extender.core.errors import ConfigError
+from extender.core.model import PodUID
 from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.nodeorder import NodeorderPlugin
 from extender.plugins.registry import load_conf
@@ -24,7 +25,7 @@ def choose(plugins: tuple[str, ...], arguments: dict[str, dict[str, Any]] | None
     result = run(
         NODES, [BUSY, pod("j-0", group="j", **kw)], [pg], conf=conf_with(*plugins, arguments=arguments)
     )
-    return result.placements["j-0"]
+    return result.placements[PodUID("j-0")]
 
 
 # (id, plugins, arguments, expected node)
@@ -228,7 +229,7 @@ def test_scores_are_the_formula_bit_for_bit_for_any_rows(seed: int) -> None:
         ),
     ]
     ssn = session(plugins, nodes, [*used, probe])
-    req = ssn.vector(ssn.snapshot.pods["r"].uid)
+    req = ssn.vector(ssn.snapshot.pods[PodUID("r")].uid)
     free = ssn.free
     rows = rng.integers(0, 12, 20).astype(np.intp)
     ahead = free[rows] - rng.integers(0, 3, 20)[:, None] * req

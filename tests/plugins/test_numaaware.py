@@ -25,6 +25,7 @@ from extender.core.numa import (
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
 from extender.plugins.numaaware import NumaAwarePlugin
@@ -268,7 +269,9 @@ def _cycle(
         p["metadata"]["annotations"][L.GROUP_NAME_ANNOTATION] = "g"
         raws.append(p)
     loaded = load_conf(conf)
-    ssn = Session(_snapshot(nodes, topos, raws, [group], plans), loaded.tiers(), now=NOW, batch=batch)
+    ssn = Session(
+        _snapshot(nodes, topos, raws, [group], plans), build_hooks(loaded.tiers()), now=NOW, batch=batch
+    )
     for act in loaded.actions:
         act(ssn)
     return ssn.result, ssn

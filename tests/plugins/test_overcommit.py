@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.core.errors import ConfigError
+from extender.core.model import GroupKey
 from extender.framework.reasons import NOT_ADMITTED
 from extender.plugins.registry import load_conf
 from tests.core.builders import conf_with, node, pod, podgroup, run
@@ -35,8 +36,8 @@ def test_factor(factor: object | None, cpu: str, admitted: bool) -> None:
     result = run(NODES, [], [pg], conf=conf(factor))
     assert ("default/g" in result.admitted) is admitted
     if not admitted:
-        assert result.unschedulable["default/g"].reason == NOT_ADMITTED
-        assert result.unschedulable["default/g"].message.startswith(
+        assert result.unschedulable[GroupKey("default/g")].reason == NOT_ADMITTED
+        assert result.unschedulable[GroupKey("default/g")].message.startswith(
             "cluster over-committed: minResources cpu"
         )
 
@@ -44,7 +45,7 @@ def test_factor(factor: object | None, cpu: str, admitted: bool) -> None:
 def test_every_resource_is_checked() -> None:
     pg = podgroup("g", 1, min_resources={"cpu": "1", "memory": "20Gi"})
     result = run(NODES, [], [pg], conf=conf(None))
-    assert result.unschedulable["default/g"].message == (
+    assert result.unschedulable[GroupKey("default/g")].message == (
         "cluster over-committed: minResources memory 20Gi > idle memory 19.2Gi"
         " (memory: allocatable 16Gi × overcommit 1.2 − used 0 − promised 0)"
     )
@@ -58,7 +59,7 @@ def test_message_spells_out_the_factors_of_idle() -> None:
         podgroup("g", 1, min_resources={"cpu": "10"}),
     ]
     result = run(NODES, [running], groups, conf=conf(1.5))
-    assert result.unschedulable["default/g"].message == (
+    assert result.unschedulable[GroupKey("default/g")].message == (
         "cluster over-committed: minResources cpu 10 > idle cpu 9"
         " (cpu: allocatable 8 × overcommit 1.5 − used 2 − promised 1)"
     )

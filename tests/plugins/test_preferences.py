@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from extender.core.model import PodUID
 from extender.plugins.nodeorder import NodeorderPlugin
 from tests.core.builders import (
     HOSTNAME,
@@ -67,7 +68,7 @@ def choose(nodes: list[Raw], others: list[Raw], args: dict[str, Any] | None = No
         [podgroup("j", 1, phase="Inqueue")],
         conf=conf,
     )
-    return result.placements["p"]
+    return result.placements[PodUID("p")]
 
 
 # (id, nodes, other pods, nodeorder arguments, pod kwargs, expected node)
@@ -216,7 +217,7 @@ def pod_scores(nodes: list[Raw], others: list[Raw], args: dict[str, Any], **pod_
         }
     )
     ssn = session([plugin], nodes, [*others, pod("p", **pod_kw)])
-    s = plugin.pod_score(ssn, ssn.snapshot.pods["p"], np.ones(len(nodes), dtype=np.bool_))
+    s = plugin.pod_score(ssn, ssn.snapshot.pods[PodUID("p")], np.ones(len(nodes), dtype=np.bool_))
     return [] if s is None else [float(x) for x in s]
 
 

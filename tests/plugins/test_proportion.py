@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.model import GroupKey, PodUID
 from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.proportion import ProportionPlugin
 from tests.core.builders import Raw, conf_with, gang, node, pod, podgroup, queue, run
@@ -18,7 +19,7 @@ def asks(q: str, cpu: str, *, held: bool = False) -> tuple[Raw, list[Raw]]:
     """A group in queue ``q`` with one pod asking ``cpu`` and as many Gi (bound when ``held``)."""
     name = f"{q}-job"
     pg = podgroup(name, 1, queue=q, phase="Running" if held else "Inqueue")
-    p = pod(f"{name}-0", group=name, cpu=cpu, memory=f"{cpu}Gi", queue=q, **({"node": "n0"} if held else {}))
+    p = pod(f"{name}-0", group=name, cpu=cpu, memory=f"{cpu}Gi", queue=q, node="n0" if held else "")
     return pg, [p]
 
 
@@ -102,7 +103,7 @@ def test_capability_refuses_allocation() -> None:
     pg, pods = gang("j", 3, queue="q")
     result = run([node("n0", cpu="8")], pods, [pg], [queue("q", capability={"cpu": "2"})])
     assert result.placements == {}
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert u.reason == NOT_ENOUGH_RESOURCES
     assert u.message == "gang 2/3 placeable: queue q: cpu 3/2 over capability"
 
@@ -116,7 +117,7 @@ def test_capability_limits_elastic_extras() -> None:
 def test_capability_refuses_admission() -> None:
     pg = podgroup("j", 1, queue="q", min_resources={"cpu": "3", "memory": "1Gi"})
     result = run([node("n0", cpu="8")], [], [pg], [queue("q", capability={"cpu": "2", "memory": "8Gi"})])
-    u = result.unschedulable["default/j"]
+    u = result.unschedulable[GroupKey("default/j")]
     assert (u.reason, u.message) == (
         NOT_ADMITTED,
         "queue q: cpu 3/2 over capability (cpu: used 0 + minResources 3)",  # the sum's terms spelled out
@@ -127,4 +128,43 @@ def test_capability_on_extended_resource() -> None:
     pg, pods = gang("j", 2, queue="q", gpus=1)
     result = run([node("n0", gpus=8)], pods, [pg], [queue("q", capability={"nvidia.com/gpu": "1"})])
     assert result.placements == {}
-    assert "nvidia.com/gpu 2/1 over capability" in result.unschedulable["default/j"].message
+    assert "nvidia.com/gpu 2/1 over capability" in result.unschedulable[GroupKey("default/j")].message
+
+
+# --- preemptive: may a queue reclaim ------------------------------------------------------------------
+
+# (id, the reclaimer's pod: cpu, memory; reason or None). Volcano proportion_test.go TestEnqueueAndAllocable:
+# q1 (capability 2 cpu 2Gi) holds pod1 (1 cpu 2Gi), q2 (capability 3 cpu 3Gi) holds pod2 (2 cpu 1Gi), on two
+# 2-cpu 2Gi nodes. Volcano's PreemptiveFn for proportion is its allocatable check, so its cases hold for it.
+PREEMPTIVE: list[tuple[str, str, str, str | None]] = [
+    # case3 ("exceed deserved, can not allocate"): pod5 would take q1 past its memory share (capped at 2Gi).
+    ("past-share-in-memory", "1", "1", "queue q1: reclaiming would pass its deserved share (memory 3Gi/2Gi)"),
+    # case0 ("memory exceed deserved, job only request cpu can be ... allocated"): only what it asks counts.
+    ("asks-only-cpu", "1", "0", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "reason"), [r[1:] for r in PREEMPTIVE], ids=[r[0] for r in PREEMPTIVE]
+)
+def test_preemptive_keeps_a_reclaimer_within_its_deserved_share(
+    cpu: str, memory: str, reason: str | None
+) -> None:
+    nodes = [node("n1", cpu="2", memory="2Gi"), node("n2", cpu="2", memory="2Gi")]
+    groups = [
+        podgroup("pg1", 1, queue="q1", phase="Running"),
+        podgroup("pg2", 1, queue="q2", phase="Running"),
+        podgroup("pg5", 1, queue="q1", phase="Inqueue"),
+    ]
+    pods = [
+        pod("p1", group="pg1", cpu="1", memory="2Gi", node="n1", phase="Running"),
+        pod("p2", group="pg2", cpu="2", memory="1Gi", node="n2", phase="Running"),
+        pod("p5", group="pg5", cpu=cpu, memory=f"{memory}Gi"),
+    ]
+    queues = [
+        queue("q1", capability={"cpu": "2", "memory": "2Gi"}),
+        queue("q2", capability={"cpu": "3", "memory": "3Gi"}),
+    ]
+    plugin = ProportionPlugin({})
+    ssn = session([plugin], nodes, pods, groups, queues)
+    assert plugin.preemptive(ssn, queue_of(ssn, "q1"), ssn.vector(PodUID("p5"))) == reason

@@ -13,6 +13,7 @@ from extender.core.errors import InvalidObject
 from extender.core.model import GroupKey, PodGroup
 from extender.core.parse import parse_resource_quota
 from extender.framework.actions import enqueue
+from extender.framework.hooks import build_hooks
 from extender.framework.plugin import Plugin
 from extender.framework.reasons import NOT_ADMITTED
 from extender.framework.session import Session
@@ -81,7 +82,7 @@ def test_a_group_refused_by_another_plugin_spends_no_quota(refused: str) -> None
         queues=[queue("q1")],
         quotas=[resource_quota("rq1", "ns1", one)],
     )
-    ssn = Session(snap, [[ResourcequotaPlugin({}), _Rejecter(refused)]])
+    ssn = Session(snap, build_hooks([[ResourcequotaPlugin({}), _Rejecter(refused)]]))
     enqueue(ssn)
     expected = {"ns1/pgB"} if refused else {"ns1/pgA"}
     assert ssn.result.admitted == expected

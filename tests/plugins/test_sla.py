@@ -10,6 +10,7 @@ from extender.core.errors import ConfigError
 from extender.core.parse import parse_podgroup
 from extender.core.timestamps import epoch
 from extender.framework.cycle import run_cycle
+from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins.registry import NOT_YET, PLUGINS, load_conf
 from extender.plugins.sla import SlaArgs, SlaPlugin
@@ -99,7 +100,7 @@ _T0 = epoch(T0)
 def _order(argument: str | None, now: float) -> tuple[SlaPlugin, Session]:
     sla = SlaPlugin({} if argument is None else {"sla-waiting-time": argument})
     groups = [podgroup("job1", 1), _sla(podgroup("job2", 1), plain="1h")]
-    ssn = Session(snapshot([node("n0")], [], groups), [[sla]], now=now)
+    ssn = Session(snapshot([node("n0")], [], groups), build_hooks([[sla]]), now=now)
     return sla, ssn
 
 
@@ -139,7 +140,7 @@ def test_most_overdue_goes_first() -> None:
         _sla(podgroup("young-urgent", 1, created="2024-01-01T05:00:00Z"), plain="1h"),  # due 06:00
         podgroup("no-sla", 1, created="2023-01-01T00:00:00Z"),
     ]
-    ssn = Session(snapshot([node("n0")], [], groups), [[sla]], now=epoch("2024-01-01T12:00:00Z"))
+    ssn = Session(snapshot([node("n0")], [], groups), build_hooks([[sla]]), now=epoch("2024-01-01T12:00:00Z"))
     order = sorted(ssn.snapshot.groups.values(), key=ssn.job_key)
     assert [g.name for g in order] == ["young-urgent", "old-patient", "no-sla"]
 

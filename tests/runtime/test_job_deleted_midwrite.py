@@ -38,7 +38,7 @@ POD: Obj = {
 
 def controller(kube: KubeClient) -> JobController:
     store = watched_objects(frozenset({"volcano"}))
-    jc = JobController(kube, store, scheduler_names=frozenset({"volcano"}), events=Recorder())  # type: ignore[arg-type]
+    jc = JobController(kube, store, scheduler_names=frozenset({"volcano"}), events=Recorder())  # type: ignore[arg-type]  # EventRecorder's double
     store.handlers()["jobs"].upsert(copy.deepcopy(JOB))
     store.handlers()["podgroups"].upsert(BLOCKED)
     store.handlers()["pods"].upsert(POD)

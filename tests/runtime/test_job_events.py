@@ -63,7 +63,7 @@ JOB_PATH = paths.JOBS.item("big", namespace="ns")
 
 def controller(kube: KubeClient, rec: Recorder) -> JobController:
     store = watched_objects(frozenset({"volcano"}))
-    return JobController(kube, store, scheduler_names=frozenset({"volcano"}), events=rec)  # type: ignore[arg-type]
+    return JobController(kube, store, scheduler_names=frozenset({"volcano"}), events=rec)  # type: ignore[arg-type]  # EventRecorder's double
 
 
 async def _sync(jc: JobController, obj: Obj) -> None:

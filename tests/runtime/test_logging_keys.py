@@ -47,15 +47,17 @@ def test_there_are_call_sites_to_check() -> None:
 def test_extra_keys_are_not_reserved(path: str, line: int, call: ast.Call) -> None:
     extra = next(k.value for k in call.keywords if k.arg == "extra")
     assert isinstance(extra, ast.Dict), f"{path}:{line}: extra must be a dict literal so it can be checked"
-    keys = [k.value for k in extra.keys if isinstance(k, ast.Constant)]
+    keys = [k.value for k in extra.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
     assert len(keys) == len(extra.keys), f"{path}:{line}: extra keys must be string literals"
     clash = sorted(set(keys) & RESERVED)
     assert not clash, f"{path}:{line}: extra keys {clash} are reserved LogRecord attributes"
 
 
 def test_the_check_catches_a_reserved_key() -> None:
-    call = ast.parse('log.warning("x", extra={"name": 1})').body[0].value  # type: ignore[attr-defined]
+    [stmt] = ast.parse('log.warning("x", extra={"name": 1})').body
+    assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+    call = stmt.value
     with pytest.raises(AssertionError, match="reserved"):
         test_extra_keys_are_not_reserved("t.py", 1, call)
     with pytest.raises(KeyError):
-        logging.getLogger("t").makeRecord("t", logging.INFO, "f", 1, "m", None, None, extra={"name": 1})
+        logging.getLogger("t").makeRecord("t", logging.INFO, "f", 1, "m", (), None, extra={"name": 1})

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from kubernetes_asyncio import client as k8s
-
 from admission.server import make_admission_app
 from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
 from extender.wiring import Process
@@ -20,7 +19,7 @@ SETTINGS = ServeSettings(
 
 
 async def test_every_metric_renders() -> None:
-    kube = KubeClient(k8s.Configuration())
+    kube = KubeClient(Connection(host="http://localhost"))
     try:
         proc = Process(SETTINGS, load_conf(), kube)
         proc.register_metrics(make_admission_app(proc.lookup, proc.limits))

@@ -136,7 +136,7 @@ def _fresh() -> Scheduler:
     handlers = state.cache.handlers()
     for kind, base in BASES.items():
         handlers[kind].replace([copy.deepcopy(base)])
-    return build_scheduler(state, load_conf(), None)  # type: ignore[arg-type]
+    return build_scheduler(state, load_conf(), None)  # type: ignore[arg-type]  # no executor: no writes here
 
 
 CASES = [

@@ -37,7 +37,7 @@ RAW = {
 
 def test_events_follow_changes_of_reason_and_phase() -> None:
     rec = Recorder()
-    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
+    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]  # events alone: no cache, state, writes
     short = "gang 1/2 placeable: needs cpu 2"
     w._tell(RAW, status("Pending"), status("Pending", short))
     w._tell(RAW, status("Pending", short), status("Pending", short))  # no change: nothing
@@ -55,7 +55,7 @@ def test_events_follow_changes_of_reason_and_phase() -> None:
 def test_moving_figures_are_not_a_new_reason() -> None:
     """Idle capacity changes with every pod that comes or goes: an Event only when what blocks changes."""
     rec = Recorder()
-    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
+    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]  # events alone: no cache, state, writes
     first = status("Pending", "cluster over-committed: minResources cpu 9 > idle cpu 7.6")
     fewer = status("Pending", "cluster over-committed: minResources cpu 9 > idle cpu 5.2")
     memory = status("Pending", "cluster over-committed: minResources memory 9Gi > idle memory 2Gi")
@@ -73,7 +73,7 @@ def test_moving_figures_are_not_a_new_reason() -> None:
 
 def test_a_podgroup_without_a_job_tells_only_itself() -> None:
     rec = Recorder()
-    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]
+    w = StatusWriter(None, None, None, events=rec)  # type: ignore[arg-type]  # events alone: no cache, state, writes
     raw = {"metadata": {"name": "g", "namespace": "ns", "uid": "u"}, "spec": {}}
     w._tell(raw, status("Pending"), status("Inqueue"))
     assert rec.events == [("PodGroup", "Normal", "Enqueued", "admitted to queue default")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from controllers.workqueue import WorkQueue
 
@@ -51,9 +52,9 @@ def test_backoff_doubles_per_key_up_to_the_cap_and_resets_on_success() -> None:
 
 async def test_add_after_uses_the_injected_scheduler() -> None:
     calls: list[float] = []
-    pending: list[object] = []
+    pending: list[Callable[[], None]] = []
 
-    def call_later(delay: float, fn: object) -> object:
+    def call_later(delay: float, fn: Callable[[], None]) -> object:
         calls.append(delay)
         pending.append(fn)
         return None
@@ -61,5 +62,5 @@ async def test_add_after_uses_the_injected_scheduler() -> None:
     q: WorkQueue[str] = WorkQueue(call_later=call_later)
     q.add_after("a", 2.0)
     assert calls == [2.0] and len(q) == 0
-    pending[0]()  # type: ignore[operator]
+    pending[0]()
     assert len(q) == 1

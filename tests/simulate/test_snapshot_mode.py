@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from controllers.simulate.snapshot import SnapshotResult, flatten, simulate_snapshot
+from extender.core.timestamps import epoch
 from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES
 from extender.plugins.registry import load_conf
-from tests.core.builders import NOW, T0, gang, node, pod
+from tests.core.builders import NOW, T0, gang, node, pod, queue
 from tests.core.test_hypernodes import exact, hn
 from tests.fixtures.scenarios import Scenario, load_scenarios
 
@@ -219,3 +220,76 @@ def test_hypernodes_are_read_by_network_topology_aware() -> None:
     assert len(placements(result)) == 3 and used in ({"n0", "n1"}, {"n2", "n3"})
     spread = simulate_snapshot([*nodes, pg, *pods], load_conf(None), now=NOW)
     assert len(set(placements(spread).values())) == 3
+
+
+def _issue_22_objects() -> list[dict[str, Any]]:
+    """The state of issue #22's case: ta's elastic job holds both nodes, tb's job is new."""
+    from tests.plugins.test_elastic import NODES, _job, _tree
+
+    ta, ta_pods = _job("ta-job", "ta", 4, 1, on="running")
+    tb, tb_pods = _job("tb-job", "tb", 2, 2)
+    return [*NODES, *_tree(), ta, tb, *ta_pods, *tb_pods]
+
+
+def test_cycles_one_runs_exactly_one_session() -> None:
+    """``--cycles 1``: one scheduling session and what it decided carried out (binds, victims leaving, the
+    placements that waited for them), no fixpoint. Issue #22's case takes one session: tb's job is
+    admitted, reclaim evicts two of ta's pods and tb's pods run in their room."""
+    from tests.plugins.test_elastic import CAPACITY_TREE_CONF
+
+    one = simulate_snapshot(_issue_22_objects(), load_conf(CAPACITY_TREE_CONF), now=NOW, cycles=1)
+    assert one.cycles == 1
+    assert sorted(e.by for e in one.evictions) == ["default/tb-job", "default/tb-job"]
+    victims = {e.node for e in one.evictions}
+    assert {p.node for p in one.placements if p.group == "default/tb-job"} == victims
+    assert {g.name: g.running for g in one.podgroups} == {"default/ta-job": 2, "default/tb-job": 2}
+
+
+def test_cycles_stop_where_a_fixpoint_would_go_on() -> None:
+    """Two queues' jobs submitted together: a session places their minimums and lets the extra pods wait
+    for allocate's fair window; N sessions at the same clock leave them waiting, the fixpoint moves the
+    clock past the window and places them."""
+    a, pa = gang("a", 4, min_member=1, queue="qa", phase="Pending")
+    b, pb = gang("b", 4, min_member=1, queue="qb", phase="Pending")
+    objects = [node("n0", cpu="16"), queue("qa"), queue("qb"), a, b, *pa, *pb]
+    for n in (1, 2):
+        result = simulate_snapshot(objects, load_conf(None), now=epoch(T0), cycles=n)
+        assert (result.cycles, len(result.placements), result.now) == (n, 2, T0)
+    settled = simulate_snapshot(objects, load_conf(None), now=epoch(T0))
+    assert len(settled.placements) == 8 and settled.now > T0
+
+
+@pytest.mark.parametrize("argv", [["--cycles", "1", "x.yaml"], ["--snapshot", "x.yaml", "--cycles", "0"]])
+def test_cycles_needs_snapshot_mode_and_a_positive_count(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from extender.main import main
+
+    assert main(["simulate", *argv]) == 2
+    assert "--cycles takes --snapshot" in capsys.readouterr().err
+
+
+def test_cycles_from_the_command_line(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.plugins.test_elastic import CAPACITY_TREE_CONF
+
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump_all(_issue_22_objects()))
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(CAPACITY_TREE_CONF)
+    from extender.main import main
+
+    argv = [
+        "simulate",
+        "--snapshot",
+        str(state),
+        "--scheduler-conf",
+        str(conf),
+        "--cycles",
+        "1",
+        "-o",
+        "json",
+    ]
+    assert main(argv) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert doc["cycles"] == 1
+    assert len(doc["evictions"]) == 2

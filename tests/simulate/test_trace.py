@@ -11,6 +11,7 @@ import yaml
 from controllers.simulate.engine import TraceRun
 from controllers.simulate.report import trace_document
 from controllers.simulate.trace import TraceError, parse_trace
+from extender.core.model import GroupKey
 from extender.core.snapshot import pod_group_key
 from extender.main import main
 from extender.plugins.registry import load_conf
@@ -21,7 +22,7 @@ RECLAIM = ROOT / "examples" / "simulate" / "reclaim.conf"
 
 
 def _doc(**over: Any) -> dict[str, Any]:
-    doc = yaml.safe_load(SMALL.read_text())
+    doc: dict[str, Any] = yaml.safe_load(SMALL.read_text())
     doc.update(over)
     return doc
 
@@ -32,7 +33,7 @@ def _check_invariants(run: TraceRun, capability: dict[str, dict[str, int]]) -> N
     cache = run.cluster.cache
     on_node: dict[str, dict[str, int]] = {}
     per_queue: dict[str, dict[str, int]] = {}
-    bound_per_group: dict[str, int] = {}
+    bound_per_group: dict[GroupKey, int] = {}
     for raw in run.cluster.pods.values():
         pod = cache.pod(raw["metadata"]["uid"])
         assert pod is not None

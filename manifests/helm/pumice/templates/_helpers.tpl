@@ -1,14 +1,75 @@
-{{/* Labels, as `pumice manifests deploy` writes them (names fixed, so a re-apply updates in place). */}}
-{{- define "pumice.labels" -}}
-app.kubernetes.io/name: pumice
+{{/*
+Names. The fullname is the release name (with "-pumice" unless it holds the chart's name), cut to 48
+characters so "<fullname>-kube-scheduler" stays a DNS label. Release "pumice" gives the names
+`pumice manifests deploy` prints, which tests/ops/test_helm_chart.py holds the chart to.
+*/}}
+{{- define "pumice.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 48 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "pumice.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 48 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 48 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 48 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pumice.schedulerFullname" -}}
+{{- printf "%s-kube-scheduler" (include "pumice.fullname" .) -}}
+{{- end -}}
+
+{{/* Selector labels, as `pumice manifests deploy` writes them: a Deployment's selector never changes. */}}
+{{- define "pumice.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pumice.name" . }}
 app.kubernetes.io/component: scheduler-extender
 app.kubernetes.io/part-of: pumice
 {{- end -}}
 
-{{- define "pumice.schedulerLabels" -}}
-app.kubernetes.io/name: pumice-kube-scheduler
+{{- define "pumice.schedulerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "pumice.name" . }}-kube-scheduler
 app.kubernetes.io/component: kube-scheduler
 app.kubernetes.io/part-of: pumice
+{{- end -}}
+
+{{/* Object labels: the selector labels and extraLabels. */}}
+{{- define "pumice.labels" -}}
+{{ include "pumice.selectorLabels" . }}
+{{- with .Values.extraLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "pumice.schedulerLabels" -}}
+{{ include "pumice.schedulerSelectorLabels" . }}
+{{- with .Values.extraLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of an object that belongs to neither Deployment. */}}
+{{- define "pumice.partOfLabels" -}}
+app.kubernetes.io/part-of: pumice
+{{- with .Values.extraLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The certificate contract's Secrets: <prefix>-ca, -webhook-tls, -extender-tls, -kube-scheduler-tls. */}}
+{{- define "pumice.tlsPrefix" -}}
+{{- include "pumice.fullname" . -}}
+{{- end -}}
+
+{{/* The DNS names of pumice's Service, which its serving certificates carry. */}}
+{{- define "pumice.serviceDNSNames" -}}
+{{- $svc := include "pumice.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- toYaml (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) -}}
 {{- end -}}
 
 {{/* The target release as MAJOR.MINOR.PATCH (PATCH 0 when only MAJOR.MINOR is given). */}}
@@ -56,16 +117,52 @@ app.kubernetes.io/part-of: pumice
 {{- if ge $minor 28 -}}conditions{{- else if ge $minor 27 -}}gates{{- else -}}basic{{- end -}}
 {{- end -}}
 
-{{/* A generated file with the release namespace and scheduler name in place of the generator's stand-ins. */}}
+{{/* A generated file with the release's namespace, names and scheduler name in place of the stand-ins. */}}
 {{- define "pumice.generated" -}}
-{{- .root.Files.Get .path | replace "pumice-chart-namespace" .root.Release.Namespace | replace "pumice-chart-scheduler-name" .root.Values.schedulerName -}}
+{{- .root.Files.Get .path
+  | replace "pumice-chart-namespace" .root.Release.Namespace
+  | replace "pumice-chart-fullname" (include "pumice.fullname" .root)
+  | replace "pumice-chart-scheduler-name" .root.Values.schedulerName -}}
+{{- end -}}
+
+{{/*
+A pod's scheduling constraints and placement: (dict "values" <pumice's or kubeScheduler's values>
+"selector" <its selector labels as YAML>). Spread constraints without a labelSelector get the pods' own.
+*/}}
+{{- define "pumice.podPlacement" -}}
+{{- $values := .values -}}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $values.topologySpreadConstraints }}
+topologySpreadConstraints:
+{{- range $values.topologySpreadConstraints }}
+{{- $constraint := deepCopy . }}
+{{- if not (hasKey $constraint "labelSelector") }}
+{{- $_ := set $constraint "labelSelector" (dict "matchLabels" ($.selector | fromYaml)) }}
+{{- end }}
+- {{ toYaml $constraint | nindent 2 | trim }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* The kube-scheduler configuration pumice's kube-scheduler reads (extender/deploy/scheduler_config.py). */}}
 {{- define "pumice.schedulerConfig" -}}
 {{- $scheme := ternary "https" "http" .Values.extender.mutualTLS -}}
 {{- $extender := dict
-  "urlPrefix" (printf "%s://pumice.%s.svc:8888" $scheme .Release.Namespace)
+  "urlPrefix" (printf "%s://%s.%s.svc:8888" $scheme (include "pumice.fullname" .) .Release.Namespace)
   "filterVerb" "filter"
   "prioritizeVerb" "prioritize"
   "preemptVerb" "preempt"
@@ -81,7 +178,7 @@ app.kubernetes.io/part-of: pumice
   "apiVersion" (include "pumice.schedulerConfigApiVersion" .)
   "kind" "KubeSchedulerConfiguration"
   "clientConnection" (dict "qps" 500 "burst" 1000)
-  "leaderElection" (dict "leaderElect" true "resourceName" "pumice-kube-scheduler" "resourceNamespace" .Release.Namespace)
+  "leaderElection" (dict "leaderElect" true "resourceName" (include "pumice.schedulerFullname" .) "resourceNamespace" .Release.Namespace)
   "percentageOfNodesToScore" 100
   "profiles" (list (dict "schedulerName" .Values.schedulerName))
   "extenders" (list $extender) -}}

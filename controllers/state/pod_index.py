@@ -1,0 +1,63 @@
+"""The cluster cache's pods by UID, and the indexes that read them: the members of each of pumice's groups,
+the queue of each group that has no PodGroup (plain pods), the pods that ask GPU cards.
+
+:class:`PodIndex` is written only by :class:`~controllers.state.cache_ingest.CacheIngest` (which tells the
+ledger and the pending set of each change) and read by :class:`~controllers.state.cache.ClusterCache`.
+Invariants: a pod is a member of at most one group, the one :func:`~extender.core.snapshot.pod_group_key`
+gives, and only when one of ``scheduler_names`` schedules it; a group with no member left has no entry (and
+no implicit queue); ``device_pods`` holds exactly the stored pods whose ``gpu`` is set, as stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from extender.core.model import GroupKey, Pod, PodUID
+from extender.core.snapshot import pod_group_key
+
+
+class PodIndex:
+    def __init__(self, *, scheduler_names: frozenset[str], default_queue: str) -> None:
+        self.scheduler_names = scheduler_names
+        self.default_queue = default_queue
+        self.pods: dict[PodUID, Pod] = {}
+        # Members of pumice's groups, and the queue of groups without a PodGroup (plain pods).
+        self.members: dict[GroupKey, set[PodUID]] = {}
+        self.implicit_queue: dict[GroupKey, str] = {}
+        # Pods that ask GPU cards (deviceshare): the snapshot's card holdings come from these alone.
+        self.device_pods: dict[PodUID, Pod] = {}
+
+    def ours(self, pod: Pod) -> GroupKey | None:
+        """The group of ``pod`` when pumice schedules it."""
+        return pod_group_key(pod) if pod.scheduler_name in self.scheduler_names else None
+
+    def put(self, uid: PodUID, pod: Pod | None) -> GroupKey | None:
+        """Store ``pod`` under ``uid`` (None: remove it) with its indexes; the group it is now a member of."""
+        old = self.pods.pop(uid, None)
+        if old is not None:
+            key = self.ours(old)
+            if key is not None:
+                members = self.members[key]
+                members.discard(uid)
+                if not members:
+                    del self.members[key]
+                    self.implicit_queue.pop(key, None)
+        key = self.ours(pod) if pod is not None else None
+        self.device_pods.pop(uid, None)
+        if pod is not None:
+            self.pods[uid] = pod
+            if pod.gpu is not None:
+                self.device_pods[uid] = pod
+            if key is not None:
+                self.members.setdefault(key, set()).add(uid)
+                if not pod.group_name:
+                    self.implicit_queue[key] = pod.queue_name or self.default_queue
+        return key
+
+    def bind(self, uid: PodUID, node: str) -> Pod:
+        """The stored pod ``uid`` (KeyError if there is none) laid on ``node``; its group stays."""
+        bound = dataclasses.replace(self.pods[uid], node_name=node)
+        self.pods[uid] = bound
+        if uid in self.device_pods:
+            self.device_pods[uid] = bound
+        return bound
