@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -81,9 +81,11 @@ def _replay(data: Path, trace_name: str, seed: int, policy: str) -> Figures:
     spent = time.process_time() - start
     if figures is None:
         raise RuntimeError(f"{trace_name}: the replay reported no arrival figures")
-    p100, p130 = figures.at(100), figures.end
-    if p100 is None or p130 is None:
-        raise RuntimeError(f"{trace_name}: no point at 100 % or at the end ({figures.arrived:.0%} arrived)")
+    if not figures.curve:
+        raise RuntimeError(f"{trace_name}: the replay has no arrival curve")
+    # the points nearest 100 % and the end (a trace of a few large pods may step over a percent)
+    p100 = min(figures.curve, key=lambda p: abs(p.percent - 100))
+    p130 = figures.curve[-1]
     return p100.allocation, p130.allocation, p130.fragmentation, spent
 
 
@@ -113,8 +115,12 @@ def main() -> int:
         return 2
     tasks = [(t, s, p) for t in traces for s in range(args.seeds) for p in policies]
     with ProcessPoolExecutor(max_workers=max(args.procs, 1)) as pool:
-        futures = {task: pool.submit(_replay, data, *task) for task in tasks}
-        results = {task: f.result() for task, f in futures.items()}
+        futures = {pool.submit(_replay, data, *task): task for task in tasks}
+        results: dict[tuple[str, int, str], Figures] = {}
+        for done in as_completed(futures):  # each replay as it ends (stderr): a long run shows progress
+            task = futures[done]
+            results[task] = done.result()
+            print(f"{task}: {results[task]}", file=sys.stderr, flush=True)
     head = f"{'trace':<12}" + "".join(f"{p[:13]:>24}" for p in policies) + f"{'FGD paper':>11}{'diff':>7}"
     print(
         f"openb, {args.seeds} seed(s); per policy: GPU allocated at 100% / 130% arrived, fragmented at 130%"
@@ -125,7 +131,7 @@ def main() -> int:
         cells, first = [], None
         for p in policies:
             runs = np.asarray([results[(t, s, p)] for s in range(args.seeds)])
-            a100, a130, frag, _ = (100 * runs[:, :3].mean(axis=0)).tolist()
+            a100, a130, frag = (100 * runs[:, :3].mean(axis=0)).tolist()
             cpu += float(runs[:, 3].sum())
             first = a130 if first is None else first
             cells.append(f"{a100:6.1f} /{a130:6.1f} /{frag:5.1f}")
