@@ -19,6 +19,7 @@ class Liveness:
         self.clock = clock
         self._beats: dict[str, tuple[float, float]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._paused: set[str] = set()
         self._stopping = False
         self.died: list[str] = []
         self.on_death: Callable[[str], None] = lambda _name: None
@@ -31,6 +32,17 @@ class Liveness:
             self._beats[name] = (self.clock(), max_age)
 
         return beat
+
+    def pause(self, name: str) -> None:
+        """A loop that stops on purpose (a leader-only loop while this replica stands by): not checked
+        until :meth:`resume`."""
+        self._paused.add(name)
+
+    def resume(self, name: str) -> None:
+        """Check ``name`` again, counting its age from now."""
+        self._paused.discard(name)
+        if name in self._beats:
+            self._beats[name] = (self.clock(), self._beats[name][1])
 
     def watch(self, task: asyncio.Task[None]) -> None:
         name = task.get_name()
@@ -52,6 +64,6 @@ class Liveness:
         out = [f"root task {name} has ended" for name in self.died]
         now = self.clock()
         for name, (last, max_age) in sorted(self._beats.items()):
-            if now - last > max_age:
+            if name not in self._paused and now - last > max_age:
                 out.append(f"{name} has not made progress for {now - last:.0f}s (limit {max_age:g}s)")
         return out

@@ -20,11 +20,11 @@ bound or running, dropped on delete.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from controllers.kube.informer import Handler
+from controllers.kube.informer import Handler, Listing
 from controllers.state.meta import read_meta
 from extender.core.timestamps import epoch
 
@@ -61,7 +61,10 @@ def _section(obj: Obj, key: str) -> dict[str, Any]:
 
 
 def _uid(obj: Obj) -> str:
-    return read_meta(obj).uid
+    # read_meta(obj).uid without reading the rest (called for every pod of every LIST).
+    meta = obj.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, Mapping) else None
+    return uid if isinstance(uid, str) else ""
 
 
 class _Transitions:
@@ -92,6 +95,28 @@ class _Transitions:
 
     def keep_only(self, objs: Sequence[Obj]) -> None:
         self._waiting &= {_uid(o) for o in objs}
+
+    def keep_uids(self, uids: set[str]) -> None:
+        self._waiting &= uids
+
+
+class _Listing:
+    """A LIST page by page: each object seen as it arrives, the waiting sets trimmed at the end to what the
+    LIST showed (only the UIDs are kept meanwhile, not the objects)."""
+
+    def __init__(self, ts: Sequence[_Transitions], upsert: Callable[[Obj], None]) -> None:
+        self._ts = ts
+        self._upsert = upsert
+        self._uids: set[str] = set()
+
+    def page(self, objs: Sequence[Obj], /) -> None:
+        for o in objs:
+            self._upsert(o)
+            self._uids.add(_uid(o))
+
+    def done(self) -> None:
+        for t in self._ts:
+            t.keep_uids(self._uids)
 
 
 class WatchMetrics:
@@ -197,7 +222,10 @@ class WatchMetrics:
                 if kind is not None:
                     self._gone(self._seen(kind, obj, ""))
 
-            return Handler(replace=replace, upsert=upsert, remove=remove)
+            def listing() -> Listing:
+                return _Listing(ts, upsert)
+
+            return Handler(replace=replace, upsert=upsert, remove=remove, listing=listing)
 
         return {
             "pods": handler((self._pods,), pods, None),

@@ -86,3 +86,7 @@ class WorkQueue(Generic[K]):
                 await sync(key)
             finally:
                 self.done(key)
+            # A sync that writes nothing never yields, and a full queue never makes get() wait: after a
+            # restart one worker would run every job's first reconcile before the extender answered
+            # kube-scheduler or the scheduling loop ran once. One turn of the event loop per key.
+            await asyncio.sleep(0)

@@ -8,12 +8,13 @@ imports it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from admission.server import AdmissionMetrics
 from controllers.events import EventRecorder
 from controllers.kube.informer import Informer
+from controllers.leader.leadership import Leadership
 from controllers.reconcilers.cronjobs import CronJobController
 from controllers.reconcilers.flows import FlowController
 from controllers.reconcilers.jobs import JobController
@@ -28,6 +29,8 @@ from extender.server.metrics import Metrics, Sample, one
 def register_families(
     m: Metrics,
     *,
+    leadership: Leadership,
+    certificates: Callable[[], Iterable[tuple[str, float]]],
     scheduler: Scheduler,
     status: StatusWriter,
     events: EventRecorder,
@@ -40,6 +43,33 @@ def register_families(
     observers: Observers,
 ) -> None:
     """The families read at scrape time from the objects that keep them (see extender.server.metrics)."""
+    m.scrape(
+        "pumice_certificate_expiry_timestamp_seconds",
+        "gauge",
+        "When each certificate pumice serves or presents expires (epoch seconds), by certificate (ca, "
+        "webhook, extender, kube-scheduler-client).",
+        lambda: [((name,), when) for name, when in certificates()],
+        ("certificate",),
+    )
+    m.scrape(
+        "pumice_leader",
+        "gauge",
+        "1 while this replica leads (plans, binds, reconciles), 0 while it stands by.",
+        lambda: one(1.0 if leadership.leading else 0.0),
+    )
+    m.scrape(
+        "pumice_binds_unreserved_total",
+        "counter",
+        "Pods of pumice's schedulers seen bound while this replica led and held no reservation for them "
+        "(a bind on a stale answer, or someone else's). Should stay 0.",
+        lambda: one(scheduler.shared.unreserved_binds()),
+    )
+    m.scrape(
+        "pumice_leader_transitions_total",
+        "counter",
+        "Changes of the leader-election Lease's holder this replica saw (to or from itself included).",
+        lambda: one(leadership.transitions),
+    )
     shared = scheduler.shared
     s = shared.stats
     for stat, name, help_text in (
@@ -83,11 +113,16 @@ def register_families(
     m.scrape(
         "pumice_informer_errors_total",
         "counter",
-        "Informer errors by informer and kind (handler: one object's; list: an unreadable response).",
+        "Informer errors by informer and kind (handler: one object's; list: an unreadable response; "
+        "connection: a list or watch that failed and was retried: a cut stream, 429, 5xx, a timeout).",
         lambda: [
             ((i.name, k), v)
             for i in informers
-            for k, v in (("handler", i.handler_errors), ("list", i.list_errors))
+            for k, v in (
+                ("handler", i.handler_errors),
+                ("list", i.list_errors),
+                ("connection", i.connection_errors),
+            )
         ],
         ["informer", "kind"],
     )

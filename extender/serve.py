@@ -1,12 +1,18 @@
 """``pumice serve``: the one process that runs the extender, the webhooks and the controllers.
 
 Builds :class:`extender.wiring.Process` and serves one aiohttp application per listener (extender: plain
-HTTP by default; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
-serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), and owns every background
-task in one TaskGroup: informers, the scheduling loop, the status writer and the controllers. If any of
-them dies, the process exits non-zero rather than serve a stale cache; SIGTERM/SIGINT shut it down
-cleanly. Start-up problems (a kubeconfig that is not there, a port taken, an unreachable API server) end
-in one line on stderr and exit status 2, before anything is served.
+HTTP, TLS or mutual TLS; webhooks: always TLS; metrics: plain HTTP for Prometheus, ``--metrics-bind``), each
+serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), with the TLS of
+:mod:`extender.serve_tls`, and owns every background task in one TaskGroup: the informers, the Event
+writer, the TLS reload, the conf reload, leader election and the leader-only tasks, which run per term
+(:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the controllers, the
+start-up writes). If any root task dies, the process exits non-zero rather than serve a stale cache.
+
+SIGTERM/SIGINT is a handover: every ``/readyz`` turns 503, a leader stops its leader-only tasks and
+releases the Lease at once (a standby takes over without waiting out the lease), and admission and
+forwarding go on for ``--shutdown-delay`` before the process exits, so a Service stops sending here first.
+Start-up problems (a kubeconfig that is not there, a port taken, an unreachable API server, TLS Secrets
+that cannot be made) end in one line on stderr and exit status 2, before anything is served.
 
 Part of the composition root: only :mod:`extender.main` imports it, when the command is ``serve``.
 """
@@ -24,21 +30,25 @@ import threading
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from admission.server import make_admission_app
 from admission.webhooks import webhook_configurations
 from controllers.events import Ref
 from controllers.kube.client import ApiError, KubeClient
 from controllers.kube.kubeconfig import KubeConfigError, load_config
+from controllers.leader.terms import Duty, Terms
 from controllers.reconcilers.bootstrap import ensure_queues, register_webhooks, server_features
 from controllers.reconcilers.conf_reload import ConfWatcher
+from extender import serve_tls
 from extender.core.errors import ConfigError
 from extender.plugins.registry import SchedulerConf, load_conf
 from extender.process.logs import configure
 from extender.process.preflight import kubeconfig_problem, listen_problem, one_line
 from extender.process.settings import ServeSettings
-from extender.process.tls import generate_serving_certs, mtls_server_context, server_ssl_context
+from extender.serve_tls import serving_tls
 from extender.server.app import make_extender_app
+from extender.server.forward import Forwarder
 from extender.server.metrics import CONTENT_TYPE
 from extender.wiring import Process
 
@@ -60,7 +70,34 @@ def run(settings: ServeSettings) -> int:
     return 130
 
 
-def _health_routes(app: web.Application, proc: Process) -> None:
+class Drain:
+    """Set once a shutdown began: every listener's ``/readyz`` answers 503 from then on, and every answer
+    carries ``Connection: close``. A client (kube-apiserver calling a webhook, kube-scheduler) then opens its
+    next connection through the Service, to a replica that stays, instead of sending on a kept-alive one
+    that the exit closes under it: a POST cut that way is not retried, and kube-apiserver would refuse the
+    create it was admitting."""
+
+    def __init__(self) -> None:
+        self.draining = False
+
+
+def _health_routes(
+    app: web.Application, proc: Process, drain: Drain | None = None, *, extender: bool = False
+) -> None:
+    """``/healthz``, ``/readyz`` and ``/metrics`` on a listener. ``/readyz`` is 503 while the informers have
+    not listed, once a shutdown began, and, on the extender's listener with leader election, while no leader
+    is known (nobody to answer or forward to)."""
+    drain = drain if drain is not None else Drain()
+
+    @web.middleware
+    async def close_when_draining(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        if drain.draining:
+            response.force_close()
+        return response
+
+    app.middlewares.append(close_when_draining)
+
     async def healthz(_: web.Request) -> web.Response:
         problems = proc.liveness.problems()
         if problems:
@@ -68,16 +105,21 @@ def _health_routes(app: web.Application, proc: Process) -> None:
         return web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
-        if proc.ready:
-            webhooks = proc.settings.webhooks
-            if not (webhooks.url_base or webhooks.service):
-                return web.Response(
-                    text="ok; admission webhooks not registered by pumice (no --webhook-service or "
-                    "--webhook-url-base): only existing configurations get the CA"
-                )
-            return web.Response(text="ok")
-        waiting = [i.name for i in proc.informers if not i.synced.is_set()]
-        return web.Response(status=503, text=f"waiting for first LIST of: {', '.join(waiting)}")
+        if drain.draining:
+            return web.Response(status=503, text="shutting down")
+        if not proc.ready:
+            waiting = [i.name for i in proc.informers if not i.synced.is_set()]
+            return web.Response(status=503, text=f"waiting for first LIST of: {', '.join(waiting)}")
+        lead = proc.leadership
+        if extender and lead.enabled and not (lead.serving or lead.leader_url()):
+            return web.Response(status=503, text="no leader known yet: the extender cannot answer")
+        webhooks = proc.settings.webhooks
+        if not (webhooks.url_base or webhooks.service):
+            return web.Response(
+                text="ok; admission webhooks not registered by pumice (no --webhook-service or "
+                "--webhook-url-base): only existing configurations get the CA"
+            )
+        return web.Response(text="ok")
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=proc.metrics.render().encode(), headers={"Content-Type": CONTENT_TYPE})
@@ -85,23 +127,6 @@ def _health_routes(app: web.Application, proc: Process) -> None:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-
-
-def _webhook_tls(settings: ServeSettings) -> tuple[ssl.SSLContext, bytes]:
-    """The webhook listener's TLS context and the CA PEM for caBundle: the given files, else a fresh
-    self-signed CA and serving certificate."""
-    if settings.webhooks.tls_cert and settings.webhooks.tls_key:
-        return _ssl_context(settings.webhooks.tls_cert, settings.webhooks.tls_key), Path(
-            settings.webhooks.tls_cert
-        ).read_bytes()
-    dns = ["localhost"]
-    if settings.webhooks.service:
-        ns, name = settings.webhooks.service
-        dns += [name, f"{name}.{ns}", f"{name}.{ns}.svc", f"{name}.{ns}.svc.cluster.local"]
-    certs = generate_serving_certs(
-        Path(settings.webhooks.cert_dir), dns_names=dns, ip_addresses=("127.0.0.1",)
-    )
-    return server_ssl_context(certs), certs.ca_pem
 
 
 def _listeners(settings: ServeSettings) -> list[tuple[str, int, str]]:
@@ -168,6 +193,11 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
     except (ApiError, OSError, TimeoutError) as e:
         await client.close()
         return _fail(f"cannot reach the API server ({settings.kubeconfig or 'in-cluster/$KUBECONFIG'}): {e}")
+    try:
+        tls = await serving_tls(settings, client)
+    except (ApiError, OSError, TimeoutError, ValueError) as e:
+        await client.close()
+        return _fail(f"cannot set up TLS: {e}")
     if not (settings.webhooks.url_base or settings.webhooks.service):
         log.warning(
             "admission webhooks not registered by this process (neither --webhook-service nor "
@@ -176,23 +206,28 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         )
     proc = Process(settings, conf, client, gates=features.scheduling_gates)
     conf_watch = _conf_watcher(settings, proc, conf_text)
-    ext_app = make_extender_app(proc.scheduler.verbs, proc.latency, max_body=settings.extender.max_body)
-    _health_routes(ext_app, proc)
+    ext_app = make_extender_app(
+        proc.scheduler.verbs,
+        proc.latency,
+        max_body=settings.extender.max_body,
+        leader=proc.leadership if settings.leader.enabled else None,
+        forwarder=Forwarder(ssl_context=tls.forward, server_hostname=tls.forward_hostname),
+    )
+    drain = Drain()
+    _health_routes(ext_app, proc, drain, extender=True)
     adm_app = make_admission_app(proc.lookup, proc.limits)
-    _health_routes(adm_app, proc)
-    proc.register_metrics(adm_app)
+    _health_routes(adm_app, proc, drain)
+    proc.register_metrics(adm_app, lambda: tls.expiry)
 
-    wh_ssl, ca_pem = _webhook_tls(settings)
-    ext_ssl = _extender_tls(settings)
     runners = [web.AppRunner(ext_app, access_log=None), web.AppRunner(adm_app, access_log=None)]
     sites: list[tuple[web.AppRunner, str, int, str, ssl.SSLContext | None]] = [
-        (runners[0], settings.extender.host, settings.extender.port, "--extender-bind", ext_ssl),
-        (runners[1], settings.webhooks.host, settings.webhooks.port, "--webhook-bind", wh_ssl),
+        (runners[0], settings.extender.host, settings.extender.port, "--extender-bind", tls.extender),
+        (runners[1], settings.webhooks.host, settings.webhooks.port, "--webhook-bind", tls.webhook),
     ]
     if settings.metrics is not None:
         # Plain HTTP for Prometheus: the other two listeners want TLS (or mTLS) or a NetworkPolicy hole.
         metrics_app = web.Application()
-        _health_routes(metrics_app, proc)
+        _health_routes(metrics_app, proc, drain)
         runners.append(web.AppRunner(metrics_app, access_log=None))
         sites.append((runners[2], settings.metrics.host, settings.metrics.port, "--metrics-bind", None))
     for r in runners:
@@ -211,9 +246,48 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             "extender": f"{settings.extender.host}:{settings.extender.port}",
             "webhooks": settings.webhooks.port,
             "metrics": f"{settings.metrics.host}:{settings.metrics.port}" if settings.metrics else "off",
+            "leader_election": (
+                f"{settings.leader.resource_namespace}/{settings.leader.resource_name} as "
+                f"{settings.leader.identity}"
+                if settings.leader.enabled
+                else "off"
+            ),
         },
     )
 
+    async def bootstrap() -> None:
+        """The leader's start-up writes (webhook configurations with the CA, the built-in queues), once
+        per term, retried rather than fatal: creating the queues goes through our own webhooks, which the
+        API server may not reach yet (a Service whose endpoints still lag this pod's readiness). Then the
+        webhook configurations again whenever the CA changes (the Secrets rotated)."""
+        await asyncio.gather(*(i.synced.wait() for i in proc.informers))
+        log.info("caches synced")
+        first = True
+        while True:
+            delay = 0.5
+            while True:
+                try:
+                    await register_webhooks(
+                        proc.writer, settings, tls.ca_pem, webhook_configurations, features=features
+                    )
+                    if first:
+                        await ensure_queues(proc.writer, proc.cache)
+                    break
+                except (ApiError, OSError, TimeoutError) as e:
+                    log.warning("bootstrap failed; retrying", extra={"error": str(e), "in_s": delay})
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 30.0)
+            first = False
+            tls.ca_changed.clear()
+            await tls.ca_changed.wait()
+
+    terms = Terms(
+        proc.leadership,
+        [*proc.duties(), Duty("bootstrap", bootstrap)],
+        begin=proc.begin_term,
+        end=proc.end_term,
+        stop_timeout=max(5.0, settings.leader.renew_deadline),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -221,7 +295,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         if stop.is_set():  # a second signal: the user means it
             os._exit(130)
         proc.liveness.stopping()
-        _exit_after(SHUTDOWN_GRACE, 0)
+        _exit_after(settings.shutdown_delay + SHUTDOWN_GRACE, 0)
         stop.set()
 
     def on_death(name: str) -> None:
@@ -230,6 +304,23 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         log.error("root task ended; exiting", extra={"task": name})
         _exit_after(SHUTDOWN_GRACE, 1)
 
+    async def handover() -> None:
+        """SIGTERM: /readyz 503 everywhere, leadership given up (the leader-only tasks stopped first,
+        then the Lease released so a standby takes over at once), and admission and forwarding served for
+        --shutdown-delay more, so a Service stops sending here before the process goes."""
+        await stop.wait()
+        drain.draining = True
+        terms.close()
+        if proc.elector is not None:
+            proc.elector.resign()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(terms.stop_timeout):
+                    await terms.idle.wait()
+            await proc.elector.release()
+        log.info("draining", extra={"for_s": settings.shutdown_delay})
+        await asyncio.sleep(settings.shutdown_delay)
+        raise _Stop
+
     proc.liveness.on_death = on_death
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
@@ -237,45 +328,16 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
     try:
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(i.run(), name=f"informer-{i.name}") for i in proc.informers]
-
-            async def after_sync() -> None:
-                await asyncio.gather(*(i.synced.wait() for i in proc.informers))
-                log.info("caches synced")
-                # Retried, not fatal: creating the queues goes through our own webhooks, which the API
-                # server may not reach yet (a Service whose endpoints still lag this pod's readiness).
-                delay = 0.5
-                while True:
-                    try:
-                        await register_webhooks(
-                            client, settings, ca_pem, webhook_configurations, features=features
-                        )
-                        await ensure_queues(client, proc.cache)
-                        return
-                    except (ApiError, OSError, TimeoutError) as e:
-                        log.warning("bootstrap failed; retrying", extra={"error": str(e), "in_s": delay})
-                        await asyncio.sleep(delay)
-                        delay = min(delay * 2, 30.0)
-
-            tasks.append(tg.create_task(proc.scheduler.run(), name="scheduler"))
-            tasks.append(tg.create_task(proc.status.run(), name="status"))
-            tasks.append(tg.create_task(proc.jobs.run(), name="jobs"))
-            tasks.append(tg.create_task(proc.queue_commands.run(), name="queue-commands"))
-            tasks.append(tg.create_task(proc.workload_groups.run(), name="workload-groups"))
-            tasks.append(tg.create_task(proc.flows.run(), name="jobflows"))
-            tasks.append(tg.create_task(proc.cronjobs.run(), name="cronjobs"))
-            tasks.append(tg.create_task(proc.hypernode_problems.run(), name="hypernode-problems"))
+            tasks.append(tg.create_task(terms.run(), name="leader-duties"))
+            if proc.elector is not None:
+                tasks.append(tg.create_task(proc.elector.run(), name="leader-election"))
+            tasks.append(tg.create_task(serve_tls.watch(tls), name="tls-reload"))
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
             for t in tasks:  # each runs forever: ending at all is a death
                 proc.liveness.watch(t)
-            tg.create_task(after_sync(), name="bootstrap")
-
-            async def until_stop() -> None:
-                await stop.wait()
-                raise _Stop
-
-            tg.create_task(until_stop())
+            tg.create_task(handover(), name="handover")
     except* _Stop:
         log.info("shutting down")
     except* Exception as eg:
@@ -295,7 +357,8 @@ class _Stop(Exception):
     pass
 
 
-# Seconds a shutdown (SIGTERM, or a root task's death) may take before the process ends regardless.
+# Seconds a shutdown (SIGTERM after its drain, or a root task's death) may take before the process ends
+# regardless.
 SHUTDOWN_GRACE = 10.0
 
 
@@ -303,20 +366,3 @@ def _exit_after(seconds: float, code: int) -> None:
     timer = threading.Timer(seconds, os._exit, (code,))
     timer.daemon = True
     timer.start()
-
-
-def _extender_tls(settings: ServeSettings) -> ssl.SSLContext | None:
-    """Plain HTTP (loopback), TLS, or mutual TLS when a client CA is given: then only a caller holding a
-    certificate signed by it (the kube-scheduler that ``manifests deploy`` sets up) can reach the verbs."""
-    cert, key = settings.extender.tls_cert, settings.extender.tls_key
-    if not (cert and key):
-        return None
-    if settings.extender.client_ca:
-        return mtls_server_context(cert, key, settings.extender.client_ca)
-    return _ssl_context(cert, key)
-
-
-def _ssl_context(cert: str, key: str) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    return ctx

@@ -9,6 +9,8 @@ the composition root (with :mod:`extender.main`, :mod:`extender.serve`, :mod:`ex
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Iterable
 from importlib import metadata
 
 from aiohttp import web
@@ -19,6 +21,11 @@ from controllers.events import EventRecorder
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
 from controllers.kube.informer import Informer, tee
+from controllers.leader.decide import Timing
+from controllers.leader.elector import Elector, LeaseApi
+from controllers.leader.fence import FencedExecutor, fenced_client
+from controllers.leader.leadership import Leadership
+from controllers.leader.terms import Duty
 from controllers.liveness import Liveness
 from controllers.reconcilers.cronjobs import CRONJOBS_PATH, CronJobController
 from controllers.reconcilers.flows import JOBFLOWS_PATH, JOBTEMPLATES_PATH, FlowController
@@ -29,6 +36,7 @@ from controllers.reconcilers.status import StatusWriter
 from controllers.reconcilers.workload_groups import WorkloadGroupController
 from controllers.scheduling.kube_executor import KubeExecutor
 from controllers.scheduling.scheduler import build_scheduler
+from controllers.scheduling.shared import LoopSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import watched_objects
 from controllers.watch_metrics import WatchMetrics
@@ -60,6 +68,14 @@ INFORMERS = (
 )
 
 
+# The loops that beat the liveness check and run only while this replica leads.
+_LEADER_LOOPS = ("scheduling loop", "status writer")
+# Seconds a new leader waits before its first cycle: what its predecessor set in motion shows meanwhile.
+TAKEOVER_GRACE = 0.5
+# Seconds after which a planned pod kube-scheduler has not taken is touched again (LoopSettings.retouch).
+RETOUCH = 15.0
+
+
 class Process:
     """What the handlers and health endpoints read: the cache, the scheduler, readiness."""
 
@@ -73,24 +89,53 @@ class Process:
         self.cache = state.cache
         # The raw objects the reconcilers read, fed once by the informers (controllers.state.store).
         self.watched = watched_objects(settings.scheduling.scheduler_names)
-        self.executor = KubeExecutor(client)
+        election = settings.leader
+        self.leadership = Leadership(
+            identity=election.identity or "pumice",
+            timing=Timing(
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+            ),
+            enabled=election.enabled,
+        )
+        # Every leader-only write is fenced (controllers.leader.fence): the scheduling room's through its
+        # Executor, the reconcilers', the Events' and the start-up writes through this client.
+        self.writer = fenced_client(client, self.leadership)
+        # The executor's own requests go through the fenced client too: checked again as they are sent.
+        self.executor = FencedExecutor(KubeExecutor(self.writer), self.leadership)
+        self.elector = (
+            Elector(
+                LeaseApi(
+                    client,
+                    election.resource_namespace,
+                    election.resource_name,
+                    timeout=max(1.0, election.retry_period),
+                ),
+                self.leadership,
+                url=election.advertise_url,
+                ready=lambda: self.ready,
+            )
+            if election.enabled
+            else None
+        )
         self.liveness = Liveness()
-        self.events = EventRecorder(client)
+        self.events = EventRecorder(self.writer, instance=election.identity)
         self.limits = Limits(max_replicas=settings.scheduling.max_job_replicas)
         self.jobs = JobController(
-            client,
+            self.writer,
             self.watched,
             scheduler_names=settings.scheduling.scheduler_names,
             group_phase=self._group_phase,
             validate=lambda obj: job_problems(obj, self.limits),
             events=self.events,
         )
-        self.queue_commands = QueueCommandController(client, self.watched)
+        self.queue_commands = QueueCommandController(self.writer, self.watched)
         self.workload_groups = WorkloadGroupController(
-            client, self.watched, scheduler_names=settings.scheduling.scheduler_names, events=self.events
+            self.writer, self.watched, scheduler_names=settings.scheduling.scheduler_names, events=self.events
         )
-        self.flows = FlowController(client, self.watched, events=self.events)
-        self.cronjobs = CronJobController(client, self.watched, events=self.events)
+        self.flows = FlowController(self.writer, self.watched, events=self.events)
+        self.cronjobs = CronJobController(self.writer, self.watched, events=self.events)
         # HyperNode members the scheduler leaves out, as Warning Events on the HyperNode.
         self.hypernode_problems = HyperNodeProblems(self.events, self.watched)
         self.metrics = Metrics(version=_version())
@@ -114,9 +159,11 @@ class Process:
             state,
             conf,
             self.executor,
+            # Replicas hand kube-scheduler's retries to one another: a touch it never took is made again.
+            settings=LoopSettings(retouch=RETOUCH),
             gates=gates,
             ready=lambda: self.ready,
-            heartbeat=self.liveness.expect("scheduling loop", 60.0),
+            heartbeat=self.liveness.expect(_LEADER_LOOPS[0], 60.0),
             admitted=self.jobs.group_admitted,
             events=self.events,
             on_cycle=self.observers.cycle,
@@ -125,10 +172,52 @@ class Process:
             self.cache,
             self.scheduler.shared,
             self.executor,
-            heartbeat=self.liveness.expect("status writer", 120.0),
+            heartbeat=self.liveness.expect(_LEADER_LOOPS[1], 120.0),
             events=self.events,
         )
         self.latency = self.metrics.extender
+        if election.enabled:  # a standby's leader-only loops do not beat; checked again when it leads
+            for name in _LEADER_LOOPS:
+                self.liveness.pause(name)
+
+    # --- leadership terms (controllers.leader.terms) ------------------------------------------------------
+    def duties(self) -> list[Duty]:
+        """What only the leader runs (the start-up writes are the composition root's: see extender.serve)."""
+        return [
+            Duty("scheduler", self.scheduler.run),
+            Duty("status", self.status.run),
+            Duty("jobs", self.jobs.run),
+            Duty("queue-commands", self.queue_commands.run),
+            Duty("workload-groups", self.workload_groups.run),
+            Duty("jobflows", self.flows.run),
+            Duty("cronjobs", self.cronjobs.run),
+            Duty("hypernode-problems", self.hypernode_problems.run),
+        ]
+
+    async def begin_term(self) -> None:
+        """A term begins, once every informer has listed: after a grace for what the previous leader set
+        in motion (a bind kube-scheduler was making on its answer) to show in the watch, rebuild from the
+        cluster what was in flight (pods kube-scheduler holds as unschedulable), cycle, and have every
+        reconciler look at every object."""
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        if self.leadership.enabled:
+            await asyncio.sleep(min(TAKEOVER_GRACE, self.leadership.timing.retry_period))
+        self.scheduler.shared.begin_term()
+        self.scheduler.loop.new_term()
+        self.status.reset()
+        self.watched.resync()
+        for name in _LEADER_LOOPS:
+            self.liveness.resume(name)
+
+    async def end_term(self) -> None:
+        """A term ended (its duties stopped): the writes still under way are cancelled, and what the term
+        held in memory only is dropped (see SchedulingState.end_term), so the next starts from the cluster."""
+        for name in _LEADER_LOOPS:
+            self.liveness.pause(name)
+        await self.scheduler.writes.close()
+        self.scheduler.shared.end_term()
+        self.cache.forget_admissions()
+        self.status.reset()
 
     def _group_phase(self, namespace: str, name: str) -> str | None:
         pg = self.cache.podgroup(namespace, name)
@@ -175,10 +264,17 @@ class Process:
     def job_template_exists(self, namespace: str, name: str) -> bool:
         return name in self.flows.templates.get(namespace, {})
 
-    def register_metrics(self, admission_app: web.Application) -> None:
-        """The families read at scrape time (see extender.families)."""
+    def register_metrics(
+        self,
+        admission_app: web.Application,
+        certificates: Callable[[], Iterable[tuple[str, float]]] = lambda: (),
+    ) -> None:
+        """The families read at scrape time (see extender.families); ``certificates``: each certificate
+        served or presented, with its expiry (epoch seconds), as the TLS in use says when scraped."""
         register_families(
             self.metrics,
+            leadership=self.leadership,
+            certificates=certificates,
             scheduler=self.scheduler,
             status=self.status,
             events=self.events,

@@ -117,6 +117,9 @@ VALIDATING_WEBHOOK_CONFIGURATIONS: Final = Resource(
     namespaced=False,
 )
 
+# Leader election: the Lease ``pumice serve`` replicas contend for (controllers.leader).
+LEASES: Final = Resource(group="coordination.k8s.io", version="v1", plural="leases", namespaced=True)
+
 # --- Volcano's groups (the CRDs in manifests/crds) --------------------------------------------------------
 PODGROUPS: Final = Resource(
     group=L.SCHEDULING_GROUP, version=L.SCHEDULING_VERSION, plural="podgroups", namespaced=True

@@ -57,6 +57,22 @@ async def ensure_queues(client: KubeClient, cache: ClusterCache) -> None:
                 raise
 
 
+# Which objects a webhook sees is the deployment's choice (the chart's webhooks.namespaceSelector and
+# objectSelector, or an administrator's edit): a restart must not undo it.
+KEPT_SELECTORS = ("namespaceSelector", "objectSelector")
+
+
+def keep_selectors(doc: dict[str, Any], current: dict[str, Any]) -> None:
+    """Give each webhook of ``doc`` the selectors the same-named webhook of ``current`` (the configuration
+    registered now) has, so replacing the configuration keeps them."""
+    registered = {w.get("name"): w for w in current.get("webhooks") or []}
+    for webhook in doc.get("webhooks") or []:
+        old = registered.get(webhook.get("name"))
+        for key in KEPT_SELECTORS:
+            if old is not None and key in old:
+                webhook[key] = old[key]
+
+
 async def register_webhooks(
     client: KubeClient,
     settings: ServeSettings,
@@ -65,8 +81,9 @@ async def register_webhooks(
     *,
     features: Features,
 ) -> None:
-    """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``), or,
-    when neither is given, patch our CA into the ones a deployment created."""
+    """Create or replace our webhook configurations (``--webhook-url-base``/``--webhook-service``; a
+    replaced one keeps its webhooks' selectors, see :func:`keep_selectors`), or, when neither is given,
+    patch our CA into the ones a deployment created."""
     if settings.webhooks.url_base or settings.webhooks.service:
         docs = configurations(
             ca_bundle=ca_pem,
@@ -87,6 +104,7 @@ async def register_webhooks(
             try:
                 cur = await client.get(path)
                 doc["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+                keep_selectors(doc, cur)
                 await client.request("PUT", path, body=doc)
             except ApiError as e:
                 if e.status != 404:

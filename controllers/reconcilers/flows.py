@@ -34,6 +34,7 @@ from controllers.reconcilers.probes import ProbeRunner
 from controllers.reconcilers.watched import merge_patch, sync_contained
 from controllers.state.indexes import JOB_LABEL, JOBFLOW, NAMESPACE, job_label, jobflow_of
 from controllers.state.meta import read_meta
+from controllers.state.pod_facts import pod_facts
 from controllers.state.store import Change, ObjectStore, Stored, Subscription
 from controllers.workqueue import WorkQueue
 from extender.api import labels as L
@@ -55,13 +56,12 @@ KINDS: Final = frozenset({"jobflows", "jobtemplates", "jobs", "pods"})
 
 
 def _endpoint(pod: Stored) -> PodEndpoint:
-    st = pod.obj.get("status")
-    st = st if isinstance(st, Mapping) else {}
+    facts = pod.pod if pod.pod is not None else pod_facts(pod.obj, pod.meta.annotations)
     return PodEndpoint(
         name=pod.meta.name,
-        task=pod.meta.annotations.get(L.TASK_SPEC_ANNOTATION, ""),
-        ip=str(st.get("podIP") or ""),
-        phase="Terminating" if pod.meta.deleting else str(st.get("phase") or "Pending"),
+        task=facts.task,
+        ip=facts.ip,
+        phase="Terminating" if pod.meta.deleting else facts.phase,
     )
 
 

@@ -38,7 +38,7 @@ def job_world(
     for s in store.indexed("pods", VCJOB, key):
         owner = s.meta.owner(L.JOB_KIND, L.BATCH_GROUP)
         if owner is None or owner.uid in ("", job.uid):
-            pods.append(view_pod(s.obj))
+            pods.append(s.pod.view() if s.pod is not None else view_pod(s.obj))
     commands = []
     for s in store.indexed("commands", TARGET_JOB, key):
         target = s.obj.get("target")

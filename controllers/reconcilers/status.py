@@ -1,8 +1,10 @@
 """Status writers for PodGroups and Queues: level-triggered, patch only on difference; PodGroup Events.
 
-Each pass recomputes the desired status of every PodGroup and Queue from the latest snapshot (pure, in
-:mod:`extender.core.status`), compares it with what the API server last showed us, and merge-patches the
-status subresource where they differ. What we last wrote is remembered until the watch echoes it, so a
+Each pass recomputes the desired status of every PodGroup that changed since the last pass (its pods, the
+object, its plans or its reason: the pending set tells; every PodGroup on the first pass and after a
+re-list) and of every Queue, from a snapshot of those groups (pure, in :mod:`extender.core.status`),
+compares it with what the API server last showed us, and merge-patches the status subresource where they
+differ: a pass costs what changed. What we last wrote is remembered until the watch echoes it, so a
 slow echo does not cause a second identical write; a failed write is retried on the next pass.
 """
 
@@ -22,7 +24,8 @@ from controllers.scheduling.executor import Executor
 from controllers.scheduling.shared import SchedulingState
 from controllers.state.cache import ClusterCache
 from controllers.state.meta import read_meta
-from extender.core.status import differs, podgroup_status, queue_status
+from extender.core.model import GroupKey
+from extender.core.status import differs, phase_counts, podgroup_status, queue_status
 from extender.core.timestamps import rfc3339
 from extender.jobs.notices import same_reason
 
@@ -75,36 +78,51 @@ class StatusWriter:
         self.events = events
         self._written: dict[str, dict[str, Any]] = {}
         self._seen: tuple[int, int, float] | None = None
+        # PodGroups whose write failed: looked at again on the next pass.
+        self._retry: set[GroupKey] = set()
         self.writes = 0
         self.errors = 0
 
-    def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str]]:
+    def reset(self) -> None:
+        """A leadership term begins: what this writer remembers writing may have been overwritten by
+        another leader since; every status is compared with the cluster afresh."""
+        self._written.clear()
+        self._seen = None
+        self.scheduler.pending.status_changed(self.cache.podgroup_keys())
+
+    def _pending_writes(self) -> list[tuple[str, dict[str, Any], bool, str, GroupKey | None]]:
         if not self.scheduler.decided:
             return []  # no cycle yet: phases are not decided
         seen = (self.cache.version, self.scheduler.ledger.plan_version, self.scheduler.decided)
         if self._seen == seen:
             return []  # nothing a status depends on changed since the last pass
         self._seen = seen
-        snap = self.cache.status_snapshot()
+        # Only the PodGroups whose pods, object, plans or reason changed since the last pass (every one
+        # on the first pass and after a re-list): a pass costs what changed. Queues are few: all of them.
+        changed, everything = self.scheduler.pending.drain_status()
+        keys = None if everything else changed | self._retry
+        self._retry = set()
+        snap = self.cache.status_snapshot(keys)
         now = rfc3339(time.time())
-        out: list[tuple[str, dict[str, Any], bool, str]] = []
-        for key, raw in self.cache.raw_podgroups():
-            g = snap.groups.get(key)
-            if g is None:
+        out: list[tuple[str, dict[str, Any], bool, str, GroupKey | None]] = []
+        for key, g in snap.groups.items():
+            raw = self.cache.raw_podgroup(key)
+            if raw is None or g.implicit:
                 continue
             u = self.scheduler.reasons.get(key)
             current = raw.get("status") or {}
             desired = podgroup_status(snap, g, current, (u.reason, u.message) if u else None, now)
             path = paths.PODGROUPS.item(g.name, namespace=g.namespace)
             if differs(desired, current) and self._written.get(path) != desired:
-                out.append((path, desired, False, _rv(raw)))
+                out.append((path, desired, False, _rv(raw), key))
                 self._tell(raw, current, desired)
+        counts = phase_counts(self.cache.podgroups())
         for name, raw in self.cache.raw_queues():
             current = raw.get("status") or {}
-            desired = queue_status(snap, name, current)
+            desired = queue_status(snap, name, current, counts)
             path = paths.QUEUES.item(name)
             if differs(desired, current) and self._written.get(path) != desired:
-                out.append((path, desired, True, _rv(raw)))
+                out.append((path, desired, True, _rv(raw), None))
         return out
 
     def _tell(self, raw: dict[str, Any], current: dict[str, Any], desired: dict[str, Any]) -> None:
@@ -135,13 +153,17 @@ class StatusWriter:
                 self.events.record(target, type_="Normal", reason=reason, note=note, action="Schedule")
 
     async def sync_once(self) -> None:
-        async def write(path: str, desired: dict[str, Any], subresource: bool, rv: str) -> None:
+        async def write(
+            path: str, desired: dict[str, Any], subresource: bool, rv: str, key: GroupKey | None
+        ) -> None:
             try:
                 await self.executor.patch_status(path, desired, subresource=subresource, resource_version=rv)
                 self._written[path] = desired
                 self.writes += 1
             except ApiError as e:
                 self._seen = None  # retry on the next pass, from the newer object
+                if key is not None:
+                    self._retry.add(key)
                 if e.status != 409:
                     log.warning("status write failed", extra={"path": path, "error": str(e)})
 
@@ -162,4 +184,5 @@ class StatusWriter:
                 failures += 1
                 self.errors += 1
                 self._seen = None
+                self.scheduler.pending.status_changed(self.cache.podgroup_keys())
                 log.exception("status pass failed", extra={"attempt": failures})

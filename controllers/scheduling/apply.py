@@ -122,6 +122,7 @@ class Applier:
         for key in result.admitted:
             if s.cache.set_group_phase(key, GroupPhase.INQUEUE):
                 self._admitted(key)
+        s.pending.status_changed(nodes.keys() | result.admitted)
         for uid, why in result.evictions.items():
             victim = s.cache.pod(uid)
             if why.by in stale or victim is None or uid in s.evicted:
@@ -131,17 +132,11 @@ class Applier:
             self._due_at(result.retry_at)
         previous = s.reasons
         # Groups left out were not looked at: their reasons stand as the earlier cycle gave them.
-        reasons = {k: s.reasons[k] for k in left_out if k in s.reasons}
+        reasons = {k: u for k, u in s.reasons.items() if k in left_out}
         reasons.update(result.unschedulable)
         s.reasons = reasons
-        for key in snap.groups:
-            if key in result.aside:
-                s.aside[key] = result.aside[key]
-            else:
-                s.aside.pop(key, None)
-        s.pending.after_cycle(snap.groups, (k for k in left_out | result.aside.keys()), stale)
-        settled = s.pending.settled()
-        s.aside = {k: a for k, a in s.aside.items() if k in settled}
+        s.pending.status_changed(snap.groups.keys() | (previous.keys() - reasons.keys()))
+        s.pending.after_cycle(snap.groups, result.aside, result.placed, stale)
         # By kind of reason only: the figures in a message move with every pod.
         waits = sorted(
             f"{k}:{u.reason}"

@@ -70,6 +70,7 @@ class Loop:
         # Told each applied cycle (the metrics).
         self._on_cycle = on_cycle
         self._applier = Applier(shared, writes, admitted=admitted, due_at=self._due_at)
+        self._writes = writes
         # The cache and plan versions the last cycle's snapshot saw (or that were counted as seen).
         self._cycled_at: tuple[int, int] = (-1, -1)
         # A cycle is due though nothing changed (a rule waits for time to pass; a revisit).
@@ -77,6 +78,7 @@ class Loop:
         self._timer: asyncio.TimerHandle | None = None
         self._evicts = _evicts(shared.conf)
         self._revisited = shared.clock()
+        self._unreserved_seen = shared.ledger.unreserved_binds
 
     def _versions(self) -> tuple[int, int]:
         return (self.shared.cache.version, self.shared.ledger.plan_version)
@@ -84,12 +86,13 @@ class Loop:
     # --- one cycle ---------------------------------------------------------------------------------
     def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
         """On the event loop: drain the changes and take an immutable snapshot of the work. Settled groups
-        (nothing changed since a cycle found them short of room or refused them) are left out, as the
-        totals they weigh on their queues: a cycle costs what changed, not the backlog."""
+        (nothing changed since a cycle found them short of room or refused them) and placed ones (every
+        waiting pod planned) are left out, as the totals they weigh on their queues: a cycle costs what
+        changed, not the backlog."""
         s = self.shared
         work = self._work()
-        left_out = frozenset(k for k in s.pending.settled() if k in s.aside)
-        snap = s.cache.snapshot(work - left_out, dict(s.refused), [s.aside[k] for k in left_out])
+        left_out = s.pending.left_out()
+        snap = s.cache.snapshot(work - left_out, dict(s.refused), s.pending.aside())
         self._cycled_at = self._versions()
         s.progress.started(s.cache.version)
         return snap, left_out
@@ -140,6 +143,7 @@ class Loop:
         pods that stopped waiting as the watch shows them); the filter memory of such pods is forgotten."""
         s = self.shared
         changes = s.pending.drain()
+        self._report_unreserved()
         if changes.nodes and s.ledger.prune_plans(s.cache.plan_is_live):
             s.pending.room_freed()
         if changes.nodes and s.refused:
@@ -166,6 +170,7 @@ class Loop:
                 s.refused.pop(uid, None)
                 s.rejected.discard(uid)
                 s.touched.pop(uid, None)
+                s.touch_times.pop(uid, None)
                 s.annotations.pop(uid, None)
             elif uid in s.unseen and pod.scheduler_name in ours:
                 del s.unseen[uid]
@@ -175,7 +180,38 @@ class Loop:
                 # a restart): it waits in kube-scheduler's unschedulable queue for up to five minutes
                 # unless touched once planned, as pods we refused are.
                 s.rejected.add(uid)
-        return s.pending.work() | s.cache.unfinished_groups()
+        self._retouch()
+        return s.pending.work() | s.cache.unfinished_except(s.pending.left_out())
+
+    def _retouch(self) -> None:
+        """Touch again the pods touched ``retouch`` seconds ago and still waiting on that plan (see
+        LoopSettings.retouch): kube-scheduler otherwise keeps them until its own periodic flush."""
+        s = self.shared
+        if s.settings.retouch <= 0:
+            return
+        before = s.clock() - s.settings.retouch
+        for uid, node in list(s.touched.items()):
+            if s.touch_times.get(uid, 0.0) > before:
+                continue
+            pod = s.cache.pod(uid)
+            if pod is None or not pod.waiting or s.ledger.planned_node(uid) != node:
+                continue
+            if s.ledger.waiting_for(uid) or uid in s.annotations:
+                continue  # held back on purpose: the filter says why
+            self._writes.touch(pod, node)
+
+    def _report_unreserved(self) -> None:
+        """Pods of ours the watch showed bound without a reservation of this process's, since the last
+        cycle: a warning each (kube-scheduler bound on a stale answer, or someone else bound them)."""
+        ledger = self.shared.ledger
+        new = ledger.unreserved_binds - self._unreserved_seen
+        self._unreserved_seen = ledger.unreserved_binds
+        for uid, node in list(ledger.unreserved)[-new:] if new > 0 else ():
+            pod = self.shared.cache.pod(uid)
+            log.warning(
+                "pod bound without a reservation",
+                extra={"pod": pod.key if pod is not None else str(uid), "node": node},
+            )
 
     # --- when to cycle -----------------------------------------------------------------------------
     def use_conf(self, conf: SchedulerConf) -> None:
@@ -185,7 +221,17 @@ class Loop:
         self.shared.conf = conf
         self._evicts = _evicts(conf)
         self._due = True
-        self.shared.pending.room_freed()
+        self.shared.pending.reset()
+
+    def new_term(self) -> None:
+        """A leadership term begins (the loop is not running): the next pass cycles whatever changed."""
+        self._cycled_at = (-1, -1)
+        self._unreserved_seen = self.shared.ledger.unreserved_binds
+        self._due = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.shared.pending.wakeup.set()
 
     def mark_fresh(self) -> None:
         """Count what changed since the last cycle as seen: a caller that knows the changes are the

@@ -11,9 +11,11 @@ Invariants:
   whole, never member by member;
 - the filter memory (``unseen``, ``rejected``, ``refused``, ``touched``, ``annotations``) is about pods that
   still wait: the loop forgets a pod's entries once the watch shows it bound, finished or deleted;
-- ``reasons``, ``aside`` and ``decided`` are written by the loop alone; the verbs, the status writer and
+- ``reasons`` and ``decided`` are written by the loop alone; the verbs, the status writer and
   the metrics only read them;
-- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it.
+- :class:`CycleProgress` is advanced by the loop alone; a filter waiting for its pod's plan only waits on it;
+- what a leadership term decided in memory ends with it (:meth:`SchedulingState.end_term`): the next term
+  starts from the cluster (:meth:`SchedulingState.begin_term`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 
 from controllers.state.cluster import ClusterState
 from extender.core.model import GroupKey, PodUID
-from extender.core.snapshot import Aside, pod_group_key
+from extender.core.snapshot import pod_group_key
 from extender.framework.result import Eviction, Unschedulable
 from extender.plugins.registry import SchedulerConf
 
@@ -39,7 +41,18 @@ class LoopSettings:
     seen_timeout: float = 1.0  # how long a filter waits for the watch to show its pod
     plan_timeout: float = 1.0  # how long a filter waits for the loop to plan its pod
     inline_groups: int = 64  # at most this many groups waiting, a filter cycles inline
+    # A filter for a pod whose gang is still being created (fewer pods than minMember, the last one
+    # joined less than ``gang_idle`` seconds ago) waits for the rest, at most ``gang_wait`` seconds:
+    # refused, the pod would cost kube-scheduler a failed attempt, a status write and an Event, and a
+    # touch to bring it back.
+    gang_idle: float = 0.25
+    gang_wait: float = 2.0
     victims_timeout: float = 180.0  # a reservation waiting for victims longer than this is given up
+    # A pod touched this long ago and still waiting on the same plan is touched again: kube-scheduler's try
+    # after the touch failed where the loop cannot see it (a replica that did not know the leader yet, a
+    # forward that timed out: the same failure writes no new condition on the pod). 0: never (the
+    # simulator's kube-scheduler takes every touch).
+    retouch: float = 0.0
     # With preempt or reclaim in the conf: how often groups that wait for room are looked at again though
     # nothing freed room (a new victim may have started, a share may have moved).
     revisit: float = 10.0
@@ -60,6 +73,8 @@ class SchedulerStats:
     evictions: int = 0
     eviction_errors: int = 0
     plans: int = 0  # pods given a node by a cycle
+    # Pods of ours seen bound during this process's terms without a plan or bind of its own (should stay 0).
+    unreserved_binds: int = 0
     eviction_reasons: dict[str, int] = field(default_factory=dict)  # evictions carried out, by reason
 
 
@@ -120,6 +135,8 @@ class SchedulingState:
         self.refused: dict[PodUID, frozenset[str]] = {}
         # Pods touched, with the node they were touched for (a pod keeping its plan is not touched again).
         self.touched: dict[PodUID, str] = {}
+        # When each was last touched (the loop's clock), for the retouch of a plan kube-scheduler never took.
+        self.touch_times: dict[PodUID, float] = {}
         # Annotations a plugin asks for on a planned pod (see CycleResult), until they are written: the
         # filter holds the pod back meanwhile, so kube-scheduler binds it only once they are on it.
         self.annotations: dict[PodUID, dict[str, str]] = {}
@@ -127,10 +144,47 @@ class SchedulingState:
         self.evicted: dict[PodUID, Eviction] = {}
         # --- what the cycles decided ----------------------------------------------------------------
         self.reasons: dict[GroupKey, Unschedulable] = {}
-        # What each settled group weighs on its queue while it is left out of snapshots (see Loop._prepare).
-        self.aside: dict[GroupKey, Aside] = {}
         # Cycles applied: the status writer waits for the first (phases are not decided before it).
         self.decided = 0
+        # The ledger's count of unreserved binds when the current term began (None: no term).
+        self._unreserved_at: int | None = None
+
+    def end_term(self) -> None:
+        """A leadership term ended (the loop and the writes have stopped): drop what only this process's
+        memory held, so a later term, here or on another replica, starts from the cluster alone. Plans
+        (waiting for victims or not) go, since no pod was bound to them; assumed and bound reservations
+        stay (they are binds that happened). The filter memory, the evictions asked for, the cycles'
+        reasons go; a filter waiting for a cycle is let go."""
+        for uid in self.ledger.plans():
+            self.ledger.release(uid)
+        for memory in (self.unseen, self.refused, self.touched, self.annotations, self.evicted):
+            memory.clear()
+        self.touch_times.clear()
+        self.rejected.clear()
+        self.reasons, self.decided = {}, 0
+        self.progress.finished()
+        # Settled and placed groups come back: their plans and reasons went with the term.
+        self.pending.reset()
+        if self._unreserved_at is not None:
+            self.stats.unreserved_binds += self.ledger.unreserved_binds - self._unreserved_at
+            self._unreserved_at = None
+
+    def begin_term(self) -> None:
+        """A leadership term begins: what kube-scheduler holds as unschedulable is read from the pods
+        (PodScheduled False: refused by an earlier leader, or failed while no leader answered), so those
+        pods are touched once planned, as the pods this process refused are."""
+        for uids in self.pending.waiting().values():
+            for uid in uids:
+                pod = self.cache.pod(uid)
+                if pod is not None and pod.scheduler_refused:
+                    self.rejected.add(uid)
+        self.pending.room_freed()
+        self._unreserved_at = self.ledger.unreserved_binds
+
+    def unreserved_binds(self) -> int:
+        """Pods of ours seen bound, during this process's terms, that it held no reservation for."""
+        current = self.ledger.unreserved_binds - self._unreserved_at if self._unreserved_at is not None else 0
+        return self.stats.unreserved_binds + current
 
     def release(self, uid: PodUID) -> None:
         """Drop the plans of ``uid``'s whole group so the gang is planned again from scratch."""

@@ -8,7 +8,7 @@ Invariants:
 - ``filter`` never runs a cycle: it reads the ledger and the shared memory. Planning a pod that has none is
   :meth:`Verbs.prepare`'s, before the filter answer: one inline cycle when at most ``inline_groups``
   groups wait (bounded work), else a bounded wait for the loop's next cycle; never a large backlog's cycle
-  on the request path;
+  on the request path. A pod whose gang is still being created first waits, bounded, for the rest;
 - nothing a request body says is cluster state: a pod is read from pumice's own watch, by UID; a pod the
   watch has not shown reserves nothing;
 - a refusal kube-scheduler's own filters make of a planned node drops the whole gang's plans, and that
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -100,6 +101,9 @@ class Verbs:
         pod = s.cache.pod(uid)
         if pod is None or not pod.waiting or s.ledger.planned_node(uid) is not None:
             return
+        await self._rest_of_gang(pod)
+        if s.ledger.planned_node(uid) is not None:
+            return
         if not s.progress.cycling and s.pending.waiting_groups() <= s.settings.inline_groups:
             # Little is waiting: a cycle costs about what a hand-off to the worker thread does, and
             # kube-scheduler, which calls filter one pod at a time, gets its answer at once.
@@ -111,6 +115,28 @@ class Verbs:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(s.settings.plan_timeout):
                 await s.progress.past(target)
+
+    async def _rest_of_gang(self, pod: Pod) -> None:
+        """While ``pod``'s gang is still being created (fewer pods than ``minMember``, and one joined
+        within ``gang_idle`` seconds), wait for the rest, at most ``gang_wait`` seconds: kube-scheduler
+        takes a gang's pods as they come, and a refusal costs it a failed attempt, a status write and an
+        Event, and us a touch later. A gang that stopped growing (a job still short of pods) is answered
+        at once."""
+        s = self.shared
+        key = pod_group_key(pod)
+        group = s.cache.group(key)
+        if group is None:
+            return
+        deadline = time.monotonic() + s.settings.gang_wait
+        while len(s.cache.members(key)) < group.min_member and s.ledger.planned_node(pod.uid) is None:
+            joined = s.pending.joined_at(key)
+            now = time.monotonic()
+            if joined is None or now - joined > s.settings.gang_idle or now >= deadline:
+                return
+            await asyncio.sleep(0.01)
+            group = s.cache.group(key)
+            if group is None:
+                return
 
     def filter(self, raw_pod: Mapping[str, Any], node_names: list[str]) -> wire.ExtenderFilterResult:
         s = self.shared

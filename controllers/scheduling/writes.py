@@ -59,6 +59,7 @@ class Writes:
     def touch(self, pod: Pod, node: str) -> None:
         """Move a pod planned on ``node`` back into kube-scheduler's active queue (lifting its gate)."""
         self.shared.touched[pod.uid] = node
+        self.shared.touch_times[pod.uid] = self.shared.clock()
         self._spawn(self._touch(pod, node))
 
     def annotate(self, pod: Pod, annotations: dict[str, str]) -> None:

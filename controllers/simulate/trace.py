@@ -207,9 +207,7 @@ def _queue(raw: object, where: str) -> Obj:
     if "spec" in m:  # a whole Queue object
         return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **m}
     name = read.name(m.get("name"), f"{where}.name")
-    unknown = sorted(set(m) - {"name", "state", *_QUEUE_SPEC})
-    if unknown:
-        raise TraceError(f"{where}: unknown fields {unknown} (known: name, state, {', '.join(_QUEUE_SPEC)})")
+    read.known(m, ("name", "state", *_QUEUE_SPEC), where)
     spec: Obj = {k: m[k] for k in _QUEUE_SPEC if k in m}
     spec.setdefault("weight", 1)
     if "guarantee" in spec:
@@ -369,12 +367,12 @@ def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
     return jobs
 
 
+_TRACE_KEYS = ("apiVersion", "generate", "jobs", "kind", "metadata", "nodes", "priorityClasses", "queues")
+
+
 def parse_trace(doc: object) -> Trace:
     m = read.mapping(doc, "trace")
-    known = {"apiVersion", "kind", "metadata", "nodes", "queues", "priorityClasses", "jobs", "generate"}
-    unknown = sorted(set(m) - known)
-    if unknown:
-        raise TraceError(f"trace: unknown fields {unknown} (known: {', '.join(sorted(known))})")
+    read.known(m, _TRACE_KEYS, "trace")
     pools = tuple(_pool(p, f"nodes[{i}]") for i, p in enumerate(read.items(m.get("nodes"), "nodes")))
     if not pools:
         raise TraceError("nodes: a trace needs at least one node pool")

@@ -9,6 +9,7 @@ Each reader returns the value as the simulator uses it, or raises :class:`TraceE
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,9 +92,13 @@ def resources(v: object, where: str) -> dict[str, str]:
 
 
 def known(m: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    """Every key of ``m`` is one of ``known``; else the error names the first unknown one and the known
+    key it most likely misspells (a typo in a trace would otherwise silently mean a default)."""
     unknown = sorted(str(k) for k in set(m) - set(known))
     if unknown:
-        raise TraceError(f"{where}: unknown fields {unknown} (known: {', '.join(known)})")
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise TraceError(f"{where}: unknown fields {unknown}{hint} (known: {', '.join(known)})")
 
 
 def gpus(raw: object, where: str) -> tuple[int, int]:

@@ -9,19 +9,100 @@ cycle, the status writer and preemption take, each over the reservation ledger's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Final
 
 from controllers.state.cache_ingest import CacheIngest, Obj
+from controllers.state.ledger import Ledger
+from controllers.state.pending import PendingSet
+from extender.api import labels as L
 from extender.core.gpu_memo import HoldsAt
 from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNodeSet
-from extender.core.model import GroupKey, Node, Pod, PodGroup, PodUID, Queue, group_key
+from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
+
+_UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
 class ClusterCache(CacheIngest):
     """The parsed objects (see :class:`CacheIngest`) and what the scheduler, the status writer, metrics and
     admission read of them."""
+
+    def __init__(
+        self,
+        *,
+        scheduler_names: frozenset[str],
+        ledger: Ledger,
+        pending: PendingSet,
+        default_queue: str = L.DEFAULT_QUEUE,
+    ) -> None:
+        super().__init__(
+            scheduler_names=scheduler_names, ledger=ledger, pending=pending, default_queue=default_queue
+        )
+        # PodGroups not running yet (or broken), kept as they are stored: a cycle reads them without a loop
+        # over every PodGroup.
+        self._unfinished: set[GroupKey] = set()
+        # Pods with inter-pod terms, in the order of the pod store (a pod stored anew moves to its end):
+        # a cycle finds them without a walk over every pod.
+        self._termed: dict[PodUID, None] = {}
+
+    def _quiet(self, uid: PodUID, old: Pod | None, new: Pod) -> None:
+        """Tell the pending set of a change of a pod that gives its group nothing new to decide: bound
+        where it was planned, or holding the same on the same node as before."""
+        if old is None or new.requests != old.requests or not new.holds_resources:
+            return
+        key = self._index.ours(new)
+        if key is None or key != self._index.ours(old):
+            return
+        if old.waiting and self._ledger.planned_node(uid) == new.node_name:
+            self._pending.bound_on_plan(uid, key, new.requests)
+        elif old.holds_resources and old.node_name == new.node_name:
+            self._pending.same(uid, key)
+
+    def assume_bound(self, uid: PodUID, node: str) -> None:
+        pod = self._pods.get(uid)
+        if pod is not None:
+            self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
+        super().assume_bound(uid, node)
+
+    def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
+        old = self._pods.get(uid)
+        if pod is not None:
+            self._quiet(uid, old, pod)
+        super()._store(uid, pod, seen)
+        self._termed.pop(uid, None)
+        if pod is not None and pod.affinity is not None and pod.affinity.has_pod_terms:
+            self._termed[uid] = None
+        # A pod that left its group (deleted) changed that group too: what a group left out of cycles
+        # weighs (what its pods hold) and its status depend on it.
+        was = self._index.ours(old) if old is not None else None
+        if was is not None and (pod is None or self._index.ours(pod) != was):
+            self._pending.group_changed(was)
+
+    def _changed(self, kind: str) -> None:
+        super()._changed(kind)
+        if kind == "queue":
+            # Allocate speaks for an admitted group whose queue went (the pending set's placed groups).
+            self._pending.queues_changed()
+
+    def _group_stored(self, key: GroupKey, old: PodGroup | None, new: PodGroup | None) -> None:
+        self._note_phase(key, new)
+        super()._group_stored(key, old, new)
+
+    def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> bool:
+        changed = super().set_group_phase(key, phase)
+        if changed:
+            self._note_phase(key, self._podgroups.get(key))
+        return changed
+
+    def _note_phase(self, key: GroupKey, group: PodGroup | None) -> None:
+        if group is not None and group.phase in _UNFINISHED:
+            self._unfinished.add(key)
+        else:
+            self._unfinished.discard(key)
 
     def pod_queue(self, pod: Pod) -> str | None:
         return self._queue_of(pod_group_key(pod))
@@ -52,9 +133,12 @@ class ClusterCache(CacheIngest):
         return pod is not None and pod.waiting and node in self._nodes
 
     def unfinished_groups(self) -> set[GroupKey]:
-        """PodGroups not running yet (or broken): their admission and promises matter every cycle (kept as
-        they change: a cycle does not walk the groups that run)."""
+        """PodGroups not running yet (or broken): their admission and promises matter every cycle."""
         return set(self._unfinished)
+
+    def unfinished_except(self, left_out: AbstractSet[GroupKey]) -> set[GroupKey]:
+        """:meth:`unfinished_groups` less ``left_out``, without copying the index first."""
+        return self._unfinished - left_out
 
     def raw_podgroups(self) -> list[tuple[GroupKey, Obj]]:
         return list(self._raw_podgroups.items())
@@ -110,8 +194,9 @@ class ClusterCache(CacheIngest):
             refused=refused,
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
             residents=self._pods.values(),
+            termed_residents=[self._pods[u] for u in self._termed],
             aside=aside,
-            other_groups=dict(self._podgroups),  # (a copy: the cycle may read it off the loop)
+            other_groups=self._podgroups,
             quotas=self._quotas.values(),
             budgets=self._budgets.values(),
             hypernodes=self._hypernodes_now(),
@@ -160,11 +245,23 @@ class ClusterCache(CacheIngest):
             aside,
         )
 
-    def status_snapshot(self) -> Snapshot:
+    def status_snapshot(self, keys: Iterable[GroupKey] | None = None) -> Snapshot:
         """PodGroups (the objects, not implicit groups) with their pods, over running totals: what
-        status writers need, at the cost of the jobs, not of every plain pod."""
-        pods = [self._pods[u] for k in self._podgroups for u in self._members.get(k, ())]
-        return self._build(pods, list(self._podgroups.values()))
+        status writers need, at the cost of the jobs, not of every plain pod. ``keys``: only those
+        PodGroups (a pass over what changed)."""
+        groups = self._podgroups if keys is None else [k for k in keys if k in self._podgroups]
+        pods = [self._pods[u] for k in groups for u in self._members.get(k, ())]
+        return self._build(pods, [self._podgroups[k] for k in groups])
+
+    def raw_podgroup(self, key: GroupKey) -> Obj | None:
+        return self._raw_podgroups.get(key)
+
+    def podgroup_keys(self) -> list[GroupKey]:
+        return list(self._podgroups)
+
+    def podgroups(self) -> Iterable[PodGroup]:
+        """Every PodGroup (a live view: read it on the event loop)."""
+        return self._podgroups.values()
 
     def full_snapshot(self) -> Snapshot:
         """Every object (for status and preemption decisions, which look at running groups too)."""

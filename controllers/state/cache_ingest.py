@@ -27,7 +27,8 @@ from controllers.state.meta import read_meta
 from controllers.state.parsed_kind import ClusterKinds
 from controllers.state.pending import PendingSet
 from controllers.state.pod_index import PodIndex
-from controllers.state.unreadable import Unreadable
+from controllers.state.staged import Staged, replace_with
+from controllers.state.unreadable import Failure, Unreadable
 from extender.api import labels as L
 from extender.core.gpu_memo import CardMemo, Held, HoldLog
 from extender.core.gpus import pod_hold
@@ -35,8 +36,6 @@ from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID, group_key
 from extender.core.parse import parse_pod, parse_podgroup
 from extender.core.snapshot import NodeTable
-
-UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -71,8 +70,6 @@ class CacheIngest:
         self._unreadable = Unreadable()
         self._index = PodIndex(scheduler_names=scheduler_names, default_queue=default_queue)
         self._podgroups: dict[GroupKey, PodGroup] = {}
-        # PodGroups not running yet (or broken), kept as they change: every cycle asks for them.
-        self._unfinished: set[GroupKey] = set()
         # Raw PodGroups we write status for (resourceVersion, existing status) keyed like the model.
         self._raw_podgroups: dict[GroupKey, Obj] = {}
         # The kinds kept by key alone (controllers.state.parsed_kind), each telling _changed of a change.
@@ -162,14 +159,20 @@ class CacheIngest:
             self._changed("pod")
 
     def replace_pods(self, objs: Sequence[Obj]) -> None:
+        replace_with(self.pods_listing(), objs)
+
+    def pods_listing(self) -> Staged[Pod]:
+        """A pod LIST parsed page by page, applied at its end (see controllers.state.staged)."""
+        return Staged("Pod", parse_pod, self._relisted_pods)
+
+    def _relisted_pods(self, parsed: list[Pod], failures: list[Failure]) -> None:
         # After a re-list every pod is stored anew; those gone while we were not watching are removed
         # (their reservations released, their plans dropped).
         self._unreadable.relisting("Pod")
-        listed: dict[PodUID, Pod] = {}
-        for o in objs:
-            p = self._parse(parse_pod, o, "Pod")
-            if p is not None:
-                listed[p.uid] = p
+        for f in failures:
+            self._unreadable.record(f)
+        listed: dict[PodUID, Pod] = {p.uid: p for p in parsed}
+        del parsed
         gone = [u for u in self._pods if u not in listed]
         self._pending.pods_relisted(gone)
         for uid in gone:
@@ -217,16 +220,8 @@ class CacheIngest:
             pg = dataclasses.replace(pg, phase=old.phase)
         if old != pg:
             self._podgroups[pg.key] = pg
-            self._track(pg.key)
             self._group_stored(pg.key, old, pg)
             self._changed("podgroup")
-
-    def _track(self, key: GroupKey) -> None:
-        pg = self._podgroups.get(key)
-        if pg is not None and pg.phase in UNFINISHED:
-            self._unfinished.add(key)
-        else:
-            self._unfinished.discard(key)
 
     def remove_podgroup(self, obj: Obj) -> None:
         meta = read_meta(obj)
@@ -234,7 +229,6 @@ class CacheIngest:
         key = group_key(meta.namespace or "default", meta.name)
         self._raw_podgroups.pop(key, None)
         old = self._podgroups.pop(key, None)
-        self._track(key)
         self._group_stored(key, old, None)
         if old is not None:
             self._changed("podgroup")
@@ -247,7 +241,6 @@ class CacheIngest:
             if pg is not None:
                 self._podgroups[pg.key] = pg
                 self._raw_podgroups[pg.key] = o
-        self._unfinished = {k for k, g in self._podgroups.items() if g.phase in UNFINISHED}
         for key in old.keys() | self._podgroups.keys():  # those deleted while we were not watching too
             self._group_stored(key, old.get(key), self._podgroups.get(key))
         self._changed("podgroup")
@@ -259,9 +252,18 @@ class CacheIngest:
         if pg is None or pg.phase == phase:
             return False
         self._podgroups[key] = dataclasses.replace(pg, phase=phase)
-        self._track(key)
         self._changed("podgroup")
         return True
+
+    def forget_admissions(self) -> None:
+        """A leadership term ended: phases set in memory (:meth:`set_group_phase`) that the API server does
+        not show go back to what it shows, so a later term decides them again."""
+        for key, raw in self._raw_podgroups.items():
+            pg, old = self._pg(raw), self._podgroups.get(key)
+            if pg is not None and old is not None and old != pg:
+                self._podgroups[key] = pg
+                self._group_stored(key, old, pg)
+                self._changed("podgroup")
 
     # --- the kinds kept by key: what callers (and tests) feed directly -----------------------------------
     def upsert_node(self, obj: Obj) -> None:
@@ -283,7 +285,11 @@ class CacheIngest:
         return {
             **self._kinds.handlers(),
             "pods": Handler(
-                self.replace_pods, self.upsert_pod, self.remove_pod, self._unreadable.listed("Pod")
+                self.replace_pods,
+                self.upsert_pod,
+                self.remove_pod,
+                self._unreadable.listed("Pod"),
+                self.pods_listing,
             ),
             "podgroups": Handler(
                 self.replace_podgroups,

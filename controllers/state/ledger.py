@@ -24,6 +24,7 @@ checks it after every step of random lifecycles).
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -83,6 +84,10 @@ class Ledger:
         self._waiting: set[PodUID] = set()
         # Bumped on every change of a plan: the scheduler's "did anything happen while I was cycling".
         self.plan_version = 0
+        # Pods of pumice's groups the watch showed bound while no plan or bind of ours reserved them (a
+        # bind on a stale answer, or someone else's): the scheduling room counts those of its terms.
+        self.unreserved_binds = 0
+        self.unreserved: deque[tuple[PodUID, str]] = deque(maxlen=64)  # the latest of them, with their node
 
     # --- the one writer of entries -------------------------------------------------------------------
     def _put(self, uid: PodUID, r: Reservation | None) -> None:
@@ -201,6 +206,9 @@ class Ledger:
             r = Reservation(
                 node=pod.node_name, requests=pod.requests, queue=queue, group=group, state=State.BOUND
             )
+            if group is not None and (old is None or old.state is State.WAITING):
+                self.unreserved_binds += 1
+                self.unreserved.append((uid, pod.node_name))
             if r != old:
                 self._put(uid, r)
             return

@@ -21,7 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from controllers.kube.informer import Handler
 from controllers.state.meta import ObjectMeta, read_meta
-from controllers.state.unreadable import Unreadable, ref
+from controllers.state.staged import Staged
+from controllers.state.unreadable import Failure, Unreadable, ref
 from extender.core.budgets import DisruptionBudget
 from extender.core.hypernodes import HyperNode, parse_hypernode
 from extender.core.model import Node, PriorityClass, Queue
@@ -116,10 +117,29 @@ class ParsedKind(Generic[T]):
                     self.raw[key] = o
         self._changed()
 
+    def listing(self) -> Staged[T]:
+        """A LIST parsed page by page and swapped in at its end (:mod:`controllers.state.staged`): 5 000
+        Nodes are never all held raw at once."""
+        return Staged(self.kind, self._parse_fn, self._relisted)
+
+    def _relisted(self, parsed: list[T], failures: list[Failure]) -> None:
+        self._unreadable.relisting(self.kind)
+        for f in failures:
+            self._unreadable.record(f)
+        self.objects.clear()
+        self.raw.clear()
+        for p in parsed:
+            self.objects[self._key(p)] = p
+        self._changed()
+
     def handler(self) -> Handler:
+        # A kind that keeps its raw objects takes the whole LIST at once (replace): the raw objects are
+        # kept anyway, and Staged holds only the parsed ones.
+        listing = None if self._keep_raw else self.listing
         if self._report_listed:
-            return Handler(self.replace, self.upsert, self.remove, self._unreadable.listed(self.kind))
-        return Handler(self.replace, self.upsert, self.remove)
+            listed = self._unreadable.listed(self.kind)
+            return Handler(self.replace, self.upsert, self.remove, listed, listing)
+        return Handler(self.replace, self.upsert, self.remove, listing=listing)
 
 
 def namespaced(

@@ -29,6 +29,10 @@ Invariants:
   subscriber.
 - A kind built ``indexed_only`` keeps only objects some index places (pods: most of a cluster's pods are
   no reconciler's business, and the cluster cache holds them parsed).
+- What is held of an object is its kind's :attr:`Kind.record` of it (pods: their metadata and
+  :class:`~controllers.state.pod_facts.PodFacts`, the raw body only where a reconciler reads it), taken
+  when the object arrives; a LIST arrives page by page (:class:`_StoreListing`) and replaces the kind at
+  its end, so a LIST cut short changes nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 
 from controllers.kube.informer import Handler
 from controllers.state.meta import ObjectMeta, read_meta
+from controllers.state.pod_facts import PodFacts
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -47,10 +52,13 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """A raw object as the API server returned it, and its metadata, read once."""
+    """A raw object as the API server returned it, and its metadata, read once. A kind may keep less
+    (:attr:`Kind.record`): pods are held as their metadata and :class:`PodFacts`, with ``obj`` empty
+    unless a reconciler reads their body (see :mod:`controllers.state.pod_facts`)."""
 
     obj: Obj
     meta: ObjectMeta
+    pod: PodFacts | None = None
 
     @classmethod
     def of(cls, obj: Obj) -> Stored:
@@ -90,6 +98,8 @@ class Kind:
     namespaced: bool = True
     indexes: tuple[Index, ...] = ()
     indexed_only: bool = False
+    # What is held of an object of the kind (default: the raw object and its metadata).
+    record: Callable[[Obj], Stored] = Stored.of
 
 
 class SubscriberFailed(Exception):
@@ -215,10 +225,12 @@ class ObjectStore:
         return {name: self._handler(name) for name in self._held}
 
     def _handler(self, kind: str) -> Handler:
+        record = self._held[kind].kind.record
+
         def event(apply: Callable[[str, Stored], None]) -> Callable[[Obj], None]:
             def deliver(obj: Obj) -> None:
                 before = self.subscriber_errors
-                apply(kind, Stored.of(obj))
+                apply(kind, record(obj))
                 if self.subscriber_errors > before:
                     raise SubscriberFailed(
                         f"{self.subscriber_errors - before} subscriber(s) of {kind} failed"
@@ -231,6 +243,7 @@ class ObjectStore:
             upsert=event(self._upsert),
             remove=event(self._remove),
             unreadable=lambda metas: self._unreadable(kind, metas),
+            listing=lambda: _StoreListing(self, kind),
         )
 
     def _upsert(self, kind: str, new: Stored, *, listed: bool = False) -> None:
@@ -265,16 +278,22 @@ class ObjectStore:
             self._tell(Change(kind=kind, key=key, old=old, new=None))
 
     def _replace(self, kind: str, objs: Sequence[Obj]) -> None:
+        listing = _StoreListing(self, kind)
+        listing.page(objs)
+        listing.done()
+
+    def _replaced(
+        self, kind: str, listed: list[tuple[str, Stored | None, tuple[tuple[str, str], ...]]]
+    ) -> None:
+        """A LIST's end: what it showed (key, object or None when not kept, index places) replaces
+        the kind."""
         held = self._held[kind]
         previous = held.objects
         held.objects, held.by = {}, {}
-        for obj in objs:
-            s = Stored.of(obj)
-            key = held.key(s.meta)
-            places = held.places(s)
+        for key, s, places in listed:
             held.unreadable.pop(key, None)
-            if places or not held.kind.indexed_only:
-                held.put(key, s, places)
+            if s is not None:
+                held.put(key, s, dict(places))
         for key, s in held.objects.items():
             self._tell(Change(kind=kind, key=key, old=previous.get(key), new=s, listed=True))
         for key, old in previous.items():
@@ -294,17 +313,25 @@ class ObjectStore:
         for sub in self._subscribers(kind):
             self._call(kind, "", sub.unreadable, kind, marked)
 
+    def resync(self) -> None:
+        """Tell every subscriber, for each kind already listed, that it was listed again, as after a LIST
+        that changed nothing: a new leadership term, whose reconcilers then look at every object once
+        (they are level-triggered; what another leader did meanwhile is in the objects)."""
+        for kind in sorted(self._listed):
+            for sub in self._subscribers(kind):
+                self._call(kind, "", sub.listed, kind)
+
     # --- what the reconcilers learn from their own calls -------------------------------------------------
     def fetched(self, kind: str, obj: Obj) -> None:
         """An object a GET returned or a create made: stored as a watch event would be (unless a newer
         version of it is held), so the next reconcile does not act before the watch shows it."""
-        self._upsert(kind, Stored.of(obj))
+        self._upsert(kind, self._held[kind].kind.record(obj))
 
     def written(self, kind: str, obj: Obj) -> None:
         """The response of a write to an object held: stored only while that object is still held (not
         deleted, nor replaced by a namesake, while the write was on its way)."""
-        new = Stored.of(obj)
         held = self._held[kind]
+        new = held.kind.record(obj)
         old = held.objects.get(held.key(new.meta))
         if old is not None and old.meta.uid == new.meta.uid:
             self._upsert(kind, new)
@@ -338,3 +365,28 @@ class ObjectStore:
         except Exception as e:  # one subscriber's problem with one object: the others are still told
             self.subscriber_errors += 1
             log.exception("subscriber failed on a change", extra={"kind": kind, "key": key, "error": repr(e)})
+
+
+class _StoreListing:
+    """One LIST of a kind, page by page (controllers.kube.informer.Listing): each object is taken as the
+    kind keeps it when its page arrives (a pod's raw body is dropped with its page), and the whole
+    replaces what is held at the LIST's end."""
+
+    def __init__(self, store: ObjectStore, kind: str) -> None:
+        self._store = store
+        self._kind = kind
+        # (key, what is kept or None, index places): the places as pairs, a third of a dict's size.
+        self._listed: list[tuple[str, Stored | None, tuple[tuple[str, str], ...]]] = []
+
+    def page(self, objs: Sequence[Obj], /) -> None:
+        held = self._store._held[self._kind]
+        for obj in objs:
+            s = held.kind.record(obj)
+            key = held.key(s.meta)
+            places = held.places(s)
+            kept = places or not held.kind.indexed_only
+            self._listed.append((key, s if kept else None, tuple(places.items())))
+
+    def done(self) -> None:
+        listed, self._listed = self._listed, []
+        self._store._replaced(self._kind, listed)

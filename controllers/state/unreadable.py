@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from controllers.state.meta import ObjectMeta, read_meta
@@ -29,6 +30,27 @@ def ref(kind: str, meta: ObjectMeta) -> tuple[str, str]:
     return kind, f"{meta.namespace}/{meta.name}".lstrip("/")
 
 
+_PARSE_ERRORS: Final = (InvalidObject, ValueError, TypeError, AttributeError, KeyError, OverflowError)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One object that did not parse: which, and why."""
+
+    kind: str
+    meta: ObjectMeta
+    problem: str
+
+
+def attempt(fn: Callable[[Obj], Any], obj: Obj, kind: str) -> tuple[Any, Failure | None]:
+    """``(fn(obj), None)``, or ``(None, why)`` if it cannot be read; remembers nothing (a LIST's pages are
+    parsed before the book is told, at the LIST's end: :meth:`Unreadable.record`)."""
+    try:
+        return fn(obj), None
+    except _PARSE_ERRORS as e:
+        return None, Failure(kind, read_meta(obj), str(e) or type(e).__name__)
+
+
 class Unreadable:
     def __init__(self) -> None:
         self._why: dict[tuple[str, str], str] = {}
@@ -37,25 +59,32 @@ class Unreadable:
 
     def parse(self, fn: Callable[[Obj], Any], obj: Obj, kind: str) -> Any:
         """``fn(obj)``, or None if it cannot be read: remembered, counted and logged (once per reason)."""
-        meta = read_meta(obj)
-        key = ref(kind, meta)
-        try:
-            parsed = fn(obj)
-        except (InvalidObject, ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-            problem = str(e) or type(e).__name__
-            if self._why.get(key) != problem:
-                self.total += 1
-                log.warning(
-                    "skipping unreadable object", extra={"kind": kind, "object": key[1], "error": problem}
-                )
-            self._why[key] = problem
-            if kind == "Pod" and meta.uid:
-                self._pods[PodUID(meta.uid)] = problem
+        parsed, failure = attempt(fn, obj, kind)
+        if failure is not None:
+            self.record(failure)
             return None
-        self._why.pop(key, None)
+        if self._why or self._pods:  # (the book is empty but for a few: no metadata read for nothing)
+            self.read(kind, read_meta(obj))
+        return parsed
+
+    def record(self, failure: Failure) -> None:
+        """An object that did not parse: remembered, counted and logged (once per reason)."""
+        kind, meta, problem = failure.kind, failure.meta, failure.problem
+        key = ref(kind, meta)
+        if self._why.get(key) != problem:
+            self.total += 1
+            log.warning(
+                "skipping unreadable object", extra={"kind": kind, "object": key[1], "error": problem}
+            )
+        self._why[key] = problem
+        if kind == "Pod" and meta.uid:
+            self._pods[PodUID(meta.uid)] = problem
+
+    def read(self, kind: str, meta: ObjectMeta) -> None:
+        """The object parsed: whatever was remembered of it goes."""
+        self._why.pop(ref(kind, meta), None)
         if kind == "Pod":
             self._pods.pop(PodUID(meta.uid), None)
-        return parsed
 
     def relisting(self, kind: str) -> None:
         """Before a re-list of ``kind``: what is still unreadable is found again, the deleted is not."""

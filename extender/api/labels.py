@@ -33,6 +33,12 @@ EXPECTED_RUNTIME_ANNOTATION: Final = "pumice.dev/expected-runtime"
 # Scheduling gate (Kubernetes >= 1.27) that holds a gang's pods until the whole gang is planned.
 GANG_SCHEDULING_GATE: Final = "pumice.dev/gang"
 
+# On pumice's leader-election Lease: where the holder's extender listens (scheme://address:port), so a standby
+# replica can forward the extender verbs kube-scheduler sends it (controllers.leader).
+LEADER_URL_ANNOTATION: Final = "pumice.dev/extender-url"
+# On a TLS Secret pumice created (the certificate contract): which pumice made it, for the operator.
+ISSUED_BY_ANNOTATION: Final = "pumice.dev/issued-by"
+
 DEFAULT_SCHEDULER_NAME: Final = "volcano"
 DEFAULT_QUEUE: Final = "default"
 ROOT_QUEUE: Final = "root"

@@ -18,12 +18,16 @@ from extender.core.resource_maps import parse_resource_list
 Obj = Mapping[str, Any]
 
 
+# ``isinstance(v, (dict, Mapping))`` rather than against the ABC alone: the same answer, and decoded JSON
+# is dicts, which the first check takes without the ABC's slower machinery (these run ~40 times a pod).
+
+
 def object_field(obj: Obj, key: str, where: str) -> Obj:
     """``obj[key]`` when it is an object, ``{}`` when absent."""
     v = obj.get(key)
     if v is None:
         return {}
-    if not isinstance(v, Mapping):
+    if not isinstance(v, (dict, Mapping)):
         raise InvalidObject(f"{where}.{key}: expected an object, got {type(v).__name__}")
     return v
 
@@ -40,7 +44,7 @@ def list_field(obj: Obj, key: str, where: str) -> list[Any]:
 
 def list_item(v: object, where: str) -> Obj:
     """A list element that must be an object."""
-    if not isinstance(v, Mapping):
+    if not isinstance(v, (dict, Mapping)):
         raise InvalidObject(f"{where}: expected an object, got {type(v).__name__}")
     return v
 
@@ -49,7 +53,7 @@ def resource_list(raw: object, where: str) -> dict[str, int]:
     """A ResourceList (``{"cpu": "500m", ...}``) in integer units; ``{}`` when absent."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)):
         raise InvalidObject(f"{where}: expected a resource list")
     try:
         return parse_resource_list(raw)

@@ -11,7 +11,9 @@ can log and skip it and a handler can answer 400. Defaults are the API server's 
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
 from collections.abc import Mapping
 from typing import Final
 
@@ -76,7 +78,17 @@ def pod_requests(spec: Obj) -> dict[str, int]:
                 total[k] = v
     total = add(total, _resources(spec.get("overhead"), "spec.overhead"))
     total["pods"] = 1
-    return {k: v for k, v in total.items() if v}
+    return _shared_requests(tuple((k, v) for k, v in total.items() if v))
+
+
+# One dict per distinct request (pods of a task ask alike): shared by the pods that ask it, which is why
+# a Pod's ``requests`` is a Mapping nobody writes to. A memo of a pure function.
+@functools.lru_cache(maxsize=4096)
+def _shared_requests(items: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    return dict(items)
+
+
+_i = sys.intern
 
 
 def _task(ann: Obj, labels: Mapping[str, str]) -> str:
@@ -99,25 +111,27 @@ def parse_pod(obj: Obj) -> Pod:
     except ValueError:
         phase = PodPhase.UNKNOWN
     gates = _list(spec, "schedulingGates", "spec")
-    labels = {str(k): str(v) for k, v in _map(meta, "labels", "metadata").items()}
-    namespace = str(meta.get("namespace") or "default")
+    # The strings many pods repeat (namespaces, nodes, groups, label keys and values, creation seconds)
+    # are interned: a cache of 100 000 pods then holds each once, not once per pod.
+    labels = {_i(str(k)): _i(str(v)) for k, v in _map(meta, "labels", "metadata").items()}
+    namespace = _i(str(meta.get("namespace") or "default"))
     return Pod(
         uid=PodUID(uid),
         namespace=namespace,
         name=str(meta["name"]),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=_i(str(spec.get("schedulerName") or "default-scheduler")),
         requests=pod_requests(spec),
-        group_name=str(group) if group else None,
-        queue_name=str(ann.get(L.QUEUE_NAME_ANNOTATION) or "") or None,
-        task=_task(ann, labels),
-        node_name=str(spec.get("nodeName") or ""),
+        group_name=_i(str(group)) if group else None,
+        queue_name=_i(str(ann.get(L.QUEUE_NAME_ANNOTATION) or "")) or None,
+        task=_i(_task(ann, labels)),
+        node_name=_i(str(spec.get("nodeName") or "")),
         phase=phase,
         priority=_int(spec, "priority", "spec", 0),
         constraints=node_constraints(spec),
-        created=str(meta.get("creationTimestamp") or ""),
+        created=_i(str(meta.get("creationTimestamp") or "")),
         deleting=bool(meta.get("deletionTimestamp")),
         gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
-        planned_node=str(ann.get(L.PLANNED_NODE_ANNOTATION) or ""),
+        planned_node=_i(str(ann.get(L.PLANNED_NODE_ANNOTATION) or "")),
         expected_runtime=_positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
         cooldown=_cooldown(labels, ann),
         scheduled_at=_scheduled_at(status),

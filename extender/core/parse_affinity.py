@@ -16,6 +16,7 @@ pod without any of these rules gets None, the cheap case every scheduling path t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,18 +68,33 @@ def node_constraints(spec: Obj) -> NodeConstraints:
                 )
             )
         terms = tuple(parsed)
-    tolerations = tuple(
-        Toleration(
-            key=str(t.get("key") or ""),
-            operator=str(t.get("operator") or "Equal"),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-        for t in (
-            _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
+    tolerations = _tolerations(
+        tuple(
+            (
+                str(t.get("key") or ""),
+                str(t.get("operator") or "Equal"),
+                str(t.get("value") or ""),
+                str(t.get("effect") or ""),
+            )
+            for t in (
+                _item(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec, "tolerations", "spec"))
+            )
         )
     )
-    return NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations)
+    return _shared(NodeConstraints(node_selector=selector, affinity_terms=terms, tolerations=tolerations))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tolerations(fields: tuple[tuple[str, str, str, str], ...]) -> tuple[Toleration, ...]:
+    return tuple(Toleration(key=k, operator=o, value=v, effect=e) for k, o, v, e in fields)
+
+
+# One instance per distinct value (they are frozen and hashable): the pods of a cluster share a handful of
+# constraint sets (every pod carries the API server's default not-ready/unreachable tolerations), and a
+# cache of 100 000 pods then holds each set once. A memo of a pure function: equal in, the same out.
+@functools.lru_cache(maxsize=1024)
+def _shared(constraints: NodeConstraints) -> NodeConstraints:
+    return constraints
 
 
 def label_selector(raw: object, where: str) -> LabelSelector | None:
@@ -165,6 +181,8 @@ def _spread(raw: object, pod_labels: Mapping[str, str], where: str) -> SpreadCon
 
 def pod_affinity(spec: Obj, namespace: str, pod_labels: Mapping[str, str]) -> Affinity | None:
     """Inter-pod (anti-)affinity, topology spread and preferred node affinity; None when the pod has none."""
+    if spec.get("affinity") is None and spec.get("topologySpreadConstraints") is None:
+        return None  # (what the rest finds for such a pod, without looking: most pods)
     aff = _map(spec, "affinity", "spec")
     required, preferred = _pod_terms(
         _map(aff, "podAffinity", "spec.affinity"), namespace, pod_labels, "spec.affinity.podAffinity"

@@ -7,6 +7,7 @@ upwards, as the API server does when it canonicalises a request, so a pod is nev
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from math import ceil, isfinite
@@ -74,6 +75,20 @@ def parse_quantity(value: object) -> Fraction:
 
 def to_units(resource: str, value: object) -> int:
     """The integer amount of ``resource`` the scheduler accounts: milli for CPU, whole units otherwise."""
+    if type(value) is str:
+        return _str_units(resource, value)
+    return _units(resource, value)
+
+
+# Remembered, as a pure function's results: a cluster's pods repeat a few dozen quantity strings, and
+# parsing one (exact fractions) cost more than the rest of a pod's parse. An invalid one is not
+# remembered (the exception propagates; the next call raises it again).
+@functools.lru_cache(maxsize=4096)
+def _str_units(resource: str, value: str) -> int:
+    return _units(resource, value)
+
+
+def _units(resource: str, value: object) -> int:
     q = parse_quantity(value)
     if resource in MILLI_RESOURCES:
         q *= 1000

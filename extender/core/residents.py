@@ -24,8 +24,17 @@ class Residents:
     cycle that places only pods without inter-pod rules walks the cluster's pods once, looking for terms
     that could match them, and never matches a selector against the others."""
 
-    def __init__(self, pods: Iterable[Pod], plans: Mapping[PodUID, str], node_pos: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        pods: Iterable[Pod],
+        plans: Mapping[PodUID, str],
+        node_pos: Mapping[str, int],
+        termed: Iterable[Pod] | None = None,
+    ) -> None:
+        """``termed``: the pods of ``pods`` with inter-pod terms, in the same order, when the caller keeps
+        them apart (a cache does): :meth:`with_terms` then never walks every pod."""
         self._pods = tuple(pods)
+        self._termed = None if termed is None else tuple(termed)
         self._plans = plans
         self._node_pos = node_pos
         self._all: tuple[tuple[Pod, int], ...] | None = None
@@ -92,7 +101,11 @@ class Residents:
                     (p, r) for p, r in self._all if p.affinity is not None and p.affinity.has_pod_terms
                 )
             else:
-                termed = (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
+                termed = (
+                    (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
+                    if self._termed is None
+                    else self._termed
+                )
                 placed = ((p, self._row(p)) for p in termed)
                 self._with_terms = tuple((p, r) for p, r in placed if r is not None)
         return self._with_terms

@@ -23,7 +23,7 @@ Group membership follows Volcano: the ``scheduling.k8s.io/group-name`` annotatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -101,6 +101,7 @@ class Snapshot:
     # What groups left out of this snapshot still weigh on their queues, summed per queue (see Aside).
     aside_waiting: Mapping[str, Vector] = field(default_factory=dict)
     aside_owed: Mapping[str, Vector] = field(default_factory=dict)
+    aside_planned: Mapping[str, Vector] = field(default_factory=dict)
     # The request vector of each pod of ``pods``: row ``request_row[uid]`` of ``requests`` (read-only).
     requests: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     request_row: Mapping[PodUID, int] = field(default_factory=dict)
@@ -170,11 +171,17 @@ class Aside:
     A cache leaves out groups an earlier cycle found short of room or refused admission, with nothing
     changed since that could alter that (their settled state is the caller's to track): the cycle's cost
     is then the work that changed, not the backlog (Volcano retries every job each session, its #5551).
-    Their queue's demand and the capacity promised to them still count, as these totals."""
+    Their queue's demand and the capacity promised to them still count, as these totals.
+
+    A cache also leaves out an admitted group whose every waiting pod holds a plan (nothing to place until
+    it changes; see :func:`extender.framework.cycle.run_cycle`): its planned pods are part of ``waiting``,
+    as a plugin that counts every waiting pod sees them, and of ``planned`` too, for one that counts only
+    the pods still to be placed (drf's queue tree)."""
 
     queue: str
     waiting: Mapping[str, int]  # requests of its waiting pods: part of its queue's demand (proportion)
     owed: Mapping[str, int]  # admitted, not running: minResources less what it holds (enqueue's promise)
+    planned: Mapping[str, int] = field(default_factory=dict)  # the part of ``waiting`` that holds plans
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +241,7 @@ def build_snapshot(
     queue_usage: Mapping[str, Mapping[str, int]] | None = None,
     refused: Mapping[PodUID, frozenset[str]] | None = None,
     residents: Iterable[Pod] | None = None,
+    termed_residents: Iterable[Pod] | None = None,
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
     aside: Iterable[Aside] = (),
     other_groups: Mapping[GroupKey, PodGroup] | None = None,
@@ -258,6 +266,8 @@ def build_snapshot(
     Such a cache passes ``residents`` too: every pod it holds (at least every bound or planned one, and
     every one in ``pods``), whose node (``nodeName``, else its plan in ``plans``) places it for inter-pod
     affinity and topology spread. Without it those rules see the bound and planned pods among ``pods``.
+    ``termed_residents``: those of ``residents`` with inter-pod terms, in their order, if the cache keeps
+    them apart (a cycle then never walks every pod to find them).
     ``namespace_labels`` (namespace name -> labels) lets a pod affinity ``namespaceSelector`` be evaluated.
     ``aside`` is what the groups such a cache leaves out still weigh (see :class:`Aside`), and
     ``other_groups`` the PodGroup objects it leaves out (those of running pods matter to preemption).
@@ -341,8 +351,9 @@ def build_snapshot(
         queue_held = {q: index.vector(u) for q, u in queue_usage.items()}
     aside_waiting: dict[str, Vector] = {}
     aside_owed: dict[str, Vector] = {}
+    aside_planned: dict[str, Vector] = {}
     for a in aside:
-        for totals, amounts in ((aside_waiting, a.waiting), (aside_owed, a.owed)):
+        for totals, amounts in ((aside_waiting, a.waiting), (aside_owed, a.owed), (aside_planned, a.planned)):
             if amounts:
                 v = index.vector(amounts)
                 totals[a.queue] = v if a.queue not in totals else totals[a.queue] + v
@@ -368,15 +379,16 @@ def build_snapshot(
         residents=(
             Residents(pod_map.values(), live_plans, node_pos)
             if residents is None
-            else Residents(residents, all_plans, node_pos)
+            else Residents(residents, all_plans, node_pos, termed_residents)
         ),
         namespace_labels=namespace_labels,
         requests=requests,
         request_row=request_row,
         aside_waiting=aside_waiting,
         aside_owed=aside_owed,
+        aside_planned=aside_planned,
         scheduler_names=scheduler_names,
-        other_groups=_Without(other_groups or {}, groups),
+        other_groups=_Without(dict(other_groups or {}), groups.keys()),
         quotas=_by_namespace(quotas),
         budgets=_by_namespace(budgets),
         hypernodes=HyperNodeSet() if hypernodes is None else hypernodes,
@@ -396,20 +408,22 @@ def build_snapshot(
 
 
 class _Without(Mapping[GroupKey, PodGroup]):
-    """``groups`` less the keys of ``left_out``, read through (a snapshot costs its work, not every group
-    the cache holds: few readers look, and only at some keys)."""
+    """``every`` less the keys in ``hidden``, filtered as it is read: a copy of every PodGroup costs a
+    snapshot a C-level copy, not a loop over groups the cycle never looks at."""
 
-    def __init__(self, groups: Mapping[GroupKey, PodGroup], left_out: Mapping[GroupKey, PodGroup]) -> None:
-        self._groups = groups
-        self._left_out = left_out
+    __slots__ = ("_every", "_hidden")
+
+    def __init__(self, every: dict[GroupKey, PodGroup], hidden: KeysView[GroupKey]) -> None:
+        self._every = every
+        self._hidden = hidden
 
     def __getitem__(self, key: GroupKey) -> PodGroup:
-        if key in self._left_out:
+        if key in self._hidden:
             raise KeyError(key)
-        return self._groups[key]
+        return self._every[key]
 
     def __iter__(self) -> Iterator[GroupKey]:
-        return (k for k in self._groups if k not in self._left_out)
+        return (k for k in self._every if k not in self._hidden)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

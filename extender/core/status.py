@@ -8,7 +8,7 @@ unset), ``allocated`` (requests of its bound or planned, unfinished pods) and Po
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from extender.core.gang import MemberCounts, is_admitted, next_phase
@@ -69,11 +69,31 @@ def queue_allocated(snap: Snapshot, name: str) -> dict[str, int]:
     return allocated
 
 
-def queue_status(snap: Snapshot, name: str, existing: Mapping[str, Any]) -> dict[str, Any]:
-    by_phase = dict.fromkeys(GroupPhase, 0)
-    for g in snap.groups.values():
-        if g.queue == name and not g.implicit:
+def phase_counts(groups: Iterable[PodGroup]) -> dict[str, dict[GroupPhase, int]]:
+    """PodGroups (not the implicit groups of plain pods) by queue and phase."""
+    out: dict[str, dict[GroupPhase, int]] = {}
+    for g in groups:
+        if not g.implicit:
+            by_phase = out.setdefault(g.queue, dict.fromkeys(GroupPhase, 0))
             by_phase[g.phase] += 1
+    return out
+
+
+def queue_status(
+    snap: Snapshot,
+    name: str,
+    existing: Mapping[str, Any],
+    counts: Mapping[str, Mapping[GroupPhase, int]] | None = None,
+) -> dict[str, Any]:
+    """``counts``: :func:`phase_counts` of every PodGroup, when ``snap`` does not hold them all (a status
+    pass over the groups that changed)."""
+    by_phase = dict.fromkeys(GroupPhase, 0)
+    if counts is None:
+        for g in snap.groups.values():
+            if g.queue == name and not g.implicit:
+                by_phase[g.phase] += 1
+    else:
+        by_phase.update(counts.get(name, {}))
     allocated = queue_allocated(snap, name)
     state = existing.get("state") or "Open"
     if state == "Closing" and not any(allocated.values()) and not by_phase[GroupPhase.RUNNING]:

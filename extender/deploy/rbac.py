@@ -554,10 +554,11 @@ NAMESPACE_GRANTS: Final[tuple[NamespaceGrant, ...]] = (
     NamespaceGrant(
         group="coordination.k8s.io",
         resource="leases",
-        verbs=("get", "update"),
+        verbs=("get", "watch", "update"),
         flag="--leader-elect",
         limited_to="lease",
-        why="read who leads; renew, take over or release the Lease",
+        why="read who leads, watch it (a field-selected watch on its name) so a standby takes over at once "
+        "when it is released; renew, take over or release the Lease",
     ),
     NamespaceGrant(
         group="",

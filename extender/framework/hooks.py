@@ -23,9 +23,9 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, cast, runtime_checkable
 
 from extender.core import fit
 from extender.core.model import Pod
@@ -115,50 +115,117 @@ class Hooks:
         return self.row_local_scores and self.additive_allocatable
 
 
-def _taking_part(plugins: Sequence[Plugin], hook: str) -> Plugins:
-    return tuple(p for p in plugins if p.takes_part(hook) and implements(p, hook))
+# The hooks whose plugins are listed in tier order, and those kept one tuple per tier.
+_FLAT: Final = (
+    "job_order",
+    "task_order",
+    "queue_order",
+    "namespace_order",
+    "allocatable",
+    "overused",
+    "preemptive",
+    "victim",
+    "node_score",
+    "queue_node_score",
+    "node_mask",
+    "node_fit",
+    "node_limit",
+    "pod_fit",
+    "placed",
+    "gang_domains",
+    "sub_group_domains",
+)
+_TIERED: Final = ("enqueue", "enqueue_permit", "preemptable", "reclaimable")
 
 
-def build_hooks(tiers: Sequence[Sequence[Plugin]]) -> Hooks:
-    """The hook tables of the plugins of ``tiers`` (see the module docstring)."""
-    frozen = tuple(tuple(tier) for tier in tiers)
-    plugins = tuple(p for tier in frozen for p in tier)
+@dataclass(frozen=True, slots=True)
+class HookLayout:
+    """Which plugins take part in each hook, by position (tier, place in the tier), and the flags: all a
+    :class:`Hooks` is made of besides the instances. It depends on the plugins' classes and their conf
+    entries only (:meth:`Plugin.takes_part` reads nothing else), so a conf computes it once and every
+    cycle's fresh plugins are dealt into it (:func:`hooks_from`)."""
 
-    def part(hook: str) -> Plugins:
-        return _taking_part(plugins, hook)
+    flat: Mapping[str, tuple[tuple[int, int], ...]]
+    tiered: Mapping[str, tuple[tuple[int, ...], ...]]
+    pod_score: tuple[tuple[int, int], ...]
+    row_local_scores: bool
+    additive_allocatable: bool
+    local_queue_order: bool
+    static_job_order: bool
+    pod_fit_follows_evictions: bool
 
-    def tiered(hook: str) -> Tiered:
-        return tuple(_taking_part(tier, hook) for tier in frozen)
+
+def _takes(p: Plugin, hook: str) -> bool:
+    return p.takes_part(hook) and implements(p, hook)
+
+
+def hook_layout(tiers: Sequence[Sequence[Plugin]]) -> HookLayout:
+    """The layout of ``tiers`` (see the module docstring for who takes part in what)."""
+    placed = [((t, i), p) for t, tier in enumerate(tiers) for i, p in enumerate(tier)]
+
+    def part(hook: str) -> list[Plugin]:
+        return [p for _, p in placed if _takes(p, hook)]
 
     node_score = part("node_score")
-    return Hooks(
-        tiers=frozen,
-        plugins=plugins,
-        job_order=part("job_order"),
-        task_order=part("task_order"),
-        queue_order=part("queue_order"),
-        namespace_order=part("namespace_order"),
-        allocatable=part("allocatable"),
-        overused=part("overused"),
-        preemptive=part("preemptive"),
-        victim=part("victim"),
-        enqueue=tiered("enqueue"),
-        enqueue_permit=tiered("enqueue_permit"),
-        preemptable=tiered("preemptable"),
-        reclaimable=tiered("reclaimable"),
-        node_score=node_score,
-        pod_score=tuple(p for p in node_score if isinstance(p, PodScorer)),
-        queue_node_score=part("queue_node_score"),
-        node_mask=part("node_mask"),
-        node_fit=part("node_fit"),
-        node_limit=part("node_limit"),
-        pod_fit=part("pod_fit"),
-        placed=part("placed"),
-        gang_domains=part("gang_domains"),
-        sub_group_domains=part("sub_group_domains"),
+    return HookLayout(
+        flat={h: tuple(at for at, p in placed if _takes(p, h)) for h in _FLAT},
+        tiered={
+            h: tuple(tuple(i for i, p in enumerate(tier) if _takes(p, h)) for tier in tiers) for h in _TIERED
+        },
+        pod_score=tuple(at for at, p in placed if _takes(p, "node_score") and isinstance(p, PodScorer)),
         row_local_scores=all(p.row_local_scores for p in node_score),
         additive_allocatable=all(p.additive_allocatable for p in part("allocatable")),
         local_queue_order=all(p.local_queue_order for p in part("queue_order")),
         static_job_order=all(p.static_job_order for p in part("job_order")),
         pod_fit_follows_evictions=all(p.fit_follows_evictions for p in part("pod_fit")),
     )
+
+
+def hooks_from(layout: HookLayout, tiers: Sequence[Sequence[Plugin]]) -> Hooks:
+    """The Hooks of ``tiers``: fresh plugins of the conf ``layout`` was computed for."""
+    frozen = tuple(tuple(tier) for tier in tiers)
+
+    def pick(at: tuple[tuple[int, int], ...]) -> Plugins:
+        return tuple(frozen[t][i] for t, i in at)
+
+    def tiered(hook: str) -> Tiered:
+        at = layout.tiered[hook]
+        return tuple(tuple(tier[i] for i in rows) for tier, rows in zip(frozen, at, strict=True))
+
+    flat = layout.flat
+    return Hooks(
+        tiers=frozen,
+        plugins=tuple(p for tier in frozen for p in tier),
+        job_order=pick(flat["job_order"]),
+        task_order=pick(flat["task_order"]),
+        queue_order=pick(flat["queue_order"]),
+        namespace_order=pick(flat["namespace_order"]),
+        allocatable=pick(flat["allocatable"]),
+        overused=pick(flat["overused"]),
+        preemptive=pick(flat["preemptive"]),
+        victim=pick(flat["victim"]),
+        enqueue=tiered("enqueue"),
+        enqueue_permit=tiered("enqueue_permit"),
+        preemptable=tiered("preemptable"),
+        reclaimable=tiered("reclaimable"),
+        node_score=pick(flat["node_score"]),
+        pod_score=cast(tuple[PodScorer, ...], pick(layout.pod_score)),
+        queue_node_score=pick(flat["queue_node_score"]),
+        node_mask=pick(flat["node_mask"]),
+        node_fit=pick(flat["node_fit"]),
+        node_limit=pick(flat["node_limit"]),
+        pod_fit=pick(flat["pod_fit"]),
+        placed=pick(flat["placed"]),
+        gang_domains=pick(flat["gang_domains"]),
+        sub_group_domains=pick(flat["sub_group_domains"]),
+        row_local_scores=layout.row_local_scores,
+        additive_allocatable=layout.additive_allocatable,
+        local_queue_order=layout.local_queue_order,
+        static_job_order=layout.static_job_order,
+        pod_fit_follows_evictions=layout.pod_fit_follows_evictions,
+    )
+
+
+def build_hooks(tiers: Sequence[Sequence[Plugin]]) -> Hooks:
+    """The hook tables of the plugins of ``tiers`` (see the module docstring)."""
+    return hooks_from(hook_layout(tiers), tiers)

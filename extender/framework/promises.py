@@ -95,6 +95,55 @@ class Promises:
         np.maximum(v, 0, out=v)
         return v
 
+    def asides(self, keys: Sequence[GroupKey]) -> dict[GroupKey, Aside]:
+        """:meth:`aside` of many groups at once: the same sums, made as three matrix additions over the
+        snapshot's request rows rather than vectors group by group (a cold cycle leaves thousands out)."""
+        if not keys:
+            return {}
+        ssn = self._ssn
+        snap = ssn.snapshot
+        index, plans, result = snap.index, ssn.plans, ssn.result
+        groups = [snap.groups[k] for k in keys]
+        waiting: tuple[list[int], list[int]] = ([], [])
+        planned: tuple[list[int], list[int]] = ([], [])
+        held: tuple[list[int], list[int]] = ([], [])
+        for i, key in enumerate(keys):
+            for uid in snap.members.get(key, ()):
+                p, row = snap.pods[uid], snap.request_row[uid]
+                if p.waiting:
+                    waiting[0].append(row)
+                    waiting[1].append(i)
+                    if uid in plans:
+                        planned[0].append(row)
+                        planned[1].append(i)
+                if p.holds_resources or uid in plans:
+                    held[0].append(row)
+                    held[1].append(i)
+        shape = (len(groups), len(index))
+
+        def sums(rows: tuple[list[int], list[int]]) -> list[list[int]]:
+            out = np.zeros(shape, dtype=np.int64)
+            if rows[0]:
+                np.add.at(
+                    out, np.asarray(rows[1], dtype=np.intp), snap.requests[np.asarray(rows[0], dtype=np.intp)]
+                )
+            return out.tolist()
+
+        owed = np.maximum(
+            index.matrix([g.min_resources for g in groups]) - np.asarray(sums(held)), 0
+        ).tolist()
+        names = index.names
+        out: dict[GroupKey, Aside] = {}
+        for i, (g, w, pl) in enumerate(zip(groups, sums(waiting), sums(planned), strict=True)):
+            promised = g.key in result.admitted or (g.key in ssn.admitted and g.phase == "Inqueue")
+            out[g.key] = Aside(
+                queue=g.queue,
+                waiting={n: v for n, v in zip(names, w, strict=True) if v},
+                owed={n: v for n, v in zip(names, owed[i], strict=True) if v} if promised else {},
+                planned={n: v for n, v in zip(names, pl, strict=True) if v},
+            )
+        return out
+
     def elastic(self, queue: str) -> Vector | None:
         """What queue ``queue``'s groups hold beyond their minResources as the cycle opened (see above), or
         None when nothing. Fixed for the cycle, as Volcano's queue attribute is."""
@@ -109,13 +158,16 @@ class Promises:
         snap = ssn.snapshot
         g = snap.groups[key]
         names = snap.index.names
-        waiting = snap.request_sum([u for u in snap.members.get(key, ()) if snap.pods[u].waiting])
+        waiting_uids = [u for u in snap.members.get(key, ()) if snap.pods[u].waiting]
+        waiting = snap.request_sum(waiting_uids)
+        planned = snap.request_sum([u for u in waiting_uids if u in ssn.plans])
         promised = key in ssn.result.admitted or (key in ssn.admitted and g.phase == "Inqueue")
         owed = self.owed(g) if promised else None
         return Aside(
             queue=g.queue,
             waiting={n: int(waiting[i]) for i, n in enumerate(names) if waiting[i]},
             owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
+            planned={n: int(planned[i]) for i, n in enumerate(names) if planned[i]},
         )
 
 

@@ -54,6 +54,9 @@ class CycleResult:
     ready: set[GroupKey] = field(default_factory=set)
     # Groups left waiting for a reason that stands, with what they weigh while a cache leaves them out.
     aside: dict[GroupKey, Aside] = field(default_factory=dict)
+    # Admitted groups with every waiting pod planned (nothing to place until they change), with what they
+    # weigh while a cache leaves them out (see extender.framework.cycle.placed).
+    placed: dict[GroupKey, Aside] = field(default_factory=dict)
     # Running pods to evict, and the placements that must wait for pods to leave their node first
     # (Volcano's Pipelined): placement uid -> the pods it waits for.
     evictions: dict[PodUID, Eviction] = field(default_factory=dict)

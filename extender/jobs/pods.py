@@ -9,6 +9,7 @@ volumes, and a controller owner reference so the pods go with the job.
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,8 +82,12 @@ def view_pod(obj: Mapping[str, Any]) -> PodView:
     return PodView(
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
-        task=str(
-            ann.get(L.TASK_SPEC_ANNOTATION) or (meta.get("labels") or {}).get(L.TASK_SPEC_ANNOTATION) or ""
+        task=sys.intern(
+            str(
+                ann.get(L.TASK_SPEC_ANNOTATION)
+                or (meta.get("labels") or {}).get(L.TASK_SPEC_ANNOTATION)
+                or ""
+            )
         ),
         index=_int(ann.get(L.TASK_INDEX_KEY), -1),
         version=_int(ann.get(L.JOB_VERSION_KEY), 0),

@@ -288,7 +288,9 @@ class _Tree:
                     demand[q] = demand[q] + snap.request_sum(waiting)
         for q, v in snap.aside_waiting.items():
             if q in demand:
-                demand[q] = demand[q] + v
+                # Only what still waits for a node: the planned part is in queue_held already.
+                planned = snap.aside_planned.get(q)
+                demand[q] = demand[q] + (v if planned is None else v - planned)
         self._demand = demand
         n = len(self._children)
         self._held: Floats = np.zeros((n, r))

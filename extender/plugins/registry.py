@@ -10,6 +10,7 @@ from extender.core.errors import ConfigError
 from extender.framework.action_table import ACTION_ARGUMENTS, UNREAD_CONFIGURATIONS, Action, resolve_actions
 from extender.framework.arguments import ArgumentTable
 from extender.framework.conf import DEFAULT_CONF, PLUGIN_SWITCHES, TOP_LEVEL_KEYS, ConfSpec, parse_conf
+from extender.framework.hooks import HookLayout, Hooks, hook_layout, hooks_from
 from extender.framework.plugin import Plugin
 from extender.plugins.binpack import BinpackPlugin
 from extender.plugins.capacity import CapacityPlugin
@@ -81,6 +82,8 @@ class SchedulerConf:
 
     spec: ConfSpec
     actions: tuple[Action, ...]
+    # Which plugin takes part in which hook: the same for every cycle's fresh plugins (see hooks()).
+    layout: HookLayout
 
     @property
     def action_names(self) -> tuple[str, ...]:
@@ -88,15 +91,23 @@ class SchedulerConf:
         return self.spec.actions
 
     def tiers(self) -> list[list[Plugin]]:
-        out: list[list[Plugin]] = []
-        for tier in self.spec.tiers:
-            plugins = []
-            for p in tier:
-                plugin = PLUGINS[p.name](p.arguments)
-                plugin.switches = p.switches
-                plugins.append(plugin)
-            out.append(plugins)
-        return out
+        return _tiers(self.spec)
+
+    def hooks(self) -> Hooks:
+        """Fresh plugins (they keep per-cycle state) in their hook tables, laid out once per conf."""
+        return hooks_from(self.layout, self.tiers())
+
+
+def _tiers(spec: ConfSpec) -> list[list[Plugin]]:
+    out: list[list[Plugin]] = []
+    for tier in spec.tiers:
+        plugins = []
+        for p in tier:
+            plugin = PLUGINS[p.name](p.arguments)
+            plugin.switches = p.switches
+            plugins.append(plugin)
+        out.append(plugins)
+    return out
 
 
 def load_conf(text: str | None = None) -> SchedulerConf:
@@ -116,7 +127,11 @@ def load_conf(text: str | None = None) -> SchedulerConf:
                 PLUGINS[p.name](p.arguments)
             except ValueError as e:
                 raise ConfigError(str(e)) from None
-    return SchedulerConf(spec=spec, actions=resolve_actions(spec.actions, spec.configurations))
+    return SchedulerConf(
+        spec=spec,
+        actions=resolve_actions(spec.actions, spec.configurations),
+        layout=hook_layout(_tiers(spec)),
+    )
 
 
 def conf_keys() -> dict[str, tuple[str, ...]]:

@@ -17,6 +17,13 @@ class ExtenderListener:
     # mTLS: only callers with a client certificate signed by this CA may call the extender.
     client_ca: str | None = None
     max_body: int = 8 * 1024 * 1024
+    # The Service in front of the extender (namespace, name): the DNS names its certificate carries (TLS from
+    # --tls-secrets-prefix), and the name a standby checks when it forwards to the leader.
+    service: tuple[str, str] | None = None
+    # The client pair a standby presents when it forwards to the leader's extender under mTLS (with files;
+    # --tls-secrets-prefix uses the kube-scheduler client certificate of its Secrets).
+    client_cert: str | None = None
+    client_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +60,31 @@ class SchedulingSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElection:
+    """kube-scheduler's ``--leader-elect*`` flags, with their meanings (seconds), and where this replica's
+    extender can be reached by the others (advertised on the Lease while it leads)."""
+
+    enabled: bool = True
+    lease_duration: float = 10.0
+    renew_deadline: float = 7.0
+    retry_period: float = 2.0
+    resource_name: str = "pumice"
+    resource_namespace: str = "kube-system"
+    identity: str = ""
+    advertise_url: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsSecrets:
+    """The certificate contract: the TLS material lives in four Secrets ``<prefix>-ca``,
+    ``<prefix>-webhook-tls``, ``<prefix>-extender-tls`` and ``<prefix>-kube-scheduler-tls`` in
+    ``namespace``, created by the first replica that finds them missing."""
+
+    prefix: str
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServeSettings:
     kubeconfig: str | None
     log_level: str
@@ -61,6 +93,12 @@ class ServeSettings:
     scheduling: SchedulingSettings
     log_format: str = "text"  # text (logfmt) or json; see extender.process.logs
     metrics: MetricsListener | None = None  # None: /metrics only on the extender and webhook listeners
+    # Off unless given: built by the CLI (on by default there, as kube-scheduler's); a process built
+    # without it leads alone, as before leader election.
+    leader: LeaderElection = LeaderElection(enabled=False)
+    # After SIGTERM: seconds the process keeps serving (readiness 503, the Lease released) before it exits.
+    shutdown_delay: float = 0.0
+    tls_secrets: TlsSecrets | None = None
 
 
 def split_host_port(value: str) -> tuple[str, int]:

@@ -4,7 +4,9 @@ kube-apiserver calls webhooks only over TLS and checks the serving certificate a
 the webhook configuration, by subject alternative name (the common name is ignored). So the serving
 certificate lists every name kube-apiserver may dial (``<svc>.<ns>.svc`` for a Service reference, the host of
 a URL), and the CA's PEM is what goes into ``caBundle``. Keys are ECDSA P-256; the key file is written 0600.
-Every call makes a new CA: each process start re-patches ``caBundle`` (replicas must share one set of files).
+:func:`generate_serving_certs` makes a new CA every call (one replica's self-signed start);
+:func:`new_ca_pem` and :func:`issue_pem` make the certificate contract's material, kept in Secrets and
+shared by every replica (``controllers.tls_secrets``): a CA once, leaves issued (and renewed) from it.
 
 The extender is authenticated both ways (mutual TLS): :func:`generate_mtls_bundle` makes one CA that signs
 pumice's serving certificate (``serverAuth``) and kube-scheduler's client certificate (``clientAuth``), and
@@ -12,10 +14,11 @@ pumice's serving certificate (``serverAuth``) and kube-scheduler's client certif
 CA. OpenSSL checks the extended key usage of the peer's certificate, so neither certificate can stand in for
 the other.
 
-Who uses it: the composition root (:mod:`extender.serve`), which builds both servers' SSL contexts and hands
-them over, and :mod:`extender.deploy`, which generates the extender's material for ``pumice manifests
-deploy``. Neither server imports it, and it imports neither a server, the controllers nor the deploy package
-(an import-linter contract), so the deploy package uses it without reaching into admission or the runtime.
+Who uses it: the composition root (:mod:`extender.serve_tls`), which builds both servers' SSL contexts and
+hands them over, ``controllers.tls_secrets``, which keeps the Secrets, and :mod:`extender.deploy`, which
+generates the extender's material for ``pumice manifests deploy``. Neither server imports it, and it imports
+neither a server, the controllers nor the deploy package (an import-linter contract), so the deploy package
+uses it without reaching into admission or the runtime.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Final
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
@@ -289,3 +293,88 @@ def mtls_client_context(cert_file: StrPath, key_file: StrPath, ca_file: StrPath)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(certfile=cert_file, keyfile=key_file)
     return ctx
+
+
+# --- the certificate contract: PEM material kept in Secrets (controllers.tls_secrets) --------------------
+
+# The CA outlives its leaves by far: a renewed leaf is signed by the same CA, so nobody's trust changes.
+CA_DAYS: Final = 3650
+LEAF_DAYS: Final = 365
+
+
+def new_ca_pem(
+    common_name: str = "pumice-ca", *, days: int = CA_DAYS, now: dt.datetime | None = None
+) -> tuple[bytes, bytes]:
+    """A new CA: its certificate and key, PEM."""
+    start, end = _validity(days, now)
+    key, cert = _new_ca(common_name, start, end)
+    return _cert_pem(cert), _key_pem(key)
+
+
+def issue_pem(
+    ca_cert: bytes,
+    ca_key: bytes,
+    *,
+    common_name: str,
+    client: bool = False,
+    dns_names: Sequence[str] = (),
+    ip_addresses: Sequence[str] = (),
+    days: int = LEAF_DAYS,
+    now: dt.datetime | None = None,
+) -> tuple[bytes, bytes]:
+    """A certificate the CA (PEM) signs: for serving ``dns_names``/``ip_addresses``, or a client certificate
+    named ``common_name`` (``client``); its certificate and key, PEM."""
+    authority = x509.load_pem_x509_certificate(ca_cert)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an ECDSA key this module can sign with")
+    start, end = _validity(days, now)
+    key, cert = _new_leaf(
+        signer,
+        authority,
+        common_name=common_name,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=() if client else _server_sans(dns_names, ip_addresses),
+        start=start,
+        end=end,
+    )
+    return _cert_pem(cert), _key_pem(key)
+
+
+def not_after(cert: bytes) -> float:
+    """When a PEM certificate expires, in epoch seconds (the expiry metric)."""
+    return x509.load_pem_x509_certificate(cert).not_valid_after_utc.timestamp()
+
+
+def covers(cert: bytes, dns_names: Sequence[str], ip_addresses: Sequence[str] = ()) -> bool:
+    """Whether a serving certificate names every one of ``dns_names`` and ``ip_addresses``."""
+    try:
+        sans = x509.load_pem_x509_certificate(cert).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        )
+    except x509.ExtensionNotFound:
+        return not dns_names and not ip_addresses
+    have_dns = set(sans.value.get_values_for_type(x509.DNSName))
+    have_ips = {str(a) for a in sans.value.get_values_for_type(x509.IPAddress)}
+    return set(dns_names) <= have_dns and {str(ipaddress.ip_address(a)) for a in ip_addresses} <= have_ips
+
+
+def issued_by(cert: bytes, ca_cert: bytes) -> bool:
+    """Whether ``cert`` was signed by ``ca_cert`` (false for anything unreadable)."""
+    try:
+        x509.load_pem_x509_certificate(cert).verify_directly_issued_by(
+            x509.load_pem_x509_certificate(ca_cert)
+        )
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def write_pair(directory: Path, name: str, cert: bytes, key: bytes) -> tuple[Path, Path]:
+    """Write a certificate and its key as ``<name>.crt`` and ``<name>.key`` (0600) in ``directory``, for an
+    SSL context to load (``ssl`` reads files only); their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+    _write(key_path, key, 0o600)
+    _write(cert_path, cert, 0o644)
+    return cert_path, key_path

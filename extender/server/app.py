@@ -6,6 +6,10 @@ for a well-formed request (it treats any other status as a failed call); a non-e
 "cannot decide" (cache not synced) and for a refused bind. A malformed or wrongly typed body is a 400 with
 the reason; a body over the size cap is a 413.
 
+With leader election, a replica that does not lead answers locally only what reads the watched cluster
+(another scheduler's pods, ``preempt``) and forwards the verbs that need the leader's reservations (see
+:mod:`extender.server.forward`).
+
 Nothing a request body says is trusted as cluster state: the pod in a filter request is used for its UID
 and its schedulerName (the fast path) only. What pumice reads about the pod comes from its own watch; a pod
 the watch has not shown yet is waited for briefly and otherwise refused (it reserves nothing), and ``bind``
@@ -27,6 +31,7 @@ from extender.api import wire
 from extender.core.errors import InvalidObject
 from extender.core.model import Pod, PodUID
 from extender.core.parse import parse_pod
+from extender.server.forward import FORWARDED_HEADER, NO_LEADER, Forwarder, LeaderView
 from extender.server.metrics import Histogram
 
 log = logging.getLogger(__name__)
@@ -61,6 +66,9 @@ class Backend(Protocol):
 
 BACKEND_KEY: Final = web.AppKey("pumice_extender_backend", Backend)
 LATENCY_KEY: Final = web.AppKey("pumice_extender_latency", Histogram)
+# With leader election: who leads, and the client that forwards to it (see extender.server.forward).
+LEADER_KEY: Final = web.AppKey("pumice_extender_leader", LeaderView)
+FORWARDER_KEY: Final = web.AppKey("pumice_extender_forwarder", Forwarder)
 
 _NOT_SYNCED: Final = "pumice: cluster cache not synced yet"
 # A nodeCacheCapable filter for 50 000 nodes is ~1 MiB; 8 MiB leaves room for clusters configured without
@@ -182,6 +190,22 @@ def _timed(
     return handler
 
 
+async def _elsewhere(request: web.Request, no_leader: object) -> web.Response | None:
+    """None: answer here (no leader election, or this process leads). Otherwise the leader's answer to
+    the same request, or ``no_leader`` when no leader is known or it could not be reached (a request
+    already forwarded once is never forwarded again)."""
+    leader = request.app.get(LEADER_KEY)
+    if leader is None or leader.serving:
+        return None
+    url = None if request.headers.get(FORWARDED_HEADER) else leader.leader_url()
+    forwarder = request.app.get(FORWARDER_KEY)
+    if url is not None and forwarder is not None:
+        got = await forwarder.forward(url, request.path, await request.read(), by=leader.identity)
+        if got is not None:
+            return web.Response(status=got[0], body=got[1], content_type="application/json")
+    return _json(no_leader)
+
+
 async def handle_filter(request: web.Request) -> web.Response:
     backend = request.app[BACKEND_KEY]
     body = await _decode(request)
@@ -192,6 +216,14 @@ async def handle_filter(request: web.Request) -> web.Response:
         return _json(
             {"NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": _NOT_SYNCED}
         )
+    no_leader: wire.ExtenderFilterResult = {
+        "NodeNames": None,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": NO_LEADER,
+    }
+    if (answer := await _elsewhere(request, no_leader)) is not None:
+        return answer
     await backend.prepare(_uid(raw_pod))
     return _json(backend.filter(raw_pod, names))
 
@@ -202,6 +234,8 @@ async def handle_prioritize(request: web.Request) -> web.Response:
     raw_pod, names = _pod(body, "ExtenderArgs"), _node_names(body)
     if not _ours(backend, raw_pod) or not backend.ready:
         return _json([])  # no opinion: kube-scheduler's own scores decide
+    if (answer := await _elsewhere(request, [])) is not None:
+        return answer
     return _json(backend.prioritize(_parse(raw_pod, "ExtenderArgs"), names))
 
 
@@ -230,15 +264,32 @@ async def handle_bind(request: web.Request) -> web.Response:
     }
     if not backend.ready:
         return _json({"Error": _NOT_SYNCED})
+    if (answer := await _elsewhere(request, {"Error": NO_LEADER})) is not None:
+        return answer
     return _json({"Error": await backend.bind(args)})
 
 
+async def _close_forwarder(app: web.Application) -> None:
+    await app[FORWARDER_KEY].close()
+
+
 def make_extender_app(
-    backend: Backend, latency: Histogram, *, max_body: int = DEFAULT_MAX_BODY
+    backend: Backend,
+    latency: Histogram,
+    *,
+    max_body: int = DEFAULT_MAX_BODY,
+    leader: LeaderView | None = None,
+    forwarder: Forwarder | None = None,
 ) -> web.Application:
+    """The extender's routes; with ``leader``, a replica that does not lead forwards what only the leader
+    can answer through ``forwarder`` (see :mod:`extender.server.forward`)."""
     app = web.Application(client_max_size=max_body)
     app[BACKEND_KEY] = backend
     app[LATENCY_KEY] = latency
+    if leader is not None:
+        app[LEADER_KEY] = leader
+        app[FORWARDER_KEY] = forwarder if forwarder is not None else Forwarder()
+        app.on_cleanup.append(_close_forwarder)
     for verb, fn in (
         ("filter", handle_filter),
         ("prioritize", handle_prioritize),

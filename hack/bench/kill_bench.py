@@ -38,6 +38,9 @@ from tests.e2e.pumice import ensure_pumice  # noqa: E402
 
 BATCH = "batch.volcano.sh/v1alpha1"
 NS = "killbench"
+# One replica, as before leader election: a restarted process need not wait out its predecessor's Lease
+# (hack/bench/soak_bench.py kills one of two replicas instead).
+SINGLE = ("--leader-elect=false",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -82,7 +85,7 @@ async def killer(plane: ControlPlane, kills: int, every: float, done: list[int])
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGKILL)
             await asyncio.to_thread(popen.wait)
-        await asyncio.to_thread(ensure_pumice, plane, restart=True)
+        await asyncio.to_thread(ensure_pumice, plane, restart=True, extra_args=SINGLE)
         done.append(1)
 
 
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     plane = ControlPlane()
     try:
         plane.start()
-        ensure_pumice(plane)
+        ensure_pumice(plane, extra_args=SINGLE)
         r = asyncio.run(run(args, plane))
     except BaseException:
         print(plane.log_tails(30), file=sys.stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import random
 import time
@@ -39,6 +40,8 @@ from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf, load_conf
 
 GiB = 2**30
+TARGET_MS = 150
+WAS = "(0.33-0.41 s before #24)"
 GPU = "nvidia.com/gpu"
 QUEUES = (("default", 1), ("research", 2), ("prod", 4), ("batch", 1))
 
@@ -144,6 +147,7 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
     cycle_fn = one_by_one if a.one_by_one else run_cycle
     snapshots: list[float] = []
     cycles: list[float] = []
+    cpu: list[float] = []
     for run in range(a.repeat):
         t0 = time.perf_counter()
         snap: Snapshot = build_snapshot(nodes=nodes, pods=pods, podgroups=groups, queues=queues)
@@ -151,22 +155,26 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
         prof = cProfile.Profile() if a.profile and run == 0 else None
         if prof is not None:
             prof.enable()
-        t2 = time.perf_counter()
+        gc.collect()
+        c2, t2 = time.thread_time(), time.perf_counter()
         result: CycleResult = cycle_fn(snap, conf, 0.0)
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.thread_time()
         if prof is not None:
             prof.disable()
         snapshots.append(t1 - t0)
         cycles.append(t3 - t2)
+        cpu.append(c3 - c2)
     planned = len(result.placements)
     cycle = min(cycles)
     first = f" (first {1000 * cycles[0]:.1f} ms)" if a.repeat > 1 else ""
     print(
         f"nodes={n_nodes} gangs={n_gangs} pods={len(pods)}: snapshot {1000 * min(snapshots):.1f} ms, "
-        f"cycle {1000 * cycle:.1f} ms{first}, planned {planned} pods ({len(result.ready)} gangs whole, "
-        f"{len(result.admitted)} admitted, {len(result.unschedulable)} unschedulable), "
-        f"{planned / cycle if cycle else 0:.0f} pods/s"
+        f"cycle {1000 * cycle:.1f} ms{first}, CPU {1000 * min(cpu):.1f} ms, planned {planned} pods "
+        f"({len(result.ready)} gangs whole, {len(result.admitted)} admitted, "
+        f"{len(result.unschedulable)} unschedulable), {planned / cycle if cycle else 0:.0f} pods/s"
     )
+    # The wall figure swings with whatever else the machine runs; the CPU figure is the cycle's own.
+    print(f"  target (#24): cold allocate at 5 000 nodes x 10 000 pending pods < {TARGET_MS} ms {WAS}")
     if prof is not None:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
 

@@ -7,8 +7,8 @@ things least privilege rules out whatever the table says: ``*``, escalation verb
 create/get, the grants removed on purpose.
 
 The Role in pumice's namespace (its Lease, the certificate contract's TLS Secrets) is granted for
-``pumice serve`` flags the runtime implements; the tests holding it against the runtime's code skip, saying
-so, while ``pumice serve --help`` lacks the flag.
+``pumice serve`` flags the runtime implements: each flag must be in ``pumice serve --help`` and the
+service account's code must build a path for the granted resource.
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def test_namespace_role_is_the_table_limited_by_name(docs: list[Any]) -> None:
         ["pumice-ca", "pumice-webhook-tls", "pumice-extender-tls", "pumice-kube-scheduler-tls"]
     ]
     leases = [r for r in rules if r["resources"] == ["leases"] and "resourceNames" in r]
-    assert [(r["verbs"], r["resourceNames"]) for r in leases] == [(["get", "update"], ["pumice"])]
+    assert [(r["verbs"], r["resourceNames"]) for r in leases] == [(["get", "watch", "update"], ["pumice"])]
 
 
 def test_namespace_rules_refuse_empty_names() -> None:
@@ -365,10 +365,9 @@ def _serve_help() -> str:
 
 @pytest.mark.parametrize("grant", NAMESPACE_GRANTS, ids=lambda g: f"{g.resource}:{','.join(g.verbs)}")
 def test_namespace_grant_is_used_by_the_runtime_once_it_has_the_flag(grant: NamespaceGrant) -> None:
-    """Once ``pumice serve`` has the row's flag, the service account's code builds a path for the row's
+    """``pumice serve`` has the row's flag, and the service account's code builds a path for the row's
     resource (through controllers.kube.paths), so a grant nobody uses shows up here."""
-    if grant.flag not in _serve_help():
-        pytest.skip(f"`pumice serve --help` has no {grant.flag} yet (the runtime half of issue #23/#27)")
+    assert grant.flag in _serve_help(), f"`pumice serve --help` has no {grant.flag}: drop the grant"
     built = {b for path in _SERVICE_ACCOUNT_CODE for b in _built_paths(path.read_text())}
     assert (grant.group, grant.resource) in built, (
         f"{grant.flag} exists but no service-account code builds a path for {grant.group or 'core'}/"

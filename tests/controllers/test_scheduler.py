@@ -454,3 +454,48 @@ async def test_a_settled_group_is_looked_at_again_when_it_could_fit(change: str)
         s.shared.cache.upsert_pod(pod("g-0", "g", cpu="1"))  # ...and its own pod changed too
     s.loop.ensure_fresh()
     assert "g-0" in s.shared.ledger.plans()
+
+
+async def test_a_filter_waits_for_the_rest_of_a_gang_still_being_created() -> None:
+    """kube-scheduler takes a gang's first pod as soon as it exists: the filter waits (bounded) while the
+    gang's pods keep coming, and answers with the plan once the gang is whole, instead of refusing it."""
+    s, _ = scheduler_with(LoopSettings(gang_idle=0.3, gang_wait=2.0), node("n1", "4"))
+    s.shared.cache.upsert_podgroup(podgroup("g", 3))
+    s.shared.cache.upsert_pod(pod("g-0", "g"))
+
+    async def the_rest() -> None:
+        for i in (1, 2):
+            await asyncio.sleep(0.05)
+            s.shared.cache.upsert_pod(pod(f"g-{i}", "g"))
+
+    rest = asyncio.create_task(the_rest())
+    await s.verbs.prepare("g-0")  # type: ignore[arg-type]
+    await rest
+    assert s.verbs.filter(pod("g-0", "g"), ["n1"])["NodeNames"] == ["n1"]
+
+
+async def test_a_filter_does_not_wait_for_a_gang_that_stopped_growing() -> None:
+    s, _ = scheduler_with(LoopSettings(gang_idle=0.05, gang_wait=5.0), node("n1", "4"))
+    s.shared.cache.upsert_podgroup(podgroup("g", 3))
+    s.shared.cache.upsert_pod(pod("g-0", "g"))
+    await asyncio.sleep(0.1)  # its last pod came longer ago than gang_idle
+    t0 = asyncio.get_running_loop().time()
+    await s.verbs.prepare("g-0")  # type: ignore[arg-type]
+    assert asyncio.get_running_loop().time() - t0 < 1.0
+    assert s.verbs.filter(pod("g-0", "g"), ["n1"])["NodeNames"] == []
+    assert "waiting for 2 more pods" in s.verbs.reason_for(s.shared.cache.pod("g-0"))  # type: ignore[arg-type]
+
+
+async def test_a_deleted_pod_brings_its_placed_group_back_into_view() -> None:
+    """A placed group is left out of cycles until it changes; a pod of it deleted is such a change (what
+    the group holds, its status)."""
+    s, _ = scheduler(node("n1", "4"))
+    s.shared.cache.upsert_podgroup(podgroup("g", 2) | {"status": {"phase": "Inqueue"}})
+    for i in range(2):
+        s.shared.cache.upsert_pod(pod(f"g-{i}", "g"))
+    s.loop.cycle()
+    assert group_key("ns", "g") in s.shared.pending.placed()
+    s.shared.cache.remove_pod(pod("g-1", "g"))
+    assert group_key("ns", "g") not in s.shared.pending.placed()
+    snap, _ = s.loop._prepare()
+    assert group_key("ns", "g") in snap.groups

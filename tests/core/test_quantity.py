@@ -207,3 +207,23 @@ def test_arbitrary_text_parses_or_raises_invalid_quantity(text: str) -> None:
     except InvalidQuantity:
         return
     assert isinstance(value, Fraction)
+
+
+@given(
+    st.sampled_from(["cpu", "memory", "pods"]), st.text(alphabet="0123456789.eE+-kMGTPmunKi ", max_size=12)
+)
+def test_remembered_strings_give_what_a_fresh_parse_gives(resource: str, text: str) -> None:
+    """to_units remembers the units of a string (every pod of a job repeats the same few): the same
+    integer, or the same refusal, every time, as parsing it afresh."""
+    from extender.core.quantity import _units
+
+    for _ in range(2):
+        try:
+            got: int | str = to_units(resource, text)
+        except InvalidQuantity as e:
+            got = f"invalid: {e}"
+        try:
+            fresh: int | str = _units(resource, text)
+        except InvalidQuantity as e:
+            fresh = f"invalid: {e}"
+        assert got == fresh

@@ -409,7 +409,17 @@ class ControlPlane:
     _pumice: Pumice
     _pumice_scheduler_conf: str | None
 
-    def __init__(self, *, workdir: Path | None = None, keep_dir: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workdir: Path | None = None,
+        keep_dir: bool | None = None,
+        users: Sequence[str] = (),
+        audit_users: Sequence[str] = (),
+    ) -> None:
+        """``users``: more admin users (system:masters) beside ``admin``, each with its own token and
+        kubeconfig (:meth:`kubeconfig_for`), so a test can tell their requests apart; ``audit_users``: whose
+        writes (create, update, patch, delete) kube-apiserver logs (:meth:`audited_writes`)."""
         reason = skip_reason()
         if reason:
             raise ControlPlaneError(reason)
@@ -425,6 +435,8 @@ class ControlPlane:
         self._etcd_url = ""
         self._apiserver_version = binary_version("kube-apiserver")
         self._scheduler_version = binary_version("kube-scheduler")
+        self._users = {user: secrets.token_hex(16) for user in users}
+        self._audit_users = tuple(audit_users)
 
     # -- public properties -------------------------------------------------------------------------
 
@@ -760,7 +772,31 @@ class ControlPlane:
         certs = self.workdir / "apiserver-certs"
         certs.mkdir(parents=True, exist_ok=True)
         token_file = self.workdir / "tokens.csv"
-        token_file.write_text(f'{self._token},admin,admin-uid,"system:masters"\n')
+        token_file.write_text(
+            f'{self._token},admin,admin-uid,"system:masters"\n'
+            + "".join(f'{t},{u},{u}-uid,"system:masters"\n' for u, t in self._users.items())
+        )
+        audit: list[str] = []
+        if self._audit_users:
+            policy = self.workdir / "audit-policy.yaml"
+            policy.write_text(
+                yaml.safe_dump(
+                    {
+                        "apiVersion": "audit.k8s.io/v1",
+                        "kind": "Policy",
+                        "omitStages": ["RequestReceived"],
+                        "rules": [
+                            {
+                                "level": "Metadata",
+                                "users": list(self._audit_users),
+                                "verbs": ["create", "update", "patch", "delete"],
+                            },
+                            {"level": "None"},
+                        ],
+                    }
+                )
+            )
+            audit = [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log_path}"]
         sa_key = self.workdir / "sa.key"
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         sa_key.write_bytes(
@@ -771,7 +807,8 @@ class ControlPlane:
             )
         )
         sa_key.chmod(0o600)
-        self._apiserver_port = free_port()
+        # The same port across a restart (restart_apiserver): clients keep their kubeconfig.
+        self._apiserver_port = self._apiserver_port or free_port()
         binary = find_binary("kube-apiserver")
         assert binary is not None
         proc = self.start_process(
@@ -794,6 +831,7 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 "--v=1",
+                *audit,
             ],
         )
 
@@ -811,7 +849,42 @@ class ControlPlane:
             with contextlib.suppress(ValueError):
                 self._apiserver_version = KubeVersion.parse(str(json.loads(body).get("gitVersion", "")))
 
-    def _write_kubeconfig(self) -> None:
+    @property
+    def audit_log_path(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def audited_writes(self, user: str | None = None) -> list[dict[str, Any]]:
+        """The writes kube-apiserver logged for the ``audit_users`` (optionally one of them), in order."""
+        if not self.audit_log_path.exists():
+            return []
+        out = []
+        for line in self.audit_log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if user is None or (event.get("user") or {}).get("username") == user:
+                    out.append(event)
+        return out
+
+    def kubeconfig_for(self, user: str) -> Path:
+        """A kubeconfig for one of the ``users`` given at construction."""
+        path = self.workdir / f"{user}.kubeconfig"
+        if not path.exists():
+            self._write_kubeconfig(path, self._users[user], user)
+        return path
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM, as a control-plane upgrade does); etcd and every client stay."""
+        self.stop_process("kube-apiserver")
+
+    def start_apiserver(self, *, timeout: float = 60.0) -> None:
+        """Start kube-apiserver again on the same port, certificates and etcd."""
+        self._start_apiserver(timeout)
+
+    def _write_kubeconfig(
+        self, path: Path | None = None, token: str | None = None, user: str = "admin"
+    ) -> None:
+        path = path or self.kubeconfig_path
+        token = token or self._token
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -822,9 +895,9 @@ class ControlPlane:
                     "cluster": {"server": self.server_url, "insecure-skip-tls-verify": True},
                 }
             ],
-            "users": [{"name": "admin", "user": {"token": self._token}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
             "current-context": "e2e",
         }
-        self.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig, sort_keys=False))
-        self.kubeconfig_path.chmod(0o600)
+        path.write_text(yaml.safe_dump(kubeconfig, sort_keys=False))
+        path.chmod(0o600)

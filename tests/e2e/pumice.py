@@ -63,7 +63,13 @@ def _apply_crds(cp: ControlPlane) -> None:
 
 
 def ensure_pumice(
-    cp: ControlPlane, *, restart: bool = False, bind_verb: bool = False, scheduler_conf: str | None = None
+    cp: ControlPlane,
+    *,
+    restart: bool = False,
+    bind_verb: bool = False,
+    scheduler_conf: str | None = None,
+    start_scheduler: bool = True,
+    extra_args: tuple[str, ...] = (),
 ) -> Pumice:
     """pumice running on ``cp``; restarted when ``restart`` or when ``scheduler_conf`` (Volcano conf YAML,
     given with ``--scheduler-conf``; None: pumice's default) is not the one it runs with, so a test that
@@ -98,7 +104,10 @@ def ensure_pumice(
             "--metrics-bind=127.0.0.1:0",
             f"--webhook-url-base={pumice.webhook_url}",
             f"--cert-dir={cp.workdir / 'pumice-certs'}",
+            # Leader election on, as deployed (one replica leads at once); a restart drains briefly.
+            "--shutdown-delay=0.5",
             *conf_args,
+            *extra_args,
         ],
         cwd=Path(__file__).resolve().parents[2],
         # As the downward API sets them in a cluster: what a rejected conf reload's Event is about.
@@ -113,7 +122,8 @@ def ensure_pumice(
         if time.monotonic() > deadline:
             raise ControlPlaneError("pumice did not create the default queue")
         time.sleep(0.1)
-    _start_scheduler(cp, pumice, bind_verb)
+    if start_scheduler:
+        _start_scheduler(cp, pumice, bind_verb)
     cp._pumice = pumice
     cp._pumice_scheduler_conf = scheduler_conf
     return pumice

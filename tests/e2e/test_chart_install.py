@@ -17,7 +17,7 @@ addresses are on loopback; the API server reaches the webhooks by URL (``--webho
 harness has no cluster DNS or kube-proxy to reach a Service; and so the webhook and extender certificates are
 pumice's self-signed ones for 127.0.0.1, with the extender on plain HTTP, rather than the certificate
 contract's Secrets, which name the Service. Those Secrets have their own test, with the chart's TLS flags
-unchanged: it skips while ``pumice serve`` lacks ``--tls-secrets-prefix`` (the runtime half of issue #27).
+unchanged (``--tls-secrets-prefix``).
 
 Last, tenants: with kube-controller-manager's clusterrole-aggregation controller running, a user bound to
 the built-in ``edit`` role in a namespace creates a vcjob there, one bound to ``view`` cluster-wide lists
@@ -106,18 +106,6 @@ def _kubectl_run(
         timeout=120,
         check=False,
     )
-
-
-def _serve_has(flag: str) -> bool:
-    result = subprocess.run(
-        [sys.executable, "-m", "extender.main", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=True,
-    )
-    return flag in result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -499,9 +487,7 @@ def _certificate(secret: dict[str, Any], key: str = "tls.crt") -> x509.Certifica
 async def test_pumice_fills_the_contract_secrets_as_the_chart_service_account(installed: Installed) -> None:
     """The certificate contract with the chart's flags unchanged (only the listen addresses): the first
     replica creates the four Secrets as the chart's ServiceAccount, a second uses the same ones, and the
-    webhook configurations carry the CA. Skips while ``pumice serve`` has no ``--tls-secrets-prefix``."""
-    if not await asyncio.to_thread(_serve_has, "--tls-secrets-prefix"):
-        pytest.skip("`pumice serve --help` has no --tls-secrets-prefix yet (the runtime half of issue #27)")
+    webhook configurations carry the CA."""
     plane = installed.plane
     kubeconfig = await asyncio.to_thread(_service_account_kubeconfig, plane, "pumice")
     prefix = installed.command()[installed.command().index("--tls-secrets-prefix") + 1]
@@ -512,6 +498,9 @@ async def test_pumice_fills_the_contract_secrets_as_the_chart_service_account(in
         f"{prefix}-kube-scheduler-tls",
     ]
     replicas = ("pumice-tls-0", "pumice-tls-1")
+    # The module's other pumice leads on the chart's Lease: stopped (it releases the Lease), one of these two
+    # leads, and it is the leader that registers the webhook configurations with the Secrets' CA.
+    plane.stop_process("pumice")
     try:
         for index, replica in enumerate(replicas):
             ports = {"extender": free_port(), "webhook": free_port()}
@@ -538,6 +527,19 @@ async def test_pumice_fills_the_contract_secrets_as_the_chart_service_account(in
                 await asyncio.sleep(5)  # time to have made (and lost) a race, if it were going to
                 again = [await asyncio.to_thread(_secret, plane, n) for n in names]
                 assert {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in again if s} == first
+        first_bundle = secrets[0]["data"]["ca.crt"]
+
+        def registered() -> bool:
+            for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+                got = _kubectl_run(plane, "get", kind, f"pumice-{kind.split('webhook')[0]}", "-o", "json")
+                hooks = json.loads(got.stdout)["webhooks"] if got.returncode == 0 else []
+                if not hooks or any(h["clientConfig"].get("caBundle") != first_bundle for h in hooks):
+                    return False
+            return True
+
+        await kube.wait_for(
+            lambda: asyncio.to_thread(registered), 60, interval=0.5, message="the CA registered"
+        )
     finally:
         for replica in replicas:
             plane.stop_process(replica)

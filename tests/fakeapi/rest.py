@@ -124,10 +124,23 @@ def selected(obj: Obj, selector: str) -> bool:
     return True
 
 
+def named(field_selector: str) -> str | None:
+    """The name a ``metadata.name=NAME`` field selector asks for (None: no such term)."""
+    for term in field_selector.split(","):
+        key, _, value = term.strip().partition("=")
+        if key == "metadata.name":
+            return value
+    return None
+
+
 def status(code: int, reason: str, message: str) -> web.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}  # fmt: skip
-    return web.json_response(body, status=code)
+    body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                 "message": message, "reason": reason, "code": code}  # fmt: skip
+    headers = {}
+    if code in (429, 503):  # throttled: how long to wait, as kube-apiserver says it (header and details)
+        body["details"] = {"retryAfterSeconds": 1}
+        headers["Retry-After"] = "1"
+    return web.json_response(body, status=code, headers=headers)
 
 
 def kind_name(r: Route) -> str:

@@ -6,11 +6,13 @@ informers' containment, the executor's guarded patches), through a real
 
 - paths as :mod:`controllers.kube.paths` builds them; a group/version that table does not know answers a bare
   ``404 page not found`` (CRDs not installed);
-- LIST with ``limit``/``continue``, equality-based ``labelSelector`` (``fieldSelector`` is ignored), the
+- LIST with ``limit``/``continue``, equality-based ``labelSelector``, ``fieldSelector`` on ``metadata.name``
+  only (others are ignored), the
   collection's ``resourceVersion``, and metadata only for ``as=PartialObjectMetadataList``;
 - WATCH from a ``resourceVersion``: every change after it, then new changes as they happen, until
   ``timeoutSeconds``; a version older than the last :meth:`FakeApiServer.compact` answers an ERROR 410 event;
-- GET, POST (``generateName``, uid, creationTimestamp; 409 AlreadyExists), DELETE (404 NotFound), PATCH as
+- GET, POST (``generateName``, uid, creationTimestamp; 409 AlreadyExists), PUT (onto the resourceVersion it
+  names, 409 otherwise), DELETE (404 NotFound), PATCH as
   merge (RFC 7386), strategic merge (read as a merge: lists replaced) or JSON patch (RFC 6902); a
   ``metadata.resourceVersion`` in a merge patch is a precondition (409 Conflict when it moved on);
 - the ``status`` subresource where the table says a resource has one: the main resource ignores ``status``
@@ -18,7 +20,8 @@ informers' containment, the executor's guarded patches), through a real
 - every write moves one resourceVersion counter (seeding too), as etcd's revision moves.
 
 Programmable: :attr:`raw` serves bytes instead of an object (what the API server stores but a client cannot
-decode), :attr:`deny` answers an admission-style 400, :attr:`fail` any status on a path, :attr:`before` and
+decode), :attr:`deny` answers an admission-style 400, :attr:`fail` any status on a path (429 and 503 with a
+``Retry-After``), :attr:`cut_watches` cuts watch streams mid-event, :attr:`before` and
 :attr:`after` run before a request is served and before its response goes out (a concurrent write, a watch
 event arriving meanwhile), :attr:`watch_events`/:attr:`watch_lines` are sent to the next watch. Every request
 is recorded.
@@ -40,13 +43,16 @@ from aiohttp.test_utils import TestServer
 
 from controllers.kube.client import KubeClient
 from controllers.kube.connection import Connection
-from tests.fakeapi.rest import Route, json_patch, kind_name, merge, route, selected, status
+from tests.fakeapi.rest import Route, json_patch, kind_name, merge, named, route, selected, status
 
 Obj = dict[str, Any]
 CREATED_AT: Final = "2024-05-01T10:00:00Z"
 MERGE: Final = "application/merge-patch+json"
 STRATEGIC: Final = "application/strategic-merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
+
+
+_REASONS: Final = {409: "Conflict", 429: "TooManyRequests", 503: "ServiceUnavailable", 410: "Expired"}
 
 
 @dataclass(frozen=True)
@@ -77,11 +83,15 @@ class FakeApiServer:
     watch_lines: list[bytes] = field(default_factory=list)
     # Seconds a watch stays open when the request does not say (timeoutSeconds).
     watch_timeout: float = 60.0
+    # The next this many watches are cut mid-event (half a JSON line, then the connection dropped), as a
+    # kube-apiserver that stops does: the client sees a payload that is not completed.
+    cut_watches: int = 0
     version: Obj = field(default_factory=lambda: {"major": "1", "minor": "28", "gitVersion": "v1.28.7"})
     url: str = ""
     rv: int = 0
     _log: list[tuple[int, str, Route, Obj]] = field(default_factory=list)
     _compacted: int = 0
+    _open_watches: set[asyncio.BaseTransport] = field(default_factory=set)
     _tick: asyncio.Event = field(default_factory=asyncio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -138,6 +148,12 @@ class FakeApiServer:
     def touch(self, path: str) -> None:
         """A write by someone else: the object's resourceVersion moves on."""
         self._store(path, self.objects[path], "MODIFIED")
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream (their clients see a payload that is not completed), as a
+        kube-apiserver that stops does."""
+        for transport in list(self._open_watches):
+            transport.close()
 
     def compact(self) -> None:
         """Forget the changes so far: a watch from an older resourceVersion is answered 410 Gone."""
@@ -204,7 +220,7 @@ class FakeApiServer:
             return status(400, "BadRequest", self.deny[(rec.method, rec.path)])
         if rec.path in self.fail:
             code = self.fail[rec.path]
-            return status(code, "Conflict" if code == 409 else "InternalError", f"injected {code}")
+            return status(code, _REASONS.get(code, "InternalError"), f"injected {code}")
         if rec.path == "/version" and rec.method == "GET":
             return web.json_response(self.version)
         r = route(rec.path)
@@ -227,6 +243,8 @@ class FakeApiServer:
             return web.json_response(self.remove(r.item))
         if rec.method == "PATCH" and (r.subresource is None or (r.status and r.has_status())):
             return self._patch(r, current, rec)
+        if rec.method == "PUT" and r.subresource is None:
+            return self._update(r, current, rec.body or {})
         if rec.method == "POST" and r.subresource == "binding":
             node = ((rec.body or {}).get("target") or {}).get("name")
             self._store(r.item, merge(current, {"spec": {"nodeName": node}}), "MODIFIED")
@@ -265,6 +283,24 @@ class FakeApiServer:
                 patched.pop("status")
         return web.json_response(self._store(r.item, patched, "MODIFIED"))
 
+    def _update(self, r: Route, current: Obj, body: Obj) -> web.Response:
+        """PUT: the whole object replaced, only onto the version it names (409 otherwise); identity kept."""
+        want = (body.get("metadata") or {}).get("resourceVersion")
+        if want is not None and want != current["metadata"]["resourceVersion"]:
+            message = "the object has been modified; please apply your changes to the latest version"
+            return status(
+                409, "Conflict", f'Operation cannot be fulfilled on {kind_name(r)} "{r.name}": {message}'
+            )
+        obj = copy.deepcopy(body)
+        meta = obj.setdefault("metadata", {})
+        for k in ("uid", "creationTimestamp", "namespace", "name"):
+            meta[k] = current["metadata"].get(k)
+        if r.has_status():
+            obj.pop("status", None)
+            if "status" in current:
+                obj["status"] = current["status"]
+        return web.json_response(self._store(r.item, obj, "MODIFIED"))
+
     def _create(self, r: Route, body: Obj) -> web.Response:
         obj = copy.deepcopy(body)
         meta = dict(obj.get("metadata") or {})
@@ -298,7 +334,12 @@ class FakeApiServer:
 
     def _list(self, r: Route, request: web.Request) -> web.Response:
         selector = request.query.get("labelSelector", "")
-        members = [p for p in self._members(r) if selected(self.objects[p], selector)]
+        name = named(request.query.get("fieldSelector", ""))
+        members = [
+            p
+            for p in self._members(r)
+            if selected(self.objects[p], selector) and name in (None, p.rsplit("/", 1)[1])
+        ]
         start = int(request.query.get("continue") or 0)
         limit = int(request.query.get("limit") or 0) or len(members)
         page = members[start : start + limit]
@@ -320,6 +361,13 @@ class FakeApiServer:
         await resp.prepare(request)
         since = int(request.query.get("resourceVersion") or self.rv)
         limit = float(request.query.get("timeoutSeconds") or self.watch_timeout)
+        name = named(request.query.get("fieldSelector", ""))
+        if self.cut_watches > 0:
+            self.cut_watches -= 1
+            await resp.write(b'{"type":"MODIFIED","object":{"metadata":')
+            assert request.transport is not None
+            request.transport.close()
+            return resp
         events, self.watch_events = self.watch_events, []
         lines, self.watch_lines = self.watch_lines, []
         with contextlib.suppress(ConnectionError, TimeoutError):
@@ -332,23 +380,30 @@ class FakeApiServer:
                 }
                 await resp.write(orjson.dumps({"type": "ERROR", "object": gone}) + b"\n")
                 return resp
+            assert request.transport is not None
+            self._open_watches.add(request.transport)
             async with asyncio.timeout(limit):
-                since = await self._send_changes(resp, r, since)
+                since = await self._send_changes(resp, r, since, name)
                 for event in events:
                     await resp.write(orjson.dumps(event) + b"\n")
                 for line in lines:
                     await resp.write(line + b"\n")
                 while True:
                     await self._tick.wait()
-                    since = await self._send_changes(resp, r, since)
+                    since = await self._send_changes(resp, r, since, name)
+        if request.transport is not None:
+            self._open_watches.discard(request.transport)
         return resp
 
-    async def _send_changes(self, resp: web.StreamResponse, r: Route, since: int) -> int:
+    async def _send_changes(
+        self, resp: web.StreamResponse, r: Route, since: int, name: str | None = None
+    ) -> int:
         for rv, change, o, obj in list(self._log):
             if (
                 rv > since
                 and (o.prefix, o.resource) == (r.prefix, r.resource)
                 and r.namespace in (None, o.namespace)
+                and name in (None, o.name)
             ):
                 await resp.write(orjson.dumps({"type": change, "object": obj}) + b"\n")
             since = max(since, rv)

@@ -17,7 +17,7 @@ from controllers.kube.client import KubeClient
 from controllers.kube.connection import Connection
 from extender.plugins.registry import load_conf
 from extender.process.settings import ExtenderListener, SchedulingSettings, ServeSettings, WebhookListener
-from extender.serve import _health_routes
+from extender.serve import Drain, _health_routes
 from extender.server.metrics import Metrics
 from extender.wiring import Process
 
@@ -143,6 +143,22 @@ async def test_metrics_endpoint_serves_the_text_format(proc: Process, aiohttp_cl
     assert resp.status == 200
     assert resp.headers["Content-Type"].startswith("text/plain; version=")
     assert "pumice_scheduling_cycles" in families(await resp.text())
+
+
+async def test_a_draining_listener_closes_every_connection_after_its_answer(
+    proc: Process, aiohttp_client: Any
+) -> None:
+    """Once a shutdown began, answers carry ``Connection: close``, so no client keeps a connection to a
+    replica about to exit (see Drain)."""
+    app, drain = web.Application(), Drain()
+    _health_routes(app, proc, drain)
+    client: TestClient[Any, Any] = await aiohttp_client(app)
+    before = await client.get("/healthz")
+    assert before.status == 200 and before.headers.get("Connection", "").lower() != "close"
+    drain.draining = True
+    after = await client.get("/healthz")
+    assert after.status == 200 and after.headers["Connection"].lower() == "close"
+    assert (await client.get("/readyz")).status == 503
 
 
 async def test_queue_gauges_follow_the_cache(proc: Process) -> None:

@@ -37,6 +37,11 @@ CASES: list[tuple[str, Callable[[], str], str]] = [
     ("configmaps", lambda: paths.CONFIG_MAPS.collection("ns1"), "/api/v1/namespaces/ns1/configmaps"),
     ("secrets", lambda: paths.SECRETS.collection("ns1"), "/api/v1/namespaces/ns1/secrets"),
     ("core events", lambda: paths.CORE_EVENTS.collection("ns1"), "/api/v1/namespaces/ns1/events"),
+    (
+        "leases",
+        lambda: paths.LEASES.collection("ns1"),
+        "/apis/coordination.k8s.io/v1/namespaces/ns1/leases",
+    ),
     ("events", lambda: paths.EVENTS.collection("ns1"), "/apis/events.k8s.io/v1/namespaces/ns1/events"),
     (
         "priorityclasses",

@@ -128,6 +128,15 @@ CASES = [
         "import prometheus_client",
         "prometheus_client only in extender.server.metrics",
     ),
+    ("controllers/leader/decide.py", "import asyncio", "Leader election's decision is pure"),
+    ("controllers/leader/record.py", "import controllers.kube.client", "Leader election's decision is pure"),
+    (
+        "controllers/scheduling/verbs.py",
+        "import controllers.leader.leadership",
+        "Only the composition root wires leader election",
+    ),
+    ("controllers/reconcilers/status.py", "import controllers.leader.fence", "controllers rooms"),
+    ("controllers/tables.py", "import extender.serve_tls", "Nothing imports the composition root"),
 ]
 
 

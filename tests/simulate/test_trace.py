@@ -236,3 +236,19 @@ def test_the_readme_first_command_runs_as_written(
     assert command[0] == ".venv/bin/pumice" and command[1] == "simulate", first
     assert main(command[1:]) == 0
     assert "team-b: wait mean / p95 / max" in capsys.readouterr().out
+
+
+def test_an_unknown_key_names_the_known_one_it_misspells() -> None:
+    with pytest.raises(
+        TraceError, match=r"unknown fields \['priorityClass'\]; did you mean 'priorityClasses'\?"
+    ):
+        parse_trace({"nodes": [{"count": 1, "cpu": "4"}], "priorityClass": []})
+    with pytest.raises(
+        TraceError, match=r"queues\[0\]: unknown fields \['weigth'\]; did you mean 'weight'\?"
+    ):
+        parse_trace(
+            {
+                "nodes": [{"name": "n", "count": 1, "allocatable": {"cpu": "4"}}],
+                "queues": [{"name": "q", "weigth": 2}],
+            }
+        )

@@ -1,0 +1,95 @@
+"""What a restart holds per pod: a benchmark-like guard on memory, below e2e.
+
+10 000 pods, each a copy of a real vcjob pod as kube-apiserver v1.24 returned it (``managedFields``, a
+Running status; tests/fixtures/restart_pod.json, saved by
+hack/bench/restart_bench.py --save-fixtures) with its own name, UID, node and job, nine in ten in vcjobs
+of 8, are listed into what ``pumice serve`` feeds from the pod watch (the cluster cache with its ledger
+and pending set, the store of watched objects, the watch metrics: extender.wiring's tee), page by page as
+the informer hands them over. What stays allocated afterwards, per pod, must be under
+:data:`BYTES_PER_POD`.
+
+The margin: ~2 400 bytes a pod are held today (Python 3.11); the bound is 3 500, half as much again, so
+that another Python's object sizes or a field added to a record do not fail it, while the regressions it
+is here for do: a raw pod kept anywhere costs ~20 000 bytes (the store once kept every vcjob pod raw: over
+10 000 bytes a pod on average here), and losing the shared strings and records costs ~1 500 more.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from controllers.kube.informer import tee
+from controllers.state.cluster import cluster_state
+from controllers.state.indexes import VCJOB, watched_objects
+from controllers.watch_metrics import WatchMetrics
+from extender.core.model import PodUID
+
+PODS = 10_000
+PAGE = 500
+BYTES_PER_POD = 3_500
+TEMPLATE = (Path(__file__).resolve().parents[1] / "fixtures" / "restart_pod.json").read_bytes()
+_META = orjson.loads(TEMPLATE)
+POD_UID = _META["metadata"]["uid"].encode()
+JOB_UID = _META["metadata"]["ownerReferences"][0]["uid"].encode()
+NODE = f'"{_META["spec"]["nodeName"]}"'.encode()
+POD_IP = _META["status"]["podIP"].encode()
+
+
+def pod(i: int) -> dict[str, Any]:
+    """Pod ``i`` as a decode gives it (its own strings), of job ``i // 8`` unless a plain pod."""
+    job = i // 8
+    raw = (
+        TEMPLATE.replace(POD_UID, f"{i:08x}-0000-4000-8000-000000000000".encode())
+        .replace(JOB_UID, f"{job:08x}-1111-4000-8000-000000000000".encode())
+        .replace(b"job-0-worker-0", f"job-{job}-worker-{i % 8}".encode())
+        .replace(b'"job-0"', f'"job-{job}"'.encode())
+        .replace(b"job-0-", f"job-{job}-".encode())
+        .replace(NODE, f'"n-{i % 5000}"'.encode())
+        .replace(POD_IP, f"10.64.{i // 250 % 250}.{i % 250}".encode())
+    )
+    obj: dict[str, Any] = orjson.loads(raw)
+    if i % 10 == 9:  # a plain pod: no vcjob, its own implicit group
+        meta = obj["metadata"]
+        meta["name"] = f"plain-{i}"
+        del meta["ownerReferences"], meta["annotations"]
+        meta["labels"] = {"app": "web"}
+    return obj
+
+
+def pages() -> Iterator[list[dict[str, Any]]]:
+    for start in range(0, PODS, PAGE):
+        yield [pod(i) for i in range(start, min(PODS, start + PAGE))]
+
+
+def test_a_listed_pod_costs_under_the_bound() -> None:
+    names = frozenset({"volcano"})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        state = cluster_state(names)
+        store = watched_objects(names)
+        metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
+        handler = tee(state.cache.handlers()["pods"], store.handlers()["pods"], metrics.handlers()["pods"])
+        listing = handler.begin()
+        for page in pages():
+            listing.page(page)
+            del page
+        listing.done()
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    per_pod = held / PODS
+    # Nothing was dropped on the way: every pod is in the cache, every vcjob pod in the store.
+    assert all(state.cache.pod(PodUID(f"{i:08x}-0000-4000-8000-000000000000")) for i in range(PODS))
+    assert (
+        sum(len(store.indexed("pods", VCJOB, k)) for k in store.index_values("pods", VCJOB)) == PODS * 9 // 10
+    )
+    print(f"{per_pod:.0f} bytes held per pod")
+    assert per_pod < BYTES_PER_POD, f"{per_pod:.0f} bytes held per pod (bound {BYTES_PER_POD})"
