@@ -15,11 +15,10 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 
 from controllers.state.cache_ingest import CacheIngest, Obj
+from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
-from extender.core.gpu_memo import HoldsAt
-from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
@@ -48,6 +47,8 @@ class ClusterCache(CacheIngest):
         # Pods with inter-pod terms, in the order of the pod store (a pod stored anew moves to its end):
         # a cycle finds them without a walk over every pod.
         self._termed: dict[PodUID, None] = {}
+        # GPU pods' holds as they are stored, and deviceshare's memo across cycles.
+        self._gpu = GpuHolds()
 
     def _quiet(self, uid: PodUID, old: Pod | None, new: Pod) -> None:
         """Tell the pending set of a change of a pod that gives its group nothing new to decide: bound
@@ -67,12 +68,14 @@ class ClusterCache(CacheIngest):
         if pod is not None:
             self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
         super().assume_bound(uid, node)
+        self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
 
     def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
         old = self._pods.get(uid)
         if pod is not None:
             self._quiet(uid, old, pod)
         super()._store(uid, pod, seen)
+        self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
         self._termed.pop(uid, None)
         if pod is not None and pod.affinity is not None and pod.affinity.has_pod_terms:
             self._termed[uid] = None
@@ -178,7 +181,7 @@ class ClusterCache(CacheIngest):
         for g in podgroups:
             wanted.update(g.min_resources)
         table = self._table(wanted)
-        holds, planned = self._device_holds()
+        holds, holds_at = self._gpu.snapshot(self._device_pods, self._ledger)
         return build_snapshot(
             nodes=table,
             pods=pods,
@@ -202,28 +205,9 @@ class ClusterCache(CacheIngest):
             hypernodes=self._hypernodes_now(),
             numatopologies=self._numatopologies.values(),
             device_holds=holds,
-            card_memo=self._card_memo,
-            holds_at=HoldsAt(
-                log=self._hold_log, position=self._hold_log.position, planned=frozenset(planned)
-            ),
+            card_memo=self._gpu.memo,
+            holds_at=holds_at,
         )
-
-    def _device_holds(self) -> tuple[dict[PodUID, tuple[str, GpuHold]], list[PodUID]]:
-        """The GPU cards each pod holds, by where it is: bound (or bound by us) with the cards its
-        annotations name (kept in the hold log as pods change), else planned with the cards decided with
-        its plan (written on it or not yet); and which are planned. Costs the planned pods, not the
-        bound ones (a copy of their dict)."""
-        out = dict(self._hold_log.holds)
-        planned: list[PodUID] = []
-        for uid, node in self._ledger.plans().items():
-            pod = self._device_pods.get(uid)
-            if pod is None or pod.terminal or pod.node_name:
-                continue  # (an annotation left from an earlier plan holds nothing: only the live plan's does)
-            hold = pod_hold(self._ledger.decided(uid), pod.gpu)
-            if hold is not None:
-                out[uid] = (node, hold)
-                planned.append(uid)
-        return out, planned
 
     def _hypernodes_now(self) -> HyperNodeSet:
         if self._hypernode_set is None:

@@ -30,8 +30,6 @@ from controllers.state.pod_index import PodIndex
 from controllers.state.staged import Staged, replace_with
 from controllers.state.unreadable import Failure, Unreadable
 from extender.api import labels as L
-from extender.core.gpu_memo import CardMemo, Held, HoldLog
-from extender.core.gpus import pod_hold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID, group_key
 from extender.core.parse import parse_pod, parse_podgroup
@@ -78,10 +76,6 @@ class CacheIngest:
         self._pods = self._index.pods
         self._members = self._index.members
         self._device_pods = self._index.device_pods
-        # The holds of the GPU pods bound, kept in a log as they change (deviceshare follows the changes
-        # from one cycle to the next in its memo, which lives here too: see extender.core.gpu_memo).
-        self._hold_log = HoldLog()
-        self._card_memo = CardMemo()
         self._nodes = self._kinds.nodes.objects
         self._queues = self._kinds.queues.objects
         self._raw_queues = self._kinds.queues.raw
@@ -129,7 +123,6 @@ class CacheIngest:
         after = self._ledger.get(uid)
         freed = before is not None and (after is None or after.node != before.node)
         self._pending.pod_changed(uid, key, pod is not None and pod.waiting, freed)
-        self._hold_log.set(uid, _bound_hold(self._device_pods.get(uid), self._ledger))
 
     def _with_assumed(self, seen: Pod) -> Pod:
         """``seen`` with the node of our bind laid over it while the watch does not show it bound yet: an
@@ -189,7 +182,6 @@ class CacheIngest:
         self._ledger.assume(uid, node)
         bound = self._index.bind(uid, node)
         self._pending.pod_changed(uid, self._index.ours(bound), False, False)
-        self._hold_log.set(uid, _bound_hold(self._device_pods.get(uid), self._ledger))
         self._changed("pod")
 
     # --- podgroups -------------------------------------------------------------------------------------
@@ -302,12 +294,3 @@ class CacheIngest:
     def _queue_of(self, key: GroupKey) -> str | None:
         pg = self._podgroups.get(key)
         return pg.queue if pg is not None else self._index.implicit_queue.get(key)
-
-
-def _bound_hold(pod: Pod | None, ledger: Ledger) -> Held | None:
-    """The cards a bound GPU pod holds (its annotations', else those decided with its plan), as the hold
-    log keeps them; None for a pod not bound, finished or holding none."""
-    if pod is None or not pod.node_name or pod.terminal:
-        return None
-    hold = pod.gpu_hold or pod_hold(ledger.decided(pod.uid), pod.gpu)
-    return None if hold is None else (pod.node_name, hold)
