@@ -21,6 +21,27 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         "--snapshot", metavar="STATE", help="cluster objects as `kubectl get ... -o yaml` prints them"
     )
     p.add_argument(
+        "--openb-nodes",
+        metavar="CSV",
+        help="the node list of Alibaba's openb GPU trace (sn,cpu_milli,memory_mib,gpu,model), "
+        "with --openb-pods",
+    )
+    p.add_argument(
+        "--openb-pods",
+        metavar="CSV",
+        help="an openb pod list (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec]): pods arrive one a "
+        "second in a seeded random order until --arrive times the GPUs were asked, never leave, and are "
+        "dropped when they fit nowhere (the method of 'Beware of Fragmentation', ATC '23)",
+    )
+    p.add_argument("--seed", type=int, default=42, help="openb: the arrival order's seed (default 42)")
+    p.add_argument(
+        "--arrive",
+        type=float,
+        default=1.3,
+        metavar="SHARE",
+        help="openb: the GPU the pods ask, as a share of the cluster's GPUs (default 1.3)",
+    )
+    p.add_argument(
         "--scheduler-conf",
         action="append",
         default=[],
@@ -35,7 +56,11 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         action="store_true",
         help="a preempted or reclaimed job keeps its progress (default: it starts over)",
     )
-    p.add_argument("--until", metavar="DURATION", help="stop the simulation at this virtual time (e.g. 24h)")
+    p.add_argument(
+        "--until",
+        metavar="DURATION",
+        help="stop the simulation at this virtual time: seconds (600) or a duration (24h)",
+    )
     p.add_argument(
         "--cycles",
         type=int,

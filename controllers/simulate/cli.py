@@ -1,10 +1,14 @@
 """``pumice simulate``: what pumice would do, without a cluster (the flags: :mod:`controllers.simulate.args`).
 
 ``pumice simulate TRACE.yaml`` runs a trace (jobs arriving over time, see
-:mod:`controllers.simulate.trace`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
+:mod:`controllers.simulate.trace`); ``pumice simulate --openb-nodes NODES.csv --openb-pods PODS.csv``
+replays Alibaba's openb GPU trace by the method of "Beware of Fragmentation" (see
+:mod:`controllers.simulate.openb`); ``pumice simulate --snapshot STATE.yaml`` runs the scheduler on a
 cluster's objects until nothing changes, or for exactly ``--cycles N`` scheduling sessions. Each
-``--scheduler-conf`` (repeatable) is a ``volcano-scheduler.conf``; without one, pumice's default conf.
-Exit codes: 0 done, 2 bad input (the message says what and where).
+``--scheduler-conf`` (repeatable) is a ``volcano-scheduler.conf``; without one (or with ``default``),
+pumice's default conf, and on a trace whose nodes have GPU cards :data:`GPU_CONF`: the same with
+``deviceshare`` as the node scorer (its default GPU policy, ``fragmentation``). Exit codes: 0 done, 2 bad
+input (the message says what and where).
 """
 
 from __future__ import annotations
@@ -21,20 +25,43 @@ from controllers.simulate.engine import TraceRun
 from controllers.simulate.forecast_report import accuracy_document, accuracy_table
 from controllers.simulate.forecast_trace import Accuracy, ForecastTraceRun, noisy
 from controllers.simulate.metrics import TraceResult
+from controllers.simulate.openb import openb_trace
 from controllers.simulate.plots import require_matplotlib, write_plots
 from controllers.simulate.report import snapshot_document, snapshot_table, trace_document, trace_table
 from controllers.simulate.snapshot import flatten, simulate_snapshot
 from controllers.simulate.trace import Trace, TraceError, parse_trace
-from extender.core.durations import parse_duration
+from controllers.simulate.trace_fields import until as read_until
 from extender.core.errors import ConfigError
 from extender.plugins.registry import SchedulerConf, load_conf
 
+# The default conf on GPU cards: Volcano's default with deviceshare (gpushare memory and whole cards) as
+# the node scorer, in place of nodeorder and binpack, which would weigh cpu and memory against it.
+GPU_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: deviceshare
+    arguments:
+      deviceshare.GPUSharingEnable: true
+      deviceshare.GPUNumberEnable: true
+      deviceshare.ScheduleWeight: 10
+"""
 
-def _confs(paths: list[str]) -> list[tuple[str, SchedulerConf]]:
+
+def _confs(paths: list[str], gpus: bool = False) -> list[tuple[str, SchedulerConf]]:
+    default = GPU_CONF if gpus else None
     if not paths:
-        return [("default", load_conf(None))]
+        return [("default", load_conf(default))]
     return [
-        (p, load_conf(None)) if p == "default" else (Path(p).name, load_conf(Path(p).read_text()))
+        (p, load_conf(default)) if p == "default" else (Path(p).name, load_conf(Path(p).read_text()))
         for p in paths
     ]
 
@@ -49,10 +76,11 @@ def _emit(doc: dict[str, Any], fmt: str) -> None:
 def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argparse.Namespace) -> int:
     if args.plot:
         require_matplotlib()
-    until = parse_duration(args.until) if args.until else None
+    until = read_until(args.until) if args.until else None
     runs: list[tuple[str, TraceResult]] = []
     accuracy: list[tuple[str, Accuracy]] = []
-    end = until if until is not None else max((j.submit + j.duration for j in trace.jobs), default=0.0)
+    last = max((j.submit if j.duration is None else j.end for j in trace.jobs), default=0.0)
+    end = until if until is not None else last
     for label, conf in confs:
         bar = _progress(label, end, quiet=args.no_progress or len(trace.jobs) < 200)
         try:
@@ -110,17 +138,30 @@ def run(args: argparse.Namespace) -> int:
     if (args.runtime_noise and not args.forecast) or not 0 <= args.runtime_noise < 1:
         print("pumice simulate: --runtime-noise takes --forecast and a fraction from 0 to 1", file=sys.stderr)
         return 2
-    if bool(args.trace) == bool(args.snapshot):
-        print("pumice simulate: give a TRACE file or --snapshot STATE (one of them)", file=sys.stderr)
+    openb = bool(args.openb_nodes or args.openb_pods)
+    if sum((bool(args.trace), bool(args.snapshot), openb)) != 1:
+        print(
+            "pumice simulate: give a TRACE file, --snapshot STATE or --openb-nodes/--openb-pods "
+            "(one of them)",
+            file=sys.stderr,
+        )
+        return 2
+    if openb and not (args.openb_nodes and args.openb_pods):
+        print("pumice simulate: --openb-nodes and --openb-pods go together", file=sys.stderr)
         return 2
     if args.cycles is not None and (not args.snapshot or args.cycles < 1):
         print("pumice simulate: --cycles takes --snapshot and a number of sessions >= 1", file=sys.stderr)
         return 2
     try:
-        confs = _confs(args.scheduler_conf)
+        if openb:
+            trace = openb_trace(
+                Path(args.openb_nodes), Path(args.openb_pods), seed=args.seed, arrive=args.arrive
+            )
+            return _run_trace(trace, _confs(args.scheduler_conf, gpus=True), args)
         path = Path(args.snapshot or args.trace)
         docs = list(yaml.safe_load_all(path.read_text()))
         if args.snapshot:
+            confs = _confs(args.scheduler_conf)
             if len(confs) > 1:
                 raise ValueError("--snapshot takes one --scheduler-conf")
             result = simulate_snapshot(flatten(docs), confs[0][1], cycles=args.cycles)
@@ -132,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if len(docs) != 1:
             raise TraceError(f"{path}: a trace is one YAML document, found {len(docs)}")
-        return _run_trace(parse_trace(docs[0]), confs, args)
+        trace = parse_trace(docs[0])
+        return _run_trace(trace, _confs(args.scheduler_conf, gpus=trace.has_gpus), args)
     except (OSError, yaml.YAMLError, ConfigError, TraceError, ValueError, RuntimeError) as e:
         print(f"pumice simulate: {e}", file=sys.stderr)
         return 2

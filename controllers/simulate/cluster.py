@@ -177,6 +177,9 @@ class SimCluster:
         self._evicted: list[tuple[PodUID, Obj]] = []  # told to ``on_evicted`` after the step
         self._terminating: set[PodUID] = set()  # added with a deletionTimestamp: gone after the next cycle
         self.bound: dict[PodUID, str] = {}  # every bind the simulation made: pod -> node
+        # Told of every pod the API server stores (its new object, None once deleted), as a watch is: the
+        # simulation's figures follow the pods that changed instead of reading them all.
+        self.pod_watchers: list[Callable[[PodUID, Obj | None], None]] = []
         self.cycles = 0
         self.scheduler = sim_scheduler(self, self.state, conf)
 
@@ -211,9 +214,12 @@ class SimCluster:
             raise ValueError(f"the simulated cluster holds no {kind!r} objects")
 
     def _stored(self, uid: PodUID) -> None:
-        pod = self.cache.upsert_pod(self.pods[uid])
+        raw = self.pods[uid]
+        pod = self.cache.upsert_pod(raw)
         if pod is not None:
             self.dirty.add(pod_group_key(pod))
+        for watch in self.pod_watchers:
+            watch(uid, raw)
 
     def uid_of(self, namespace: str, name: str) -> PodUID | None:
         return self._names.get((namespace, name))
@@ -241,6 +247,8 @@ class SimCluster:
         if pod is not None:
             self.dirty.add(pod_group_key(pod))
         self.cache.remove_pod(raw)
+        for watch in self.pod_watchers:
+            watch(uid, None)
 
     def delete_podgroup(self, key: GroupKey) -> None:
         raw = self.podgroups.pop(key, None)

@@ -8,7 +8,10 @@ controller:
 - at submission, a trace job becomes a Volcano Job, and its PodGroup and pods are created as the job
   controller creates them (:mod:`controllers.simulate.jobs`);
 - a job *starts* when its PodGroup turns ``Running`` (its gang is whole) and ends ``duration`` later:
-  its pods and PodGroup are then deleted (finished jobs keep no cache entries);
+  its pods and PodGroup are then deleted (finished jobs keep no cache entries); a job without a
+  duration never ends. Where each pod went (node and GPU cards) is recorded when the job starts;
+- with ``Trace.drop_unplaced`` (the openb replay's rule: a pod that fits nowhere is dropped), a job that
+  has not started once the cycles of its submission are done is dropped: deleted, and counted so;
 - an evicted pod (preempt, reclaim) is re-created at once if its job still has ``minAvailable`` pods
   bound; else the job restarts: every pod is deleted and created anew and the progress is lost, or kept
   with ``resume`` (the remaining duration then shrinks by what ran);
@@ -29,7 +32,15 @@ from controllers.simulate.jobs import job_pod, job_podgroup
 from controllers.simulate.metrics import Recorder, TraceResult
 from controllers.simulate.trace import Trace, TraceJob
 from extender.api import labels as L
-from extender.core.gpus import GPU_MEMORY, GPU_NUMBER, VGPU_CORES, VGPU_MEMORY, VGPU_NUMBER
+from extender.core.gpus import (
+    GPU_INDEX,
+    GPU_MEMORY,
+    GPU_NUMBER,
+    VGPU_CORES,
+    VGPU_IDS,
+    VGPU_MEMORY,
+    VGPU_NUMBER,
+)
 from extender.core.model import GroupKey, GroupPhase, PodUID, group_key
 from extender.core.timestamps import rfc3339
 from extender.jobs.model import Job, parse_job, podgroup_name
@@ -47,7 +58,7 @@ class JobState:
     job: Job  # the vcjob the trace's job stands for
     key: GroupKey  # its PodGroup
     attempt: int = 0
-    remaining: float = 0.0
+    remaining: float | None = 0.0  # None: it never ends
     started: float | None = None  # this attempt's start (virtual seconds)
     first_start: float | None = None
     end: float | None = None
@@ -56,6 +67,19 @@ class JobState:
     queued_since: float = 0.0  # when this attempt began to wait
     waited: float = 0.0  # time spent waiting, over every attempt
     pods: dict[str, PodUID] = field(default_factory=dict)  # pod name -> uid of its current incarnation
+    dropped: bool = False  # it could not start when it arrived (Trace.drop_unplaced)
+    placements: list[Placement] = field(default_factory=list)  # every start's pods: where they went
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod of a job went when the job started: its node and the GPU cards it was given (the
+    ``volcano.sh/gpu-index`` the scheduler wrote on it, or the vGPU ids; empty without cards)."""
+
+    at: float
+    pod: str
+    node: str
+    cards: str
 
 
 def _resources(requests: Mapping[str, str]) -> Obj:
@@ -66,7 +90,8 @@ def _resources(requests: Mapping[str, str]) -> Obj:
 
 
 def vcjob(job: TraceJob) -> Obj:
-    """The Volcano Job a trace job stands for (one container per pod, asking for the task's requests)."""
+    """The Volcano Job a trace job stands for (one container per pod, asking for the task's requests;
+    where its pods may go in the task template, as a user writes it)."""
     spec: Obj = {
         "minAvailable": job.min_available,
         "queue": job.queue,
@@ -78,7 +103,8 @@ def vcjob(job: TraceJob) -> Obj:
                 **({} if t.min_available is None else {"minAvailable": t.min_available}),
                 "template": {
                     "spec": {
-                        "containers": [{"name": "main", "image": "sim", "resources": _resources(t.requests)}]
+                        "containers": [{"name": "main", "image": "sim", "resources": _resources(t.requests)}],
+                        **t.placement,
                     }
                 },
             }
@@ -122,7 +148,7 @@ class TraceRun:
         for pool in trace.pools:
             for i in range(pool.count):
                 labels = pool.node_labels(i)
-                self.cluster.add(_node(f"{pool.name}-{i}", pool.allocatable, labels, pool.taints))
+                self.cluster.add(_node(pool.node_name(i), pool.allocatable, labels, pool.taints))
         for obj in (*trace.queues, *trace.priority_classes):
             self.cluster.add(obj)
         self.priorities = {pc["metadata"]["name"]: int(pc["value"]) for pc in trace.priority_classes}
@@ -171,7 +197,7 @@ class TraceRun:
         self.recorder.submitted(js)
 
     def _restart(self, js: JobState, *, keep_progress: bool) -> None:
-        if js.started is not None:
+        if js.started is not None and js.remaining is not None:
             ran = self.t - js.started
             js.remaining = max(js.remaining - ran, 0.0) if keep_progress else js.spec.duration
         js.started = None
@@ -207,10 +233,31 @@ class TraceRun:
                 js.waited += self.t - js.queued_since
                 if js.first_start is None:
                     js.first_start = self.t
-                self._push(self.t + js.remaining, _FINISH, key, js.attempt)
+                js.placements.extend(self._where(js))
+                if js.remaining is not None:
+                    self._push(self.t + js.remaining, _FINISH, key, js.attempt)
                 if js.attempt < len(js.spec.failures):
                     self._push(self.t + js.spec.failures[js.attempt], _FAIL, key, js.attempt)
                 self.recorder.started(js)
+
+    def _where(self, js: JobState) -> list[Placement]:
+        out = []
+        for name, uid in sorted(js.pods.items()):
+            pod, raw = self.cluster.cache.pod(uid), self.cluster.pods.get(uid)
+            if pod is not None and raw is not None and pod.node_name:
+                ann = raw["metadata"].get("annotations") or {}
+                cards = ann.get(GPU_INDEX) or ann.get(VGPU_IDS) or ""
+                out.append(Placement(at=self.t, pod=name, node=pod.node_name, cards=str(cards)))
+        return out
+
+    def _drop(self, arrived: list[JobState]) -> None:
+        """The jobs that arrived in this step and could not start: gone, as the openb replay drops them."""
+        for js in arrived:
+            if js.started is None and js.end is None and not js.dropped:
+                js.dropped = True
+                self._delete_pods(js)
+                self.cluster.delete_podgroup(js.key)
+                self.recorder.dropped(js)
 
     def _handle(self, kind: int, js: JobState, attempt: int) -> None:
         if kind == _SUBMIT:
@@ -239,11 +286,16 @@ class TraceRun:
             self.recorder.advance(t)
             self._t = t
             self.cluster.now = EPOCH + t
+            arrived: list[JobState] = []
             while self._events and self._events[0][0] <= t:
                 _, _, kind, key, attempt = heapq.heappop(self._events)
                 self._handle(kind, self.jobs[key], attempt)
+                if kind == _SUBMIT:
+                    arrived.append(self.jobs[key])
             self.cluster.settle()
             self._started()
+            if self.trace.drop_unplaced:
+                self._drop(arrived)
             self.recorder.sample(t)
             self.progress(t)
         return self.recorder.result(self.jobs.values())

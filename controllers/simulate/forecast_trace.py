@@ -39,12 +39,15 @@ FLOOR = 600.0  # the wait below which the acceptance figure's error is taken ove
 
 
 def noisy(trace: Trace, noise: float, seed: int = 26) -> Trace:
-    """``trace`` with each job's duration times a factor drawn uniformly from 1-noise to 1+noise."""
+    """``trace`` with each job's duration times a factor drawn uniformly from 1-noise to 1+noise (a job
+    that never ends stays so)."""
     if noise <= 0:
         return trace
     rng = np.random.default_rng(seed)
     jobs = tuple(
         dataclasses.replace(j, duration=j.duration * float(rng.uniform(1 - noise, 1 + noise)))
+        if j.duration is not None
+        else j
         for j in trace.jobs
     )
     return dataclasses.replace(trace, jobs=jobs)
@@ -127,7 +130,9 @@ class ForecastTraceRun(TraceRun):
         for key, js in self.jobs.items():
             if js.end is not None:
                 continue
-            runtimes[key] = Runtime.declared(self.declared[key])
+            declared = self.declared[key]
+            if declared is not None:  # a job that never ends has no runtime to tell: unknown
+                runtimes[key] = Runtime.declared(declared)
             if js.started is not None:
                 started[key] = EPOCH + js.started
         cluster = self.cluster

@@ -31,8 +31,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from controllers.simulate.trace import LEAF_LABEL, SPINE_LABEL
 from extender.core.gpus import MEMORY, NUMBER, GpuRequest, gpu_request, node_gpus, pod_hold
+from extender.core.parse import pod_requests
+from extender.core.resources import parse_resource_list
 
 Obj = Mapping[str, Any]
 _DONE = ("Succeeded", "Failed")
@@ -92,83 +97,128 @@ class TopologyFigures:
 
 
 class GpuCards:
-    """The cards of a simulated cluster's nodes, and the state their pods put them in."""
+    """The cards of a simulated cluster's nodes and the state their pods put them in, followed pod by pod
+    (:meth:`changed`, called for every change the simulated API server stores, as a watch would): a sample
+    costs a pass over the cards, never over the pods. Also each node's cpu and memory left (for
+    :class:`PaperFragmentation`) and which rows changed since the last look (``dirty``)."""
 
     def __init__(self, nodes: Iterable[Obj]) -> None:
-        # node name -> (card key -> position, each card's memory)
-        self.nodes: dict[str, tuple[dict[str, int], list[int]]] = {}
+        listed = []
         for node in nodes:
             meta = node.get("metadata") or {}
-            gpus = node_gpus(meta.get("annotations") or {}, (node.get("status") or {}).get("capacity") or {})
+            status = node.get("status") or {}
+            gpus = node_gpus(meta.get("annotations") or {}, status.get("capacity") or {})
             if gpus is not None and gpus.share:
-                keys = {c.key: i for i, c in enumerate(gpus.share)}
-                self.nodes[str(meta.get("name"))] = (keys, [c.memory for c in gpus.share])
-        self.cards = sum(len(m) for _, m in self.nodes.values())
-        self.memory = sum(sum(m) for _, m in self.nodes.values())
-        # pod uid -> (the raw object read, its request): objects are replaced on change, never edited
-        self._asks: dict[str, tuple[Obj, GpuRequest | None]] = {}
+                listed.append((str(meta.get("name")), gpus.share, meta.get("labels") or {}, status))
+        self.rows = {name: r for r, (name, _, _, _) in enumerate(listed)}
+        width = max((len(cards) for _, cards, _, _ in listed), default=0)
+        n = len(listed)
+        # node name -> card key -> position
+        self._keys = {name: {c.key: i for i, c in enumerate(cards)} for name, cards, _, _ in listed}
+        self.size = np.zeros((n, width), dtype=np.int64)
+        for r, (_, cards, _, _) in enumerate(listed):
+            self.size[r, : len(cards)] = [c.memory for c in cards]
+        self.used = np.zeros_like(self.size)
+        self.sharers = np.zeros_like(self.size)
+        self.whole = np.zeros(self.size.shape, dtype=np.int64)  # pods holding the card whole (0 or 1)
+        alloc = [parse_resource_list(status.get("allocatable") or {}) for _, _, _, status in listed]
+        self.cpu_left = np.array([a.get("cpu", 0) for a in alloc], dtype=np.int64)
+        self.memory_left = np.array([a.get("memory", 0) for a in alloc], dtype=np.int64)
+        self.labels = [labels for _, _, labels, _ in listed]
+        self.names = [name for name, _, _, _ in listed]
+        self.cards = int((self.size > 0).sum())
+        self.total = self.memory = int(self.size.sum())  # every card's memory
+        # What each pod puts on the cards now: (row, ((card, memory, whole), ...), cpu, memory), and the
+        # pending pods' asks; each pod's raw object is read once per change.
+        self._held: dict[str, tuple[int, tuple[tuple[int, int, int], ...], int, int]] = {}
+        self._pending: dict[str, GpuRequest] = {}
+        self.dirty: set[int] = set()
+        # Per node (allocated, stranded, idle cards), and their sums: a sample costs no pass over cards.
+        self._rows = [(0, 0, int(c)) for c in (self.size > 0).sum(axis=1).tolist()]
+        self._allocated = self._stranded = 0
+        self._idle = sum(i for _, _, i in self._rows)
 
-    def _request(self, pod: Obj) -> GpuRequest | None:
-        meta = pod.get("metadata") or {}
-        uid = str(meta.get("uid"))
-        seen = self._asks.get(uid)
-        if seen is not None and seen[0] is pod:
-            return seen[1]
-        request = gpu_request(meta.get("annotations") or {}, pod.get("spec") or {})
-        self._asks[uid] = (pod, request)
-        return request
+    def changed(self, uid: str, pod: Obj | None) -> None:
+        """Pod ``uid`` is now ``pod`` (None: deleted)."""
+        old = self._held.pop(uid, None)
+        if old is not None:
+            self._apply(old, -1)
+        self._pending.pop(uid, None)
+        if pod is None or (pod.get("status") or {}).get("phase") in _DONE:
+            return
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        request = gpu_request(meta.get("annotations") or {}, spec)
+        node = str(spec.get("nodeName") or "")
+        if not node:
+            if request is not None and request.kind in (MEMORY, NUMBER):
+                self._pending[uid] = request
+            return
+        row = self.rows.get(node)
+        if row is None:
+            return
+        cards: tuple[tuple[int, int, int], ...] = ()
+        hold = pod_hold(meta.get("annotations") or {}, request)
+        if hold is not None and request is not None and request.kind in (MEMORY, NUMBER):
+            keys = self._keys[node]
+            cards = tuple((keys[k], m, int(hold.whole)) for k, m, _ in hold.cards if k in keys)
+        try:
+            asks = pod_requests(spec)
+        except ValueError:
+            asks = {}
+        held = (row, cards, asks.get("cpu", 0), asks.get("memory", 0))
+        self._held[uid] = held
+        self._apply(held, 1)
 
-    def state(self, pods: Iterable[Obj]) -> GpuState:
-        used = {name: [0] * len(mem) for name, (_, mem) in self.nodes.items()}
-        whole = {name: [False] * len(mem) for name, (_, mem) in self.nodes.items()}
-        pending: list[GpuRequest] = []
-        for pod in pods:
-            request = self._request(pod)
-            if request is None or request.kind not in (MEMORY, NUMBER):
-                continue
-            if (pod.get("status") or {}).get("phase") in _DONE:
-                continue
-            node = str((pod.get("spec") or {}).get("nodeName") or "")
-            if not node:
-                pending.append(request)
-                continue
-            hold = pod_hold((pod.get("metadata") or {}).get("annotations") or {}, request)
-            if hold is None or node not in self.nodes:
-                continue
-            keys = self.nodes[node][0]
-            for key, memory, _ in hold.cards:
-                if key in keys:
-                    used[node][keys[key]] += memory
-                    whole[node][keys[key]] |= hold.whole
-        allocated = stranded = 0
-        free_cards: list[int] = []  # free memory of each card that is not held whole
-        idle_per_node: list[int] = []
-        for name, (_, card_memory) in self.nodes.items():
-            idle = 0
-            for i, m in enumerate(card_memory):
-                taken = m if whole[name][i] else min(used[name][i], m)
-                allocated += taken
-                if 0 < taken < m:
-                    stranded += m - taken
-                if not whole[name][i]:
-                    free_cards.append(m - taken)
-                idle += taken == 0 and not whole[name][i]
-            idle_per_node.append(idle)
-        free = self.memory - allocated
-        idle_cards = sum(idle_per_node)
-        best_card = max(free_cards, default=0)
-        best_node = max(idle_per_node, default=0)
+    def _apply(self, held: tuple[int, tuple[tuple[int, int, int], ...], int, int], sign: int) -> None:
+        row, cards, cpu, memory = held
+        for card, m, whole in cards:
+            self.used[row, card] += sign * m
+            self.sharers[row, card] += sign
+            self.whole[row, card] += sign * whole
+        self.cpu_left[row] -= sign * cpu
+        self.memory_left[row] -= sign * memory
+        self.dirty.add(row)
+        if cards:
+            self._refresh(row)
+
+    def _refresh(self, row: int) -> None:
+        allocated = stranded = idle = 0
+        for m, u, w in zip(
+            self.size[row].tolist(), self.used[row].tolist(), self.whole[row].tolist(), strict=True
+        ):
+            taken = m if w > 0 else min(u, m)
+            allocated += taken
+            stranded += m - taken if 0 < taken < m else 0
+            idle += m > 0 and taken == 0 and w == 0
+        a, s, i = self._rows[row]
+        self._allocated += allocated - a
+        self._stranded += stranded - s
+        self._idle += idle - i
+        self._rows[row] = (allocated, stranded, idle)
+
+    def avail(self) -> npt.NDArray[np.int64]:
+        """Each card's memory left to share (0 on a card held whole or missing)."""
+        out: npt.NDArray[np.int64] = np.where(self.whole > 0, 0, np.maximum(self.size - self.used, 0))
+        return out
+
+    def state(self) -> GpuState:
+        free = self.total - self._allocated
         unplaceable = 0
-        for r in pending:
-            if r.kind == MEMORY:
-                unplaceable += r.amount <= free and r.amount > best_card
-            else:
-                unplaceable += r.amount <= idle_cards and r.amount > best_node
+        if self._pending:  # the best card and node are looked for only when some pod waits
+            taken = np.where(self.whole > 0, self.size, np.minimum(self.used, self.size))
+            free_cards = np.where(self.whole == 0, self.size - taken, 0)
+            best_card = int(free_cards.max(initial=0))
+            best_node = max((i for _, _, i in self._rows), default=0)
+            for r in self._pending.values():
+                if r.kind == MEMORY:
+                    unplaceable += r.amount <= free and r.amount > best_card
+                else:
+                    unplaceable += r.amount <= self._idle and r.amount > best_node
         return GpuState(
-            total=self.memory,
-            allocated=allocated,
-            stranded=stranded,
-            pending=len(pending),
+            total=self.total,
+            allocated=self._allocated,
+            stranded=self._stranded,
+            pending=len(self._pending),
             unplaceable=unplaceable,
         )
 

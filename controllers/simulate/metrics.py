@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from controllers.simulate.arrivals import ArrivalFigures, Arrivals
 from controllers.simulate.cluster import SimCluster
 from controllers.simulate.gpumetrics import GangPlaces, GpuCards, GpuFigures, TopologyFigures
 from controllers.simulate.trace import Trace
+from extender.core.gpus import GPU_MEMORY, GPU_NUMBER
 from extender.core.model import GroupKey
 from extender.core.resources import parse_resource_list
 from extender.plugins.queue_shares import queue_shares, share_plugin
 
 if TYPE_CHECKING:
-    from controllers.simulate.engine import JobState
+    from controllers.simulate.engine import JobState, Placement
 
 POINTS = 400
 DESERVED_SAMPLES = 100
@@ -51,6 +53,10 @@ class JobResult:
     run: float | None
     restarts: int
     evicted: int
+    dropped: bool = False  # it could not start when it arrived (the openb replay's rule)
+    placements: tuple[Placement, ...] = ()  # where its pods went, at every start
+    reason: str = ""  # why it waits at the end (the scheduler's reason), "" when it does not
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +85,7 @@ class TraceResult:
     series: dict[str, Any] = field(default_factory=dict)  # time, allocation, fragmentation, queues
     gpu: GpuFigures | None = None  # with GPU cards
     topology: TopologyFigures | None = None  # with leaf labels
+    arrivals: ArrivalFigures | None = None  # with the trace's pod shapes (the openb replay)
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -98,6 +105,13 @@ class Recorder:
         gpu = any("nvidia.com/gpu" in p.allocatable for p in trace.pools)
         self.key = "nvidia.com/gpu" if gpu else "cpu"
         self.gpus = GpuCards(cluster.nodes.values()) if trace.has_gpus else None
+        if self.gpus is not None:
+            cluster.pod_watchers.append(self.gpus.changed)
+        self.arrivals = (
+            Arrivals(self.gpus, trace.shapes, trace.model_label)
+            if self.gpus is not None and trace.shapes
+            else None
+        )
         self.gpu_peak = 0.0
         self.places = GangPlaces(cluster.nodes.values()) if trace.has_topology else None
         self.resources = sorted(
@@ -113,7 +127,8 @@ class Recorder:
         # The smallest key-resource request of each waiting job's pods (fragmentation's yardstick).
         self._smallest: dict[GroupKey, dict[str, int]] = {}
         self.first = trace.jobs[0].submit if trace.jobs else 0.0
-        span = max((j.submit + j.duration for j in trace.jobs), default=1.0) - self.first
+        # (a job that never ends counts from its submission)
+        span = max((j.submit if j.duration is None else j.end for j in trace.jobs), default=1.0) - self.first
         self._deserved_every = max(span / DESERVED_SAMPLES, 1.0)
         self._deserved_at = -np.inf
         self._last_t: float | None = None
@@ -130,6 +145,14 @@ class Recorder:
         self.waiting.add(js.key)
         reqs = [parse_resource_list(t.requests) for t in js.spec.tasks]
         self._smallest[js.key] = min(reqs, key=lambda r: (r.get(self.key, 0), sorted(r.items())))
+        if self.arrivals is not None:
+            self.arrivals.arrived(
+                [
+                    (r.get(GPU_NUMBER, 0), r.get(GPU_MEMORY, 0))
+                    for t, r in zip(js.spec.tasks, reqs, strict=True)
+                    for _ in range(t.replicas)
+                ]
+            )
 
     def started(self, js: JobState) -> None:
         self.waiting.discard(js.key)
@@ -140,6 +163,11 @@ class Recorder:
     def finished(self, js: JobState) -> None:
         self.waiting.discard(js.key)
         self._smallest.pop(js.key, None)
+
+    def dropped(self, js: JobState) -> None:
+        self.finished(js)
+        if self.arrivals is not None:
+            self.arrivals.dropped += sum(t.replicas for t in js.spec.tasks)
 
     # --- sampling ------------------------------------------------------------------------------------
     def _fragmentation(self) -> float:
@@ -167,8 +195,8 @@ class Recorder:
             return
         self._deserved_at = t
         conf = self.cluster.scheduler.shared.conf
-        if not self.total.get(self.key) or share_plugin(conf) is None:
-            return
+        if not self.total.get(self.key) or share_plugin(conf) is None or self.trace.drop_unplaced:
+            return  # (a replay that drops what does not fit has one queue: it deserves what it asks)
         shares = queue_shares(self.cluster.cache.full_snapshot(), conf)
         if shares.deserved is None or self.key not in shares.resources:
             return
@@ -190,7 +218,9 @@ class Recorder:
             now[f"share:{q}"] = usage.get(q, {}).get(self.key, 0) / key_total if key_total else 0.0
         now["fragmentation"] = self._fragmentation()
         if self.gpus is not None:
-            gpu = self.gpus.state(self.cluster.pods.values())
+            gpu = self.gpus.state()
+            if self.arrivals is not None:
+                self.arrivals.sample(gpu)
             now["gpu:allocation"] = gpu.allocation
             now["gpu:fragmentation"] = gpu.fragmentation
             now["gpu:stranded-asks"] = gpu.stranded_asks
@@ -221,22 +251,29 @@ class Recorder:
         def mean(k: str) -> float:
             return self._area.get(k, 0.0) / span if span > 0 else self._now.get(k, 0.0)
 
-        rows = [
-            JobResult(
-                name=f"{js.spec.namespace}/{js.spec.name}",
-                queue=js.spec.queue,
-                submit=js.spec.submit,
-                start=js.first_start,
-                end=js.end,
-                wait=None if js.first_start is None else js.first_start - js.spec.submit,
-                queued=js.waited
-                + (0.0 if js.started is not None or js.end is not None else end - js.queued_since),
-                run=None if js.end is None or js.started is None else js.end - js.started,
-                restarts=js.restarts,
-                evicted=js.evicted,
+        reasons = self.cluster.scheduler.shared.reasons
+        rows = []
+        for js in jobs:
+            waiting = js.started is None and js.end is None and not js.dropped
+            why = reasons.get(js.key) if waiting else None
+            rows.append(
+                JobResult(
+                    name=f"{js.spec.namespace}/{js.spec.name}",
+                    queue=js.spec.queue,
+                    submit=js.spec.submit,
+                    start=js.first_start,
+                    end=js.end,
+                    wait=None if js.first_start is None else js.first_start - js.spec.submit,
+                    queued=js.waited + (end - js.queued_since if waiting else 0.0),
+                    run=None if js.end is None or js.started is None else js.end - js.started,
+                    restarts=js.restarts,
+                    evicted=js.evicted,
+                    dropped=js.dropped,
+                    placements=tuple(js.placements),
+                    reason=why.reason if why is not None else "",
+                    message=why.message if why is not None else "",
+                )
             )
-            for js in jobs
-        ]
         queues = []
         for q in self.queues:
             mine = [r for r in rows if r.queue == q]
@@ -282,4 +319,5 @@ class Recorder:
                 stranded_asks_end=self._now.get("gpu:stranded-asks", 0.0),
             ),
             topology=None if self.places is None else self.places.figures(),
+            arrivals=None if self.arrivals is None else self.arrivals.figures(),
         )

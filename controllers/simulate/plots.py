@@ -9,7 +9,10 @@
   queue as well when there is a single conf. The fraction is of all jobs, so jobs that never started keep
   a line below 100%;
 - ``gpu.png`` (only when the trace has GPU cards): card-level GPU allocation over time, one solid line
-  per conf, and GPU fragmentation (free memory on partly used cards) dashed in the same color.
+  per conf, and GPU fragmentation (free memory on partly used cards) dashed in the same color;
+- ``arrivals.png`` (the openb replay): the GPU allocation ratio against the share of the cluster's GPUs
+  arrived (the paper's Fig. 9 curve), one solid line per conf, and the paper's fragmentation measure
+  (fragmented idle GPU, of all GPU) dashed in the same color.
 
 Series hold their value until the next event, so they are drawn as steps. matplotlib is optional
 (``pumice[plot]``): it is imported only when plotting.
@@ -165,4 +168,26 @@ def write_plots(results: Sequence[tuple[str, TraceResult]], directory: Path) -> 
             _step(ax, hours, frag, color=f"C{i}", linestyle="--", label=f"{label}: fragmentation")
         _share_axes(ax, "GPU card allocation and fragmentation over time", "GPU memory", PercentFormatter)
         save(fig, "gpu.png")
+
+    # 5. The openb replay's curve: allocation against the GPU arrived.
+    if any(r.arrivals is not None for _, r in results):
+        fig, ax = plt.subplots(figsize=(10, 5))
+        for i, (label, r) in enumerate(results):
+            if r.arrivals is None:
+                continue
+            arrived = [p.percent / 100 for p in r.arrivals.curve]
+            ax.plot(
+                arrived, [p.allocation for p in r.arrivals.curve], color=f"C{i}", label=f"{label}: allocated"
+            )
+            frag = [p.fragmentation for p in r.arrivals.curve]
+            ax.plot(arrived, frag, color=f"C{i}", linestyle="--", label=f"{label}: fragmented (paper)")
+        ax.set_title("GPU allocation ratio as pods arrive")
+        ax.set_xlabel("GPU asked by the pods arrived, of the cluster's GPUs")
+        ax.set_ylabel("share of the cluster's GPUs")
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        save(fig, "arrivals.png")
     return paths

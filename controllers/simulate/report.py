@@ -21,7 +21,10 @@ Trace mode, ``kind: TraceSimulation``, ``runs``: one per ``--scheduler-conf``, i
 - ``queues``: ``name``, ``jobs``, ``finished``, ``waitMean``/``waitP50``/``waitP95``/``waitMax`` (seconds,
   null when no job started), ``shareMean``, ``deservedMean`` (null without a share plugin);
 - ``jobs``: ``name``, ``queue``, ``submit``, ``start``, ``end``, ``wait``, ``queued``, ``run`` (seconds,
-  null when it did not happen), ``restarts``, ``evicted``;
+  null when it did not happen), ``restarts``, ``evicted``, ``dropped`` (it could not start when it
+  arrived: the openb replay drops it), ``placements`` (every start's pods: ``at``, ``pod``, ``node``,
+  ``cards``: the ``volcano.sh/gpu-index`` or vGPU ids written on it, "" without cards), ``reason`` and
+  ``message`` (why it still waits at the end; null when it does not);
 - ``series``: ``time`` and, per key, values at those times (at most 400 points):
   ``allocation:<resource>``, ``fragmentation``, ``share:<queue>``, ``deserved:<queue>``, and with GPU
   cards ``gpu:allocation``, ``gpu:fragmentation``, ``gpu:stranded-asks``;
@@ -29,7 +32,11 @@ Trace mode, ``kind: TraceSimulation``, ``runs``: one per ``--scheduler-conf``, i
   (all cards'), ``allocationMean``/``allocationPeak``/``allocationEnd``,
   ``fragmentationMean``/``fragmentationEnd``, ``strandedAsksMean``/``strandedAsksEnd`` (0..1);
 - ``topology`` (null without leaf labels): ``gangs`` (starts of gangs of two or more pods),
-  ``inOneLeaf``, ``inOneSpine``, ``leavesMean``.
+  ``inOneLeaf``, ``inOneSpine``, ``leavesMean``;
+- ``arrivals`` (null but for the openb replay, see :mod:`controllers.simulate.arrivals`): ``pods``,
+  ``placed``, ``dropped``, ``gpus`` (cards), ``arrived`` (0..1, at the end) and ``curve``: per whole
+  percent of the GPUs arrived, ``arrived`` (that percent), ``allocation``, ``fragmentation`` (the paper's
+  measure, of all GPU) and ``fragmentationRatio`` (of the idle GPU), means over the arrivals there.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from datetime import datetime
 from typing import Any
 
 from controllers.shares_view import shares_document, shares_table
+from controllers.simulate.arrivals import ArrivalFigures
 from controllers.simulate.metrics import TraceResult
 from controllers.simulate.snapshot import SnapshotResult
 from controllers.tables import human_duration, render_table
@@ -147,6 +155,12 @@ def _run_document(label: str, r: TraceResult) -> Obj:
                 "run": j.run,
                 "restarts": j.restarts,
                 "evicted": j.evicted,
+                "dropped": j.dropped,
+                "placements": [
+                    {"at": p.at, "pod": p.pod, "node": p.node, "cards": p.cards} for p in j.placements
+                ],
+                "reason": j.reason or None,
+                "message": j.message or None,
             }
             for j in r.jobs
         ],
@@ -172,6 +186,26 @@ def _run_document(label: str, r: TraceResult) -> Obj:
             "inOneSpine": r.topology.in_one_spine,
             "leavesMean": r.topology.leaves_mean,
         },
+        "arrivals": None if r.arrivals is None else _arrivals_document(r.arrivals),
+    }
+
+
+def _arrivals_document(a: ArrivalFigures) -> Obj:
+    return {
+        "pods": a.pods,
+        "placed": a.placed,
+        "dropped": a.dropped,
+        "gpus": a.gpus,
+        "arrived": a.arrived,
+        "curve": [
+            {
+                "arrived": p.percent,
+                "allocation": p.allocation,
+                "fragmentation": p.fragmentation,
+                "fragmentationRatio": p.fragmentation_ratio,
+            }
+            for p in a.curve
+        ],
     }
 
 
@@ -219,12 +253,32 @@ def _gpu_rows(results: Sequence[TraceResult]) -> list[list[str]]:
     return rows
 
 
+def _arrival_rows(results: Sequence[TraceResult]) -> list[list[str]]:
+    """The openb replay's figures: allocation and the paper's fragmentation at 100 % and at the end."""
+    figures = [r.arrivals for r in results]
+    if not all(a is not None for a in figures):
+        return []
+    arrivals = [a for a in figures if a is not None]
+
+    def at(a: ArrivalFigures, percent: int) -> str:
+        p = a.at(percent)
+        return "-" if p is None else f"{_pct(p.allocation)} / {_pct(p.fragmentation)}"
+
+    end = round(100 * max(a.arrived for a in arrivals))
+    return [
+        ["pods arrived / placed / dropped", *(f"{a.pods} / {a.placed} / {a.dropped}" for a in arrivals)],
+        ["GPU allocated / fragmented at 100% arrived", *(at(a, 100) for a in arrivals)],
+        [f"GPU allocated / fragmented at {end}% arrived", *(at(a, end) for a in arrivals)],
+    ]
+
+
 def trace_table(runs: Runs) -> str:
     """The cluster figures and per-queue waits and shares, one column per conf (side by side)."""
     labels = [label for label, _ in runs]
     results = [r for _, r in runs]
     key = results[0].key_resource
     rows: list[list[str]] = [
+        *_arrival_rows(results),
         ["jobs finished", *(f"{sum(j.end is not None for j in r.jobs)}/{len(r.jobs)}" for r in results)],
         ["makespan", *(_t(r.makespan) for r in results)],
         *(

@@ -21,18 +21,26 @@ A trace is one YAML document (``kind: Trace`` optional)::
         submit: 0                # seconds or a duration ("90s", "1h30m") after the trace starts
         queue: team-a
         priorityClassName: urgent
-        duration: 2h             # how long it runs once its gang is whole
+        duration: 2h             # how long it runs once its gang is whole; absent (or forever): never ends
         minAvailable: 4          # default: every task's minAvailable (else replicas), summed
         tasks:
           - {name: worker, replicas: 4, requests: {nvidia.com/gpu: "8", cpu: "32"}}
         failures: [10m]          # optional: attempt i fails this long after it starts
         networkTopology: {mode: hard, highestTierAllowed: 1}   # optional: onto its PodGroup
+        nodeSelector: {pool: gpu}   # optional, with affinity and tolerations: its pods' (a task's own
+                                    # nodeSelector, affinity or tolerations replace the job's)
     generate:                    # optional: many jobs drawn from shapes, reproducibly (a seed)
       - {count: 1000, seed: 1, every: 60s, queues: {team-a: 2, team-b: 1}, shapes: [...]}
 
 A ``generate`` shape is a job without name and submit: ``replicas`` and ``duration`` may be ``[low, high]``
 ranges (drawn uniformly), ``weight`` says how often it is drawn; arrivals are a Poisson process with mean
-gap ``every`` (starting at ``start``). Every problem is reported with where it is (``jobs[3].tasks[0]``).
+gap ``every`` (starting at ``start``). Every problem is reported with where it is (``jobs[3].tasks[0]``),
+an unknown field included (a field the simulation would not honour is refused, never ignored).
+
+Where pods may go: a job's or a task's ``nodeSelector``, ``affinity`` (Kubernetes' Affinity: node affinity,
+pod affinity and anti-affinity) and ``tolerations`` become its pods' (through the Volcano Job's task
+template), checked by the readers the scheduler uses, so the scheduler honours them as it would on a
+cluster: a job no node matches waits, with the reason.
 
 GPU sharing (the ``deviceshare`` plugin): a pool's ``gpus`` gives each node ``cards`` cards of ``memory``
 each (an integer in the device plugin's unit, MiB for Volcano's, or a quantity such as ``80Gi`` taken as
@@ -64,6 +72,7 @@ import numpy as np
 
 from controllers.simulate import trace_fields as read
 from controllers.simulate.trace_fields import TraceError as TraceError
+from extender.core.gpu_frag import Shape
 from extender.core.gpus import GPU_MEMORY, GPU_NUMBER
 
 Obj = dict[str, Any]
@@ -85,6 +94,10 @@ class NodePool:
     gpu_memory: int = 0
     leaf: int = 0  # nodes per leaf label (0: no topology labels)
     spine: int = 0  # leaves per spine label (0: no spine label)
+    names: tuple[str, ...] = ()  # the nodes' names (else <name>-<i>): a trace of named nodes (openb)
+
+    def node_name(self, i: int) -> str:
+        return self.names[i] if self.names else f"{self.name}-{i}"
 
     def node_labels(self, i: int) -> dict[str, str]:
         """The labels of the pool's node ``i``: the pool's own, and its leaf and spine."""
@@ -102,6 +115,7 @@ class Task:
     replicas: int
     min_available: int | None
     requests: Mapping[str, str]
+    placement: Mapping[str, Any] = field(default_factory=dict)  # nodeSelector, affinity, tolerations
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,11 +125,16 @@ class TraceJob:
     submit: float
     queue: str
     priority_class: str
-    duration: float
+    duration: float | None  # None: it never ends
     min_available: int
     tasks: tuple[Task, ...]
     failures: tuple[float, ...] = ()
     network_topology: Mapping[str, str | int] | None = None  # the vcjob's spec.networkTopology
+
+    @property
+    def end(self) -> float:
+        """When it would end if it started at once (inf: never)."""
+        return float("inf") if self.duration is None else self.submit + self.duration
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +143,12 @@ class Trace:
     queues: tuple[Obj, ...]  # Queue objects
     priority_classes: tuple[Obj, ...]  # PriorityClass objects
     jobs: tuple[TraceJob, ...]  # by submit time, then name
+    # The openb replay's rule: a job that cannot start when it arrives is dropped (not kept waiting).
+    drop_unplaced: bool = False
+    # The pod shapes the paper's fragmentation measure weighs (with how often each occurs) and the node
+    # label naming a node's GPU model; none: the arrival figures are not reported.
+    shapes: tuple[tuple[Shape, float], ...] = ()
+    model_label: str = ""
 
     @property
     def has_gpus(self) -> bool:
@@ -199,8 +224,26 @@ def _queue(raw: object, where: str) -> Obj:
     }
 
 
-def _task(raw: object, where: str) -> Task:
+_TASK: Final = ("name", "replicas", "minAvailable", "requests", *read.PLACEMENT)
+_JOB: Final = (
+    "name",
+    "namespace",
+    "submit",
+    "queue",
+    "priorityClassName",
+    "duration",
+    "minAvailable",
+    "tasks",
+    "failures",
+    "networkTopology",
+    *read.PLACEMENT,
+)
+
+
+def _task(raw: object, where: str, job: Mapping[str, Any]) -> Task:
+    """A task; ``job``: the job's placement fields, which the task's own replace."""
     m = read.mapping(raw, where)
+    read.known(m, _TASK, where)
     replicas = read.count(m.get("replicas", 1), f"{where}.replicas", 1)
     ma = m.get("minAvailable")
     requests = read.resources(m.get("requests") or {}, f"{where}.requests")
@@ -214,6 +257,7 @@ def _task(raw: object, where: str) -> Task:
         replicas=replicas,
         min_available=None if ma is None else read.count(ma, f"{where}.minAvailable"),
         requests=requests,
+        placement={**job, **read.placement(m, where)},
     )
 
 
@@ -231,7 +275,11 @@ def _network_topology(raw: object, where: str) -> dict[str, str | int]:
 
 
 def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> TraceJob:
-    tasks = tuple(_task(t, f"{where}.tasks[{i}]") for i, t in enumerate(read.items(m.get("tasks"), where)))
+    read.known(m, _JOB, where)
+    placement = read.placement(m, where)
+    tasks = tuple(
+        _task(t, f"{where}.tasks[{i}]", placement) for i, t in enumerate(read.items(m.get("tasks"), where))
+    )
     if not tasks:
         raise TraceError(f"{where}.tasks: a job needs at least one task")
     whole = sum(t.replicas for t in tasks)
@@ -245,7 +293,7 @@ def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> Trace
         submit=submit,
         queue=str(m.get("queue") or "default"),
         priority_class=str(m.get("priorityClassName") or ""),
-        duration=read.seconds(m.get("duration"), f"{where}.duration"),
+        duration=read.forever(m.get("duration"), f"{where}.duration"),
         min_available=min_available,
         tasks=tasks,
         failures=tuple(
@@ -270,8 +318,12 @@ def _draw(v: object, rng: np.random.Generator, where: str, parse: Any) -> Any:
     return parse(v, where)
 
 
+_GENERATE: Final = ("count", "seed", "every", "start", "namePrefix", "queues", "shapes", "priorityClasses")
+
+
 def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
     m = read.mapping(raw, where)
+    read.known(m, _GENERATE, where)
     count = read.count(m.get("count"), f"{where}.count", 1)
     rng = np.random.default_rng(read.count(m.get("seed", 0), f"{where}.seed"))
     every = read.seconds(m.get("every", 60), f"{where}.every")
@@ -303,7 +355,8 @@ def _generated(raw: object, where: str, first: int) -> list[TraceJob]:
             )
             tasks.append(task)
         shape["tasks"] = tasks
-        shape["duration"] = float(_draw(shape.get("duration"), rng, f"{sw}.duration", read.seconds))
+        if shape.get("duration") not in (None, "forever"):
+            shape["duration"] = float(_draw(shape["duration"], rng, f"{sw}.duration", read.seconds))
         shape["queue"] = q_names[int(rng.choice(len(q_names), p=q_p / q_p.sum()))]
         for pc, p in classes.items():
             if rng.random() < float(p):

@@ -1,5 +1,7 @@
 """The single values of a trace file, read and checked: mappings, lists, names, counts, durations,
-resource lists, a pool's GPU cards and topology (see :mod:`controllers.simulate.trace` for the format).
+resource lists, a pool's GPU cards and topology, where a job's pods may go (``nodeSelector``, ``affinity``,
+``tolerations``: read as the scheduler reads a pod's, so what it cannot read fails here) (see
+:mod:`controllers.simulate.trace` for the format).
 
 Each reader returns the value as the simulator uses it, or raises :class:`TraceError` naming where it is
 (``jobs[3].tasks[0].replicas``) and what was expected, so a bad trace fails before anything runs.
@@ -12,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.core.durations import parse_duration
-from extender.core.errors import InvalidQuantity
+from extender.core.errors import InvalidObject, InvalidQuantity
 from extender.core.gpus import GPU_MEMORY
+from extender.core.parse_affinity import node_constraints, pod_affinity
 from extender.core.quantity import to_units
 from extender.core.resources import parse_resource_list
 
@@ -46,6 +49,22 @@ def count(v: object, where: str, minimum: int = 0) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise TraceError(f"{where}: expected an integer >= {minimum}, got {v!r}")
     return v
+
+
+def forever(v: object, where: str) -> float | None:
+    """A job's ``duration``: seconds or a duration, or None (absent, null or ``forever``: it never ends)."""
+    return None if v is None or v == "forever" else seconds(v, where)
+
+
+def until(text: str) -> float:
+    """``--until``: plain seconds (``10``, ``2.5``) or a duration (``90s``, ``1h30m``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = parse_duration(text)
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"--until {text!r}: expected seconds >= 0 or a duration such as 24h")
+    return value
 
 
 def seconds(v: object, where: str) -> float:
@@ -106,3 +125,30 @@ def topology(raw: object, where: str) -> tuple[int, int]:
     m = mapping(raw, where)
     known(m, ("leaf", "spine"), where)
     return count(m.get("leaf"), f"{where}.leaf", 1), count(m.get("spine", 0), f"{where}.spine")
+
+
+# Where a job's (or a task's) pods may go: the pod spec fields, as a Volcano Job's task template has them.
+PLACEMENT = ("nodeSelector", "affinity", "tolerations")
+
+
+def placement(m: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The ``nodeSelector``, ``affinity`` and ``tolerations`` of ``m`` that are given, checked by the
+    readers the scheduler uses for a pod's spec (a term it cannot read is refused here, never dropped)."""
+    out: dict[str, Any] = {}
+    if m.get("nodeSelector") is not None:
+        out["nodeSelector"] = {
+            str(k): str(v) for k, v in mapping(m["nodeSelector"], f"{where}.nodeSelector").items()
+        }
+    if m.get("affinity") is not None:
+        out["affinity"] = dict(mapping(m["affinity"], f"{where}.affinity"))
+    if m.get("tolerations") is not None:
+        out["tolerations"] = [
+            dict(mapping(t, f"{where}.tolerations[{i}]"))
+            for i, t in enumerate(items(m["tolerations"], where))
+        ]
+    try:
+        node_constraints(out)
+        pod_affinity(out, "default", {})
+    except InvalidObject as e:
+        raise TraceError(f"{where}: {e}") from None
+    return out

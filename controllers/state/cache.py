@@ -16,11 +16,11 @@ from collections.abc import Set as AbstractSet
 from typing import Final, TypeVar
 
 from controllers.state.cache_ingest import CacheIngest, Obj
+from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
 from controllers.state.models import ClusterModels
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
-from extender.core.gpus import GpuHold, pod_hold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
@@ -52,6 +52,8 @@ class ClusterCache(CacheIngest):
         # Pods with inter-pod terms, in the order of the pod store (a pod stored anew moves to its end):
         # a cycle finds them without a walk over every pod.
         self._termed: dict[PodUID, None] = {}
+        # GPU pods' holds as they are stored, and deviceshare's memo across cycles.
+        self._gpu = GpuHolds()
 
     def _quiet(self, uid: PodUID, old: Pod | None, new: Pod) -> None:
         """Tell the pending set of a change of a pod that gives its group nothing new to decide: bound
@@ -71,12 +73,14 @@ class ClusterCache(CacheIngest):
         if pod is not None:
             self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
         super().assume_bound(uid, node)
+        self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
 
     def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
         old = self._pods.get(uid)
         if pod is not None:
             self._quiet(uid, old, pod)
         super()._store(uid, pod, seen)
+        self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
         self._termed.pop(uid, None)
         if pod is not None and pod.affinity is not None and pod.affinity.has_pod_terms:
             self._termed[uid] = None
@@ -182,6 +186,7 @@ class ClusterCache(CacheIngest):
         for g in podgroups:
             wanted.update(g.min_resources)
         table = self._table(wanted)
+        holds, holds_at = self._gpu.snapshot(self._device_pods, self._ledger)
         return build_snapshot(
             nodes=table,
             pods=pods,
@@ -204,24 +209,10 @@ class ClusterCache(CacheIngest):
             budgets=self._budgets.values(),
             hypernodes=self._hypernodes_now(),
             numatopologies=self._numatopologies.values(),
-            device_holds=self._device_holds(),
+            device_holds=holds,
+            card_memo=self._gpu.memo,
+            holds_at=holds_at,
         )
-
-    def _device_holds(self) -> dict[PodUID, tuple[str, GpuHold]]:
-        """The GPU cards each pod holds, by where it is: bound (or bound by us) with the cards its
-        annotations name, else planned with the cards decided with its plan (written on it or not yet)."""
-        out: dict[PodUID, tuple[str, GpuHold]] = {}
-        for uid, pod in self._device_pods.items():
-            if pod.terminal:
-                continue
-            decided = pod_hold(self._ledger.decided(uid), pod.gpu)
-            if pod.node_name:
-                node, hold = pod.node_name, pod.gpu_hold or decided
-            else:  # an annotation left from an earlier plan holds nothing: only the live plan's does
-                node, hold = self._ledger.planned_node(uid) or "", decided
-            if node and hold is not None:
-                out[uid] = (node, hold)
-        return out
 
     def _hypernodes_now(self) -> HyperNodeSet:
         if self._hypernode_set is None:

@@ -10,7 +10,8 @@ counts a decision in, :func:`hold_positions` maps a bound pod's hold back to car
 :func:`device_annotations` writes what the device plugins read (``volcano.sh/gpu-index`` and
 ``volcano.sh/predicate-time`` for gpushare; ``volcano.sh/vgpu-ids-new``, ``volcano.sh/devices-to-allocate``,
 the node, the time and ``volcano.sh/bind-phase: allocating`` for vGPU), as Volcano's plugins write them.
-:class:`ShareMatrix` holds many nodes' cards at once, for the plugin's scores over every node.
+:class:`extender.core.gpu_share.ShareCards` holds many nodes' gpushare cards at once, for the plugin's
+fit and scores over every node (deciding as :func:`decide` does).
 
 Invariants: :func:`decide` never puts a pod on a card beyond its memory, its sharer count or 100 % of its
 cores, and never shares a card another pod holds whole; it reads the use and never changes it.
@@ -21,9 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
-
-import numpy as np
-import numpy.typing as npt
 
 from extender.core.gpus import (
     BIND_PHASE,
@@ -230,59 +228,3 @@ def device_annotations(
         BIND_PHASE: "allocating",
         BIND_TIME: seconds,
     }
-
-
-class ShareMatrix:
-    """Every node's gpushare cards as matrices (a row per node, a column per card position, padded), so a
-    pod's fit and score over thousands of nodes is a few array operations rather than a :func:`decide`
-    per node. :meth:`judge` gives exactly what :func:`decide` would on every row (the same card rule, the
-    same score arithmetic); :meth:`update` copies one node's :class:`CardUse` after it changes."""
-
-    def __init__(self, rows: int, gpus: Mapping[int, NodeGpus]) -> None:
-        width = max((len(g.share) for g in gpus.values()), default=0)
-        self.memory = np.zeros((rows, width), dtype=np.int64)
-        self.valid = np.zeros((rows, width), dtype=np.bool_)
-        for row, g in gpus.items():
-            self.memory[row, : len(g.share)] = [c.memory for c in g.share]
-            self.valid[row, : len(g.share)] = True
-        self.cards = self.valid.sum(axis=1)
-        self.used = np.zeros_like(self.memory)
-        self.sharers = np.zeros_like(self.memory)
-        self.whole = np.zeros_like(self.valid)
-
-    def update(self, row: int, use: Sequence[CardUse]) -> None:
-        n = len(use)
-        self.used[row, :n] = [u.memory for u in use]
-        self.sharers[row, :n] = [u.sharers for u in use]
-        self.whole[row, :n] = [u.whole for u in use]
-
-    def judge(
-        self, request: GpuRequest, policy: str
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
-        """Per node, whether a gpushare ``request`` fits and its score (0 where it does not)."""
-        rows = len(self.memory)
-        score = np.zeros(rows, dtype=np.float64)
-        if not self.memory.shape[1]:  # no node has gpushare cards
-            return np.zeros(rows, dtype=np.bool_), score
-        if request.kind == NUMBER:
-            idle = (self.valid & (self.sharers == 0)).sum(axis=1)
-            enough: npt.NDArray[np.bool_] = idle >= request.amount
-            left = (idle - request.amount).astype(np.float64)
-            cards = np.maximum(self.cards, 1).astype(np.float64)
-            if policy == BINPACK:
-                score = np.where(enough, 100.0 * (1 - left / cards), 0.0)
-            elif policy == SPREAD:
-                score = np.where(enough, 100.0 * left / cards, 0.0)
-            return enough, score
-        ok = self.valid & ~self.whole & (self.memory - self.used >= request.amount)
-        fit: npt.NDArray[np.bool_] = np.asarray(ok.any(axis=1), dtype=np.bool_)
-        if policy == BINPACK:
-            pick = np.argmax(np.where(ok, self.used, -1), axis=1)
-            at = np.arange(rows)
-            memory = np.maximum(self.memory[at, pick], 1)
-            score = np.where(fit, 100.0 * np.minimum(self.used[at, pick], memory) / memory, 0.0)
-        elif policy == SPREAD:
-            big = np.iinfo(np.int64).max
-            pick = np.argmin(np.where(ok, self.sharers, big), axis=1)
-            score = np.where(fit & (self.sharers[np.arange(rows), pick] == 0), 100.0, 0.0)
-        return fit, score

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.budgets import DisruptionBudget
+from extender.core.gpu_memo import CardMemo, HoldsAt
 from extender.core.gpus import GpuHold
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import (
@@ -118,6 +119,10 @@ class Snapshot:
     # The GPU cards pods hold (deviceshare), with the node they hold them on: bound pods by their
     # annotations, planned ones by their plan's decision (see controllers.state.cache).
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] = field(default_factory=dict)
+    # What deviceshare keeps across the cycles over one cache's snapshots, and where these holds stand
+    # in that cache's hold log (see extender.core.gpu_memo); None: a cycle starts from the holds alone.
+    card_memo: CardMemo | None = None
+    holds_at: HoldsAt | None = None
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -245,6 +250,8 @@ def build_snapshot(
     hypernodes: HyperNodeSet | None = None,
     numatopologies: Iterable[NumaTopology] = (),
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] | None = None,
+    card_memo: CardMemo | None = None,
+    holds_at: HoldsAt | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -395,6 +402,8 @@ def build_snapshot(
             if device_holds is None
             else device_holds
         ),
+        card_memo=card_memo,
+        holds_at=holds_at,
     )
 
 

@@ -1,5 +1,6 @@
 """deviceshare: GPU sharing and whole GPUs card by card, with the annotations Volcano's device plugins
-read, written before the pod binds.
+read, written before the pod binds; and where GPU pods (and pods without GPUs) go so that the GPU left
+stays usable by the pods that arrive.
 
 Mirrors Volcano's ``deviceshare`` plugin for its NVIDIA families (see :mod:`extender.core.gpus` for the
 resource names, the node and pod annotations and how cards are chosen):
@@ -8,9 +9,23 @@ resource names, the node and pod annotations and how cards are chosen):
 - ``deviceshare.GPUNumberEnable``: pods asking ``volcano.sh/gpu-number`` take that many idle cards whole;
 - ``deviceshare.VGPUEnable``: pods asking the ``volcano.sh/vgpu-*`` family take vGPU slices of the cards
   the node registers, never beyond a card's memory, cores or sharer count;
-- ``deviceshare.SchedulePolicy`` (``binpack`` or ``spread``; a pod's ``hami.io/gpu-scheduler-policy``
-  overrides it): which card a pod takes on a node, and the node score, ``deviceshare.ScheduleWeight`` ×
-  (0..100) (``binpack``: the fuller the cards it would take, the better; ``spread``: idle cards win).
+- ``deviceshare.SchedulePolicy``: which card a pod takes on a node, and with ``deviceshare.ScheduleWeight``
+  the node score, weight × (0..100); a pod's ``hami.io/gpu-scheduler-policy`` (binpack or spread)
+  overrides it for that pod:
+
+  * ``fragmentation`` (the default): the node and card whose use raises the cluster's expected GPU
+    fragmentation least, for the GPU pod shapes that arrive (:mod:`extender.core.gpu_frag`: a node's
+    idle GPU that a shape cannot use, weighed by how often the shape arrives, per GPU model). The shapes
+    (whole cards or a share of one, cpu, memory, the GPU models a pod may use) are learned from the pods
+    the plugin is asked about, in a histogram that halves every ``deviceshare.ShapeHalfLife`` pods, of
+    which the shapes making up ``deviceshare.ShapeCoverage`` are weighed. Rises within 0.04 of a card of
+    each other count alike, and then the node left with the least idle GPU wins (so idle nodes stay whole
+    for large asks). With a weight, pods without GPUs are scored too, onto the nodes where the cpu and
+    memory they take strand the least GPU (nodes without idle GPU first). vGPU pods take Volcano's
+    default card order under this policy;
+  * ``binpack``: the fuller the cards it would take, the better; ``spread``: idle cards win;
+  * ``""`` (given explicitly): Volcano's default card order, lowest index first, and no node score;
+- ``deviceshare.GPUModelLabel``: the node label naming a node's GPU model (``nvidia.com/gpu.product``).
 
 As a predicate (``pod_fit``) it keeps a pod off nodes whose cards cannot take it; a pod it judges is
 placed one by one, so a gang's pods each see the cards the ones before took (a gang's GPUs are planned
@@ -21,12 +36,15 @@ cards, and no two pods are given the same card beyond its capacity, because pumi
 
 Card use comes from the pods that hold cards (``Snapshot.device_holds``): bound pods by their
 annotations, planned ones by their plan's decision, so a restart recounts every card from the API
-server.
+server. It is kept across cycles in the snapshot's :class:`~extender.core.gpu_memo.CardMemo` and brought
+up to each snapshot by the pods that changed, so a cycle costs what changed, not every held card; the
+learned shapes live there too (a restart learns them again).
 
 Deliberate differences from Volcano:
 
 - gpushare memory and number can be on together (Volcano refuses that conf), and a card held whole
   (``gpu-number``) is never shared with a memory pod (Volcano counts only memory on it);
+- the default policy is ``fragmentation`` (Volcano's: its card order, no score);
 - ``deviceshare.NodeLockEnable`` is accepted and has no effect: there is no second scheduler to lock
   out, and the annotation write precedes the bind;
 - vGPU's MIG geometries (``deviceshare.KnownGeometriesCMName``/``Namespace``) are accepted but not used:
@@ -43,60 +61,32 @@ Enable with::
         deviceshare.GPUSharingEnable: true
         deviceshare.GPUNumberEnable: true
         deviceshare.VGPUEnable: true
-        deviceshare.SchedulePolicy: binpack
+        deviceshare.SchedulePolicy: fragmentation   # or binpack, spread
         deviceshare.ScheduleWeight: 10
+        deviceshare.GPUModelLabel: nvidia.com/gpu.product
+        deviceshare.ShapeHalfLife: 5000              # pods
+        deviceshare.ShapeCoverage: 0.95
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.errors import ConfigError
 from extender.core.fit import Mask
-from extender.core.gpu_cards import (
-    CardUse,
-    Choice,
-    ShareMatrix,
-    decide,
-    device_annotations,
-    hold_positions,
-    take,
-)
-from extender.core.gpus import MEMORY, NUMBER, POLICIES, SHARE, VGPU, GpuRequest, NodeGpus
+from extender.core.gpu_cards import CardUse, Choice, decide, device_annotations
+from extender.core.gpu_frag import Shape
+from extender.core.gpu_memo import Applied, CardMemo, Held
+from extender.core.gpus import MEMORY, NUMBER, SHARE, VGPU, GpuRequest, pod_hold
 from extender.core.model import Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
-from extender.framework.arguments import ArgumentTable
 from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
-
-NAME: Final = "deviceshare"
-
-# What a pod holds: its node row, (card position, memory, cores) per card, whether whole, the card
-# family and its group.
-_Taken = tuple[int, tuple[tuple[int, int, int], ...], bool, str, str]
-
-
-ARGUMENTS: Final = ArgumentTable(
-    {
-        "deviceshare.GPUSharingEnable": (bool, False),
-        "deviceshare.GPUNumberEnable": (bool, False),
-        "deviceshare.VGPUEnable": (bool, False),
-        "deviceshare.NodeLockEnable": (bool, False),
-        "deviceshare.SchedulePolicy": (str, ""),
-        "deviceshare.ScheduleWeight": (int, 0),
-        "deviceshare.KnownGeometriesCMName": (str, ""),
-        "deviceshare.KnownGeometriesCMNamespace": (str, ""),
-        # Volcano's Ascend NPU families and exclusive-GPU rules: accepted, not implemented (see above).
-        "deviceshare.AscendMindClusterVNPUEnable": (bool, False),
-        "deviceshare.AscendHAMiVNPUEnable": (bool, False),
-        "deviceshare.GPUExclusiveRules": (list, []),
-    }
-)
+from extender.plugins.deviceshare_args import ARGUMENTS, FRAGMENTATION, NAME, Args
 
 
 class DeviceSharePlugin(Plugin):
@@ -106,117 +96,77 @@ class DeviceSharePlugin(Plugin):
     fit_follows_evictions = True  # an evicted pod's cards are free (see _sync)
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
-        args = self.argument_table.parse(self.name, arguments)
-        self.kinds = frozenset(
-            kind
-            for kind, key in (
-                (MEMORY, "deviceshare.GPUSharingEnable"),
-                (NUMBER, "deviceshare.GPUNumberEnable"),
-                (VGPU, "deviceshare.VGPUEnable"),
-            )
-            if args[key]
-        )
-        self.policy: str = args["deviceshare.SchedulePolicy"]
-        if self.policy not in POLICIES:
-            raise ConfigError(
-                f"plugin {NAME}: deviceshare.SchedulePolicy must be binpack or spread, got {self.policy!r}"
-            )
-        self.weight: int = args["deviceshare.ScheduleWeight"]
-        self._loaded = False
-        self._clear({}, 0)
+        self.args = Args.parse(arguments)
+        self._memo: CardMemo | None = None
 
-    def _clear(self, gpus: dict[int, NodeGpus], rows: int) -> None:
-        """The working state of a cycle over nodes with ``gpus`` (by row), no card used yet."""
-        self._gpus = gpus
-        self._use: dict[tuple[int, str], list[CardUse]] = {
-            (row, family): [CardUse() for _ in g.cards(family)]
-            for row, g in gpus.items()
-            for family in (SHARE, VGPU)
-        }
-        self._share = ShareMatrix(rows, {r: g for r, g in gpus.items() if g.share})
-        self._vgpu_rows: npt.NDArray[np.intp] = np.asarray(
-            sorted(r for r, g in gpus.items() if g.vgpu), dtype=np.intp
-        )
-        self._held: dict[PodUID, _Taken] = {}
-        # Held pods a plan or an eviction may move (those bound stay unless evicted), those evicted with
-        # what they held (an undone eviction gives it back), and pods asked about but holding nothing.
+    def open(self, ssn: Session) -> None:
+        # The cards load when the cycle first asks about a pod the plugin judges or scores (_load).
+        self._memo = None
+        self._owned = False
+        # Held pods a plan or an eviction may move (those bound stay unless evicted), by row; rows a
+        # placement was taken off since the last sync (only there can a plan be undone); pods evicted with
+        # what they held (an undone eviction gives it back); pods asked about but holding nothing; the
+        # annotations decided for pods placed in this cycle; vGPU decisions per ask while nothing changes.
         self._movable: dict[int, set[PodUID]] = {}
-        # Rows a placement was taken off since the last sync (``placed``): only there can a plan be undone.
         self._undone: set[int] = set()
-        self._evicted: dict[PodUID, _Taken] = {}
+        self._evicted: dict[PodUID, tuple[Held, Applied]] = {}
         self._unplaced: dict[PodUID, Pod] = {}
-        self._version = 0
-        self._memo: dict[tuple[object, ...], tuple[Mask, Scores, dict[int, Choice]]] = {}
-        self._memo_version = -1
         self._decided: dict[PodUID, dict[str, str]] = {}
+        self._vgpu: dict[tuple[object, ...], tuple[Mask, Scores, dict[int, Choice]]] = {}
+        self._vgpu_at = -1
+        self._scorable: bool | None = None
 
     def _judges(self, pod: Pod) -> GpuRequest | None:
         g = pod.gpu
-        return g if g is not None and g.kind in self.kinds else None
+        return g if g is not None and g.kind in self.args.kinds else None
 
-    def open(self, ssn: Session) -> None:
-        self._loaded = False  # the cards load when the cycle first asks about a GPU pod (_load)
+    def _policy(self, request: GpuRequest) -> str:
+        policy = request.policy or self.args.policy
+        return "" if policy == FRAGMENTATION and request.family == VGPU else policy
 
-    def _load(self, ssn: Session) -> None:
-        """The cards and their use, built when the cycle first asks about a GPU pod (most cycles have
-        none, and counting every held card of a large cluster is the plugin's main cost)."""
-        self._loaded = True
+    # --- the cards, from the memo ----------------------------------------------------------------------
+    def _load(self, ssn: Session) -> CardMemo:
         snap = ssn.snapshot
-        self._clear({row: n.gpus for row, n in enumerate(snap.nodes) if n.gpus is not None}, len(snap.nodes))
-        if not self.kinds:
-            return
-        keys: dict[tuple[int, str], dict[str, int]] = {}
-        for uid, (node, hold) in sorted(snap.device_holds.items()):
-            at = snap.node_pos.get(node)
-            on = self._gpus.get(at) if at is not None else None
-            if at is None or on is None:
-                continue
-            where = keys.get((at, hold.family))
-            if where is None:
-                where = keys[(at, hold.family)] = {c.key: i for i, c in enumerate(on.cards(hold.family))}
-            p = snap.pods.get(uid)
-            held = (at, hold_positions(where, hold), hold.whole, hold.family, _group(p) if p else "")
-            take(self._use[(at, hold.family)], held[1], hold.whole, held[4], 1)
-            self._held[uid] = held
-            if uid in snap.plans:
-                self._movable.setdefault(at, set()).add(uid)  # planned, not bound: a re-plan may move it
-        for at, family in keys:
-            if family == SHARE:
-                self._share.update(at, self._use[(at, SHARE)])
+        memo = snap.card_memo
+        self._owned = memo is not None and memo.acquire(ssn.now)
+        if memo is None or not self._owned:
+            memo = CardMemo()  # another cycle has the cache's memo: this one starts from the holds
+        cpu, mem = _column(snap.index.names, "cpu"), _column(snap.index.names, "memory")
+        free = ssn.free
+        memo.sync(
+            nodes=snap.nodes,
+            node_pos=snap.node_pos,
+            holds=snap.device_holds,
+            at=snap.holds_at,
+            cpu=free[:, cpu].copy() if cpu is not None else np.zeros(len(free), dtype=np.int64),
+            memory=free[:, mem].copy() if mem is not None else np.zeros(len(free), dtype=np.int64),
+            group_of=lambda uid: _group(snap.pods[uid]) if uid in snap.pods else "",
+            model_label=self.args.model_label,
+        )
+        for uid in snap.plans:
+            a = memo.applied.get(uid)
+            if a is not None:
+                self._movable.setdefault(a.row, set()).add(uid)  # planned, not bound: a re-plan may move it
+        self._memo = memo
+        return memo
 
-    # --- following the session's placements -------------------------------------------------------
-    def _apply(self, held: _Taken, sign: int) -> None:
-        row, taken, whole, family, group = held
-        use = self._use[(row, family)]
-        take(use, taken, whole, group, sign)
-        if family == SHARE:
-            self._share.update(row, use)
-        self._version += 1
-
-    def _hold(self, uid: PodUID, held: _Taken) -> None:
-        self._apply(held, 1)
-        self._held[uid] = held
-
-    def _release(self, uid: PodUID) -> _Taken:
-        held = self._held.pop(uid)
-        self._apply(held, -1)
-        self._decided.pop(uid, None)
-        return held
-
-    def _sync(self, ssn: Session) -> None:
+    def _sync(self, ssn: Session) -> CardMemo:
         """Follow the session: placements undone and evictions give their cards back (an undone eviction
         takes them again), new placements of pods this plugin judged take theirs."""
-        if not self._loaded:
-            self._load(ssn)
+        memo = self._memo or self._load(ssn)
         plans, names, evicting = ssn.plans, ssn.snapshot.node_names, ssn.evicting
         for uid in [u for u in self._evicted if u not in evicting]:
-            self._hold(uid, self._evicted.pop(uid))
-        for uid in [u for u in evicting if u in self._held]:
-            self._evicted[uid] = self._release(uid)
+            memo.put(uid, *self._evicted.pop(uid))
+        for uid in [u for u in evicting if u in memo.applied]:
+            taken = memo.take_off(uid)
+            if taken is not None:
+                self._evicted[uid] = taken
+            self._decided.pop(uid, None)
         undone, self._undone = self._undone, set()
         for row in undone:
             for uid in [u for u in self._movable.get(row, ()) if plans.get(u) != names[row]]:
-                self._release(uid)
+                memo.take_off(uid)
+                self._decided.pop(uid, None)
                 self._movable[row].discard(uid)
                 p = ssn.snapshot.pods.get(uid)  # placed again later: it takes its cards again
                 if p is not None and self._judges(p) is not None:
@@ -227,52 +177,88 @@ class DeviceSharePlugin(Plugin):
                 continue
             at = ssn.snapshot.node_pos.get(node)
             request = self._judges(p)
-            gpus = self._gpus.get(at) if at is not None else None
+            gpus = memo.gpus.get(at) if at is not None else None
             if at is None or request is None or gpus is None:
                 continue
-            group = _group(p)
-            choice = decide(gpus, self._use[(at, request.family)], request, self._policy(request), group)
+            row = at
+            choice = self._choose(ssn, memo, row, p, request)
             if choice.taken is None:  # placed where the cards refuse it (no predicate ran): hold nothing
                 continue
-            self._hold(uid, (at, choice.taken, request.kind == NUMBER, request.family, group))
-            self._movable.setdefault(at, set()).add(uid)
+            decided = device_annotations(gpus, request, choice.taken, node, ssn.now)
+            hold = pod_hold(decided, request)
+            if hold is None:
+                continue
+            memo.put(
+                uid,
+                (node, hold),
+                Applied(
+                    row=row,
+                    family=request.family,
+                    taken=choice.taken,
+                    whole=request.kind == NUMBER,
+                    group=_group(p),
+                ),
+            )
+            self._movable.setdefault(row, set()).add(uid)
             del self._unplaced[uid]
-            self._decided[uid] = device_annotations(gpus, request, choice.taken, node, ssn.now)
+            self._decided[uid] = decided
+        return memo
+
+    def _choose(self, ssn: Session, memo: CardMemo, row: int, pod: Pod, request: GpuRequest) -> Choice:
+        policy = self._policy(request)
+        if request.family == VGPU:
+            return decide(memo.gpus[row], memo.vgpu.get(row, []), request, policy, _group(pod))
+        prefer = None
+        if policy == FRAGMENTATION and request.kind == MEMORY:
+            frag = memo.frag(per_model=True)
+            if frag is not None:
+                prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args))[1][row])
+        return memo.share.choose(row, request, policy, prefer)
 
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
-        if count < 0 and self._loaded:  # (before the load, no placement of a pod holding cards exists)
-            self._undone.add(row)
-
-    def _policy(self, request: GpuRequest) -> str:
-        return request.policy or self.policy
-
-    def _judge(self, ssn: Session, pod: Pod, request: GpuRequest, candidates: Mask) -> tuple[Mask, Scores]:
-        """Per node, whether ``pod``'s cards fit and its score there; nodes outside ``candidates`` may be
-        left unjudged (False). Memoized per ask while nothing is placed: pods asking alike share it."""
-        self._sync(ssn)
-        if pod.uid not in self._held:
-            self._unplaced[pod.uid] = pod
-        if self._memo_version != self._version:
-            self._memo, self._memo_version = {}, self._version
-        group = _group(pod) if request.group_spread else ""
-        policy = self._policy(request)
-        key = (request, group, policy)
-        memo = self._memo.get(key)
+        memo = self._memo
         if memo is None:
+            return  # (before the load, no placement of a pod holding cards exists; the load reads free)
+        if count < 0:
+            self._undone.add(row)
+        cpu, mem = _column(ssn.snapshot.index.names, "cpu"), _column(ssn.snapshot.index.names, "memory")
+        memo.set_free(
+            row,
+            int(ssn.free[row, cpu]) if cpu is not None else 0,
+            int(ssn.free[row, mem]) if mem is not None else 0,
+        )
+
+    # --- judging ---------------------------------------------------------------------------------------
+    def _judge(self, ssn: Session, pod: Pod, request: GpuRequest, candidates: Mask) -> tuple[Mask, Scores]:
+        """Per node, whether ``pod``'s cards fit and its score there (0..100) by its policy; nodes outside
+        ``candidates`` may be left unjudged (False)."""
+        memo = self._sync(ssn)
+        if pod.uid not in memo.applied:
+            self._unplaced[pod.uid] = pod
+        policy = self._policy(request)
+        if request.family == SHARE:
+            fit, score = memo.share.judge(request, policy)
+            if policy == FRAGMENTATION:
+                shape = _learn(ssn, memo, pod, request, self.args)
+                frag = memo.frag(per_model=True)
+                if frag is not None:
+                    score = frag.rise(shape)[2]
+            return fit, score
+        # vGPU: card by card in Python, on the candidates with vGPU cards only, memoized per ask while
+        # nothing is placed (pods asking alike share it).
+        if self._vgpu_at != memo.share.clock.clock:
+            self._vgpu, self._vgpu_at = {}, memo.share.clock.clock
+        group = _group(pod) if request.group_spread else ""
+        key = (request, group, policy)
+        seen = self._vgpu.get(key)
+        if seen is None:
             n = len(candidates)
-            if request.family == SHARE:
-                fit, score = self._share.judge(request, policy)
-            else:
-                fit, score = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.float64)
-            memo = self._memo[key] = (fit, score, {})
-        fit, score, known = memo
-        if request.family == VGPU:  # card by card in Python, on the candidates with vGPU cards only
-            for row in self._vgpu_rows[candidates[self._vgpu_rows]].tolist():
-                if row not in known:
-                    c = known[row] = decide(
-                        self._gpus[row], self._use[(row, VGPU)], request, policy, _group(pod)
-                    )
-                    fit[row], score[row] = c.taken is not None, c.score
+            seen = self._vgpu[key] = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.float64), {})
+        fit, score, known = seen
+        for row in memo.vgpu_rows[candidates[memo.vgpu_rows]].tolist():
+            if row not in known:
+                c = known[row] = decide(memo.gpus[row], memo.vgpu[row], request, policy, _group(pod))
+                fit[row], score[row] = c.taken is not None, c.score
         return fit, score
 
     # --- hooks -----------------------------------------------------------------------------------------
@@ -295,15 +281,7 @@ class DeviceSharePlugin(Plugin):
         refused = np.flatnonzero(candidates & ~fit).tolist()
         if not refused:
             return None
-        # A node with cards of the family says the most; else the first node.
-        row = next((r for r in refused if self._use.get((r, request.family))), refused[0])
-        gpus = self._gpus.get(row)
-        why = decide(
-            gpus, self._use.get((row, request.family), []), request, self._policy(request), _group(pod)
-        ).why
-        problem = f" ({gpus.problem})" if gpus is not None and gpus.problem else ""
-        more = f" (and {len(refused) - 1} more nodes)" if len(refused) > 1 else ""
-        return f"{NAME}: node {ssn.snapshot.node_names[row]}: {why}{problem}{more}"
+        return _refusal(ssn, self._sync(ssn), pod, request, self._policy(request), refused)
 
     def node_score(
         self, ssn: Session, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None = None
@@ -311,28 +289,103 @@ class DeviceSharePlugin(Plugin):
         return None
 
     def pod_score(self, ssn: Session, pod: Pod, candidates: Mask) -> Scores | None:
+        if not self.args.weight:
+            return None
         request = self._judges(pod)
-        if request is None or request.problem or not self.weight or not self._policy(request):
+        if request is None:
+            return self._cpu_score(ssn, pod, candidates) if pod.gpu is None else None
+        if request.problem or not self._policy(request):
             return None
         fit, score = self._judge(ssn, pod, request, candidates)
-        out: Scores = np.where(fit & candidates, self.weight * score, 0.0)
+        out: Scores = np.where(fit & candidates, self.args.weight * score, 0.0)
+        return out
+
+    def _cpu_score(self, ssn: Session, pod: Pod, candidates: Mask) -> Scores | None:
+        """A pod without GPUs under the fragmentation policy: where its cpu and memory strand least GPU.
+        No opinion until a GPU pod was seen, or on a cluster without shared cards (the common case)."""
+        if self.args.policy != FRAGMENTATION or not self.args.kinds & {MEMORY, NUMBER}:
+            return None
+        if self._scorable is None:
+            self._scorable = any(n.gpus is not None and n.gpus.share for n in ssn.snapshot.nodes)
+        if not self._scorable:
+            return None
+        memo = self._sync(ssn)
+        frag = memo.frag(per_model=True)
+        if frag is None:
+            return None
+        out: Scores = np.where(candidates, self.args.weight * frag.rise(_shape(pod, None))[2], 0.0)
         return out
 
     def close(self, ssn: Session) -> None:
         """The cards of every pod placed in this cycle, as the annotations to write before it binds."""
-        if not self._loaded:
+        if self._memo is None:
             return  # no GPU pod was asked about
         self._sync(ssn)
         placements = ssn.result.placements
         for uid, values in self._decided.items():
             if uid in placements:
                 ssn.result.annotations.setdefault(uid, {}).update(values)
+        if self._owned:
+            self._memo.release()
+            self._owned = False
 
     def card_use(self, ssn: Session) -> dict[tuple[int, str], list[CardUse]]:
         """Every card's use as the session stands (for tests; the simulator reads the pods' annotations)."""
-        self._sync(ssn)
-        return self._use
+        memo = self._sync(ssn)
+        out = {(row, SHARE): memo.share.use(row) for row, g in memo.gpus.items() if g.share}
+        out.update({(row, VGPU): use for row, use in memo.vgpu.items()})
+        return out
+
+
+def _column(names: tuple[str, ...], name: str) -> int | None:
+    return names.index(name) if name in names else None
 
 
 def _group(pod: Pod) -> str:
     return str(pod_group_key(pod)) if pod.group_name else ""
+
+
+def _refusal(
+    ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, policy: str, refused: list[int]
+) -> str:
+    """Why the cards of the ``refused`` rows cannot take ``pod``: a node with cards of the family says
+    the most; else the first node."""
+    family = request.family
+    has = memo.share.cards if family == SHARE else None
+    row = next((r for r in refused if (has[r] if has is not None else r in memo.vgpu)), refused[0])
+    gpus = memo.gpus.get(row)
+    if family == SHARE and gpus is not None and gpus.share:
+        why = memo.share.choose(row, request, "" if policy == FRAGMENTATION else policy).why
+    else:
+        why = decide(gpus, memo.vgpu.get(row, []), request, policy, _group(pod)).why
+    problem = f" ({gpus.problem})" if gpus is not None and gpus.problem else ""
+    more = f" (and {len(refused) - 1} more nodes)" if len(refused) > 1 else ""
+    return f"{NAME}: node {ssn.snapshot.node_names[row]}: {why}{problem}{more}"
+
+
+def _shape(pod: Pod, request: GpuRequest | None, models: tuple[str, ...] = ()) -> Shape:
+    cpu, memory = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
+    if request is None:
+        return Shape(cpu=cpu, memory=memory, models=models)
+    if request.kind == MEMORY:
+        return Shape(share=request.amount, cpu=cpu, memory=memory, models=models)
+    return Shape(cards=request.amount, cpu=cpu, memory=memory, models=models)
+
+
+def _learn(ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, args: Args) -> Shape:
+    """The pod's shape with the GPU models its node constraints allow (learned once per pod)."""
+    shape = _shape(pod, request, _models(ssn, memo, pod))
+    if not memo.learned(pod.uid):
+        memo.learn(pod.uid, shape, args.half_life, args.coverage)
+    return shape
+
+
+def _models(ssn: Session, memo: CardMemo, pod: Pod) -> tuple[str, ...]:
+    """The GPU models the pod's node constraints allow (none: any)."""
+    if not pod.constraints.node_selector and pod.constraints.affinity_terms is None:
+        return ()
+    allowed = ssn.masks.static_mask(pod.constraints)
+    ids = np.unique(memo.model[allowed & (memo.model < len(memo.models))])
+    if len(ids) == len(memo.models):
+        return ()
+    return tuple(memo.models[i] for i in ids.tolist())

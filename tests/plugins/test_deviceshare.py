@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.core import gpu_cards as C
+from extender.core import gpu_share as S
 from extender.core import gpus as G
 from extender.core.errors import ConfigError
 from extender.core.gpu_cards import CardUse
@@ -850,7 +851,7 @@ def test_the_share_matrix_judges_as_decide_does(
 ) -> None:
     """The plugin judges gpushare pods over a node x card matrix: fit and score are decide's, row by row."""
     gpus, use, rows = nodes
-    matrix = C.ShareMatrix(rows, gpus)
+    matrix = S.ShareCards(rows, gpus)
     for row, u in use.items():
         matrix.update(row, u)
     fit, score = matrix.judge(request_, policy)
@@ -1253,6 +1254,7 @@ def test_bad_arguments_fail_loading() -> None:
     ):
         load_conf(ds_conf(GPUShareEnable=True))
     with pytest.raises(
-        ConfigError, match=re.escape("deviceshare.SchedulePolicy must be binpack or spread, got 'fullest'")
+        ConfigError,
+        match=re.escape("deviceshare.SchedulePolicy must be fragmentation, binpack or spread, got 'fullest'"),
     ):
         load_conf(ds_conf(SchedulePolicy="fullest"))

@@ -170,6 +170,7 @@ def test_the_json_document_keeps_its_shape() -> None:
         "series",
         "gpu",
         "topology",
+        "arrivals",
     }
     assert set(run["queues"][0]) == {
         "name",
@@ -193,6 +194,10 @@ def test_the_json_document_keeps_its_shape() -> None:
         "run",
         "restarts",
         "evicted",
+        "dropped",
+        "placements",
+        "reason",
+        "message",
     }
     assert {"time", "fragmentation", "allocation:cpu", "share:default"} <= set(run["series"])
     assert len({len(v) for v in run["series"].values()}) == 1
