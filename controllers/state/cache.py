@@ -13,25 +13,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final, TypeVar
+from typing import Final
 
-from controllers.state.cache_ingest import CacheIngest, Obj
+from controllers.state.cache_copy import CacheCopy
+from controllers.state.cache_ingest import Obj
 from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
-from controllers.state.models import ClusterModels
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
 
-K = TypeVar("K")
-V = TypeVar("V")
-
 _UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
-class ClusterCache(CacheIngest):
+class ClusterCache(CacheCopy):
     """The parsed objects (see :class:`CacheIngest`) and what the scheduler, the status writer, metrics and
     admission read of them."""
 
@@ -256,51 +253,6 @@ class ClusterCache(CacheIngest):
         """Every object (for status and preemption decisions, which look at running groups too)."""
         return self._build(list(self._pods.values()), list(self._podgroups.values()))
 
-    # --- a copy of the parsed objects (controllers.state.models) ------------------------------------------
-    def models(self) -> ClusterModels:
-        """Every object held, as the frozen models (nothing copied but the containers): cheap enough to take
-        on the event loop; safe to read in another thread while this cache moves on."""
-        return ClusterModels(
-            scheduler_names=self.scheduler_names,
-            default_queue=self.default_queue,
-            nodes=tuple(self._nodes.values()),
-            pods=tuple(self._pods.values()),
-            podgroups=tuple(self._podgroups.values()),
-            raw_podgroups=dict(self._raw_podgroups),
-            queues=tuple(self._queues.values()),
-            raw_queues=dict(self._raw_queues),
-            priority_classes=tuple(self._priority_classes.values()),
-            quotas=dict(self._quotas),
-            budgets=dict(self._budgets),
-            hypernodes=dict(self._hypernodes),
-            numatopologies=dict(self._numatopologies),
-        )
-
-    def load(self, m: ClusterModels) -> None:
-        """Take every object of ``m`` as if the watch had just listed it (into an empty cache: a forecast's
-        simulated cluster). Pods are stored through the ledger and the pending set like any watched pod;
-        a pod's assumed binding is taken as its binding."""
-        # In place: the cache's kinds are one dict each for its life (controllers.state.parsed_kind).
-        _refill(self._nodes, {n.name: n for n in m.nodes})
-        _refill(self._queues, {q.name: q for q in m.queues})
-        _refill(self._raw_queues, m.raw_queues)
-        _refill(self._priority_classes, {pc.name: pc for pc in m.priority_classes})
-        _refill(self._quotas, m.quotas)
-        _refill(self._budgets, m.budgets)
-        _refill(self._hypernodes, m.hypernodes)
-        _refill(self._numatopologies, m.numatopologies)
-        self._hypernode_set = None
-        for pg in m.podgroups:
-            self._podgroups[pg.key] = pg
-            raw = m.raw_podgroups.get(pg.key)
-            if raw is not None:
-                self._raw_podgroups[pg.key] = raw
-            self._pending.group_changed(pg.key)
-        for pod in m.pods:
-            self._store(pod.uid, pod, pod)
-        self._changed("node")
-        self._changed("queue")
-
     # The admission webhooks' lookup (admission.lookup.Lookup).
     def queue(self, name: str) -> Queue | None:
         return self._queues.get(name)
@@ -316,8 +268,3 @@ class ClusterCache(CacheIngest):
 
     def queue_has_podgroups(self, name: str) -> bool:
         return any(pg.queue == name for pg in self._podgroups.values())
-
-
-def _refill(held: dict[K, V], objects: Mapping[K, V]) -> None:
-    held.clear()
-    held.update(objects)
