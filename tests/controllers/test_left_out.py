@@ -18,6 +18,7 @@ import copy
 import random
 from collections.abc import Mapping
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -281,7 +282,11 @@ async def _status_scenario(seed: int) -> None:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_a_status_pass_over_what_changed_leaves_nothing_for_a_full_pass(seed: int) -> None:
-    asyncio.run(_status_scenario(seed))
+    # One wall-clock second for every pass: a condition first set in the incremental pass and recomputed by
+    # the full one a second later differs only in its lastTransitionTime, which is not what this compares
+    # (it made the test fail about once in a hundred runs).
+    with mock.patch("controllers.reconcilers.status.time.time", return_value=1_704_067_200.0):
+        asyncio.run(_status_scenario(seed))
 
 
 @given(
