@@ -272,7 +272,13 @@ class SimCluster:
         pod = self.cache.pod(uid)
         if raw is None or pod is None:
             return
-        why = self.eviction_reasons.pop(uid, None)
+        self._record_eviction(pod)
+        self.delete_pod(uid)
+        self._evicted.append((uid, raw))
+
+    def _record_eviction(self, pod: Pod) -> None:
+        """Report ``pod``'s eviction with the reason the scheduler gave for it (if it gave one)."""
+        why = self.eviction_reasons.pop(pod.uid, None)
         if why is not None:
             self.evictions.append(
                 Evicted(
@@ -284,8 +290,6 @@ class SimCluster:
                     by=why.by,
                 )
             )
-        self.delete_pod(uid)
-        self._evicted.append((uid, raw))
 
     def _bind_plans(self) -> int:
         n = 0

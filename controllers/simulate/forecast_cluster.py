@@ -37,7 +37,7 @@ import numpy.typing as npt
 from controllers.scheduling.scheduler import Scheduler
 from controllers.scheduling.shared import LoopSettings, SchedulingState
 from controllers.scheduling.verbs import Verbs
-from controllers.simulate.cluster import Evicted, SimCluster, SimExecutor, SimLoop, SimWrites, run_now
+from controllers.simulate.cluster import SimCluster, SimExecutor, SimLoop, SimWrites, run_now
 from controllers.state.models import ClusterModels
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID
@@ -185,18 +185,7 @@ class ForecastCluster(SimCluster):
         pod = self.cache.pod(uid)
         if pod is None:
             return
-        why = self.eviction_reasons.pop(uid, None)
-        if why is not None:
-            self.evictions.append(
-                Evicted(
-                    at=self.now,
-                    pod=pod.key,
-                    node=pod.node_name,
-                    reason=why.reason,
-                    message=why.message,
-                    by=why.by,
-                )
-            )
+        self._record_eviction(pod)
         self.delete_pod(uid)
 
     def _bind_plans(self) -> int:

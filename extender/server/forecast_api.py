@@ -111,26 +111,25 @@ def add_forecast_routes(
         doc = page(groups, computed_at=f.computed_at, now=clock(), offset=offset, limit=limit)
         return web.Response(body=orjson.dumps(doc), content_type="application/json")
 
-    async def namespaced(request: web.Request) -> web.Response:
-        ns = request.match_info["namespace"]
+    async def in_namespace(request: web.Request, ns: str) -> Forecast | web.Response:
+        """The latest forecast, if the caller may read PodGroups in ``ns``; else the answer saying why not."""
         who = await readable(request, [ns])
         if isinstance(who, web.Response):
             return who
         if ns not in who[1]:
             return _forbidden(who[0], ns)
-        f = current()
+        return current()
+
+    async def namespaced(request: web.Request) -> web.Response:
+        ns = request.match_info["namespace"]
+        f = await in_namespace(request, ns)
         if isinstance(f, web.Response):
             return f
         return listing(request, f, [g for g in f.ordered() if _namespace(g) == ns])
 
     async def one(request: web.Request) -> web.Response:
         ns, name = request.match_info["namespace"], request.match_info["name"]
-        who = await readable(request, [ns])
-        if isinstance(who, web.Response):
-            return who
-        if ns not in who[1]:
-            return _forbidden(who[0], ns)
-        f = current()
+        f = await in_namespace(request, ns)
         if isinstance(f, web.Response):
             return f
         g = f.groups.get(group_key(ns, name))
