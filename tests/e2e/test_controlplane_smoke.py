@@ -93,7 +93,10 @@ async def test_pod_is_bound_and_runs(
     async def running() -> dict[str, Any] | None:
         fake_kubelet.check()
         pod = await kube.get_pod(kube_api, namespace, "plain")
-        return pod if pod.get("status", {}).get("phase") == "Running" else None
+        # The kubelet records the start once its status patch has answered: this GET may see the pod
+        # Running first (as with the delete below).
+        started = (namespace, "plain") in fake_kubelet.started
+        return pod if started and pod.get("status", {}).get("phase") == "Running" else None
 
     pod = await kube.wait_for(running, 30, message="pod plain to be bound and Running")
     assert pod["spec"]["nodeName"] in nodes
