@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The one test command (README, CI): builds its own virtualenv, installs pumice with its test and dev
 # extras from the registries, runs the checks of hack/verify.sh, then pytest: the tests that need no
-# cluster once, and the e2e tests (marker e2e) once per control plane.
+# cluster once (beside the e2e tests), and the e2e tests (marker e2e) once per control plane.
 #
 # PUMICE_E2E_ASSETS is a space-separated list of directories, each with kube-apiserver and kube-scheduler
 # (and etcd, else etcd from PATH); default "${KUBEBUILDER_ASSETS:-/usr/local/kubebuilder/bin}
 # /usr/local/kubebuilder-1.28/bin". Each e2e run gets KUBEBUILDER_ASSETS=<dir>; a directory without the
 # binaries is reported and its tests skip, saying why. Arguments go to every pytest run (-x, -k gang, -v,
 # a path); the split by marker is added after them, so a -m among them is overridden.
-# PUMICE_E2E_TIMEOUT (seconds, default 600; 0 for none) ends one control plane's e2e run that hangs, so
-# CI stays within its 20 minutes: a whole e2e run takes about 4 minutes on 2 cores.
+# PUMICE_E2E_TIMEOUT (seconds, default 900; 0 for none) ends one control plane's e2e run that hangs, so
+# CI stays within its 20 minutes: a whole e2e run takes about 8 minutes on 2 cores. The tests that need no
+# cluster run in the background beside the first e2e run; their output is shown after the e2e runs.
 #
 # Exit status: non-zero when verify or any pytest run fails. pytest's exit 5 (no tests collected, e.g. a
 # path argument that holds no e2e test) and all-skipped runs are not failures. The last line is pytest's
@@ -28,7 +29,7 @@ export PATH="$VENV/bin:$PATH"
 hack/verify.sh
 
 E2E_ASSETS=${PUMICE_E2E_ASSETS-"${KUBEBUILDER_ASSETS:-/usr/local/kubebuilder/bin} /usr/local/kubebuilder-1.28/bin"}
-E2E_TIMEOUT=${PUMICE_E2E_TIMEOUT:-600}
+E2E_TIMEOUT=${PUMICE_E2E_TIMEOUT:-900}
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/pumice-test.XXXXXX")
 trap 'rm -rf "$LOGS"' EXIT
 KINDS=(failed passed skipped xfailed xpassed warnings errors)
@@ -60,7 +61,7 @@ describe_assets() {
 # run LABEL SECONDS [VAR=value...] -- PYTEST-ARGS...: one pytest run (ended after SECONDS unless 0), its
 # output shown and its counts kept. The control plane's processes die with pytest (PR_SET_PDEATHSIG).
 run_pytest() {
-  local label=$1 limit=$2 log="$LOGS/run-${#SUMMARY[@]}.log" rc last kind count
+  local label=$1 limit=$2 log="$LOGS/run-${#SUMMARY[@]}.log" rc
   shift 2
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
@@ -72,6 +73,33 @@ run_pytest() {
   rc=${PIPESTATUS[0]}
   set -e
   echo
+  account "$label" "$limit" "$log" "$rc"
+}
+
+# start_pytest LABEL -- PYTEST-ARGS...: the same run in the background, its output kept in a log until
+# finish_pytest shows it and keeps its counts.
+start_pytest() {
+  BG_LABEL=$1 BG_LOG="$LOGS/background.log"
+  shift 2
+  (
+    set +e
+    pytest -q -p no:cacheprovider "$@" >"$BG_LOG" 2>&1 </dev/null
+    echo $? >"$BG_LOG.rc"
+  ) &
+  BG_PID=$!
+}
+
+finish_pytest() {
+  wait "$BG_PID" || true
+  echo "==> $BG_LABEL (ran beside the e2e tests)"
+  cat "$BG_LOG"
+  echo
+  account "$BG_LABEL" 0 "$BG_LOG" "$(cat "$BG_LOG.rc" 2>/dev/null || echo 1)"
+}
+
+# account LABEL SECONDS LOG RC: keep the counts of one pytest run from its log and exit status.
+account() {
+  local label=$1 limit=$2 log=$3 rc=$4 last kind count
   # pytest's closing line ("2 failed, 40 passed in 61.2s"); none when pytest was killed.
   last=$(grep -E '^(=+ )?(no tests ran|[0-9]+ [a-z]+.* in [0-9.]+s)' "$log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//' \
     || true)
@@ -122,8 +150,10 @@ counts() {
   echo "${joined//,/, }"
 }
 
-echo "==> tests without a cluster"
-run_pytest "tests (not e2e)" 0 -- "$@" -m "not e2e"
+# The tests without a cluster are bound by one core and the e2e tests mostly wait on their control plane:
+# they run side by side, which keeps CI within its 20 minutes.
+echo "==> tests without a cluster: started, beside the e2e tests (their output follows those)"
+start_pytest "tests (not e2e)" -- "$@" -m "not e2e"
 
 declare -A SEEN=()
 PLANES=0
@@ -135,8 +165,10 @@ for dir in $E2E_ASSETS; do
   what=$(describe_assets "$dir")
   echo "==> e2e tests against the control plane in $dir: $what"
   [[ $what != missing* ]] || echo "    (its e2e tests skip, saying why; that is not a failure)"
-  run_pytest "e2e $dir ($what)" "$E2E_TIMEOUT" "KUBEBUILDER_ASSETS=$dir" -- "$@" -m e2e
+  run_pytest "e2e $dir ($what)" "$E2E_TIMEOUT" "KUBEBUILDER_ASSETS=$dir" -- --durations=12 "$@" -m e2e
 done
+
+finish_pytest
 
 echo "==> summary"
 printf '  %s\n' "${SUMMARY[@]}"

@@ -3,8 +3,8 @@ expected runtime get positions 1 to 3 and estimated starts, shown on their PodGr
 -o wide`` and by the forecast endpoint, which answers a reader only for the namespaces the API server lets
 it ``get podgroups`` in (a ServiceAccount's token here; the control plane runs with RBAC).
 
-pumice forecasts every 30 s (its default ``--forecast-interval``) when something changed, so the estimates
-show within about a minute of the jobs' creation.
+The e2e pumice forecasts every 3 s (``--forecast-interval``; 30 s by default) when something changed, so
+the estimates show within seconds of the jobs' creation.
 """
 
 from __future__ import annotations
