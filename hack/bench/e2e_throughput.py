@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -132,7 +132,13 @@ class Binds:
             self.done.set()
 
 
-async def watch_binds(api: Any, namespace: str, version: str, binds: Binds) -> None:
+class BindRecorder(Protocol):
+    """What :func:`watch_binds` tells of each bound pod (this script's :class:`Binds`, scale_bench's)."""
+
+    def record(self, name: str) -> None: ...
+
+
+async def watch_binds(api: Any, namespace: str, version: str, binds: BindRecorder) -> None:
     """Record binds as the watch reports them; runs until cancelled."""
     path = kube.collection_path("v1", "pods", namespace)
     while True:

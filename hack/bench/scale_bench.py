@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 
 from extender.deploy.scheduler_config import scheduler_config  # noqa: E402
+from hack.bench.e2e_throughput import watch_binds  # noqa: E402 (a sibling script, by the repository's root)
 from tests.e2e import kube  # noqa: E402
 from tests.e2e.controlplane import ControlPlane, _http, free_port  # noqa: E402
 from tests.e2e.pumice import _apply_crds, ensure_pumice  # noqa: E402
@@ -234,26 +235,6 @@ class Binds:
             self.changed.set()
 
 
-async def watch_binds(api: Any, version: str, binds: Binds) -> None:
-    path = kube.collection_path("v1", "pods", NAMESPACE)
-    while True:
-        try:
-            async with contextlib.aclosing(
-                kube.watch_events(api, path, resource_version=version, timeout_seconds=900)
-            ) as events:
-                async for event in events:
-                    obj = event["object"]
-                    version = obj["metadata"]["resourceVersion"]
-                    if event["type"] in ("ADDED", "MODIFIED") and obj.get("spec", {}).get("nodeName"):
-                        binds.record(obj["metadata"]["name"])
-        except kube.WatchExpired:
-            listing = await kube.list_objects(api, path)
-            version = listing["metadata"]["resourceVersion"]
-            for pod in listing["items"]:
-                if pod["spec"].get("nodeName"):
-                    binds.record(pod["metadata"]["name"])
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
@@ -320,7 +301,9 @@ async def one_run(args: argparse.Namespace, mode: Mode, scenario: Scenario, labe
             await warm_up(api)
         listing = await kube.list_objects(api, kube.collection_path("v1", "pods", NAMESPACE))
         binds = Binds()
-        watcher = asyncio.create_task(watch_binds(api, listing["metadata"]["resourceVersion"], binds))
+        watcher = asyncio.create_task(
+            watch_binds(api, NAMESPACE, listing["metadata"]["resourceVersion"], binds)
+        )
         sent_at: dict[str, float] = {}
         errors: list[str] = []
         metrics_before = pumice_metrics(mode.pumice_url) if mode.pumice_url else {}

@@ -38,6 +38,7 @@ from tests.e2e.conftest import FakeNodes, node_labels
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.fake_kubelet import FakeKubelet
 from tests.e2e.pumice import ensure_pumice
+from tests.plugins.test_elastic import CAPACITY_TREE_CONF  # issue #22's conf, the unit tests' own
 
 pytestmark = pytest.mark.e2e
 
@@ -691,27 +692,6 @@ async def test_a_three_level_queue_tree_lends_idle_room_and_reclaims_it(
     assert set(history.disrupted) <= b_first, f"the victim is one of team-b's borrowed pods{detail}"
 
 
-# Issue #22's conf: Volcano's capacity user guide (docs/user-guide/how_to_use_capacity_plugin.md) with the
-# queue tree on.
-ELASTIC_TREE_CONF = """\
-actions: "enqueue, allocate, backfill, reclaim"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: capacity
-    enableHierarchy: true
-  - name: nodeorder
-  - name: binpack
-"""
-
-
 async def test_a_queue_tree_gives_back_what_an_elastic_job_borrowed(
     control_plane: ControlPlane,
     kube_api: client.ApiClient,
@@ -725,7 +705,7 @@ async def test_a_queue_tree_gives_back_what_an_elastic_job_borrowed(
     nodes. ta's job (4 x 1 cpu, minAvailable 1) runs all 4, borrowing tb's share; tb's job (2 x 1 cpu,
     minAvailable 2) is admitted because 3 of ta's cpu are elastic (Volcano's jobEnqueueable), reclaim takes
     two of ta's pods, and tb runs 2/2 within 30 s and stays so, ta keeping at least its minimum."""
-    ensure_pumice(control_plane, scheduler_conf=ELASTIC_TREE_CONF)
+    ensure_pumice(control_plane, scheduler_conf=CAPACITY_TREE_CONF)
     sel = node_labels(test_id)
     await fake_nodes(2, cpu="2", labels=sel)
     sid = short_id()
