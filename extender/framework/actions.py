@@ -36,6 +36,7 @@ from extender.framework.gangs import (
     gang_whole,
     ordered_waiting,
     unplanned_waiting,
+    with_waiting,
 )
 from extender.framework.lines import Line
 from extender.framework.reasons import NOT_ADMITTED, NOT_ENOUGH_RESOURCES, QUEUE_UNAVAILABLE
@@ -148,7 +149,8 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             )
     if args.reserve_after > 0:
         ssn.reservation = reserve(ssn, args.reserve_after)
-    turns = Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g)))
+    waiting = with_waiting(ssn)
+    turns = Turns(ssn, admitted_by_queue(ssn, lambda g: g.key in waiting and unplanned_waiting(ssn, g)))
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]
@@ -248,9 +250,10 @@ def backfill(ssn: Session) -> None:
     """Pods that request nothing (BestEffort) of whole gangs, wherever a node has a pod slot: they take
     no share of any queue, so no queue's turn is spent on them (Volcano's backfill)."""
     snap = ssn.snapshot
+    waiting = with_waiting(ssn)
 
     def has_best_effort(g: PodGroup) -> bool:
-        return any(
+        return g.key in waiting and any(
             snap.pods[u].waiting and u not in ssn.plans and not _requests_anything(snap.pods[u])
             for u in snap.members.get(g.key, ())
         )

@@ -44,14 +44,13 @@ them and given to nobody else, and they bind only once the victims are gone.
 
 from __future__ import annotations
 
-from collections.abc import Container
 from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.model import GroupKey, Pod, PodGroup, Queue
+from extender.core.model import Pod, PodGroup, Queue
 from extender.core.quantity import human
 from extender.framework.gangs import (
     admitted_by_queue,
@@ -59,6 +58,7 @@ from extender.framework.gangs import (
     ordered_waiting,
     startable,
     subgroups_short,
+    with_waiting,
 )
 from extender.framework.result import Eviction, Unschedulable
 from extender.framework.session import Session
@@ -139,24 +139,10 @@ def _count_releasing(ssn: Session) -> None:
             ssn.leaving.setdefault(row, set()).update(running.releasing_pods[row])
 
 
-def _with_waiting(ssn: Session) -> Container[GroupKey]:
-    """The groups with a waiting member (a pod that waits does so for the whole cycle): the only ones
-    :func:`startable` can say yes to, found once a cycle rather than by asking every running group."""
-    cached = ssn.victim_rooms.get(("with waiting",))
-    if isinstance(cached, frozenset):
-        return cached
-    snap = ssn.snapshot
-    # (Pod.waiting, written out: most pods are bound, and the first test says so.)
-    waiting = {u for u, p in snap.pods.items() if not p.node_name and not p.terminal and not p.deleting}
-    out = frozenset(k for k, uids in snap.members.items() if not waiting.isdisjoint(uids))
-    ssn.victim_rooms[("with waiting",)] = out
-    return out
-
-
 def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
     if ssn.fast_victims:
-        with_waiting = _with_waiting(ssn)
-        by_queue = admitted_by_queue(ssn, lambda g: g.key in with_waiting and startable(ssn, g))
+        waiting_groups = with_waiting(ssn)
+        by_queue = admitted_by_queue(ssn, lambda g: g.key in waiting_groups and startable(ssn, g))
     else:
         by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g))
     if not by_queue:

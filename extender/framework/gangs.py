@@ -4,10 +4,10 @@ they are placed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 
 from extender.core import subgroups
-from extender.core.model import Pod, PodGroup, PodPhase, QueueState
+from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, QueueState
 from extender.framework.session import Session
 
 
@@ -46,6 +46,22 @@ def gang_whole(ssn: Session, g: PodGroup, members: list[Pod]) -> bool:
     minimum met by the pods that count (so only its extra pods are left to place)."""
     need, task_need = gang_need(ssn, g, members)
     return not need and not task_need and not subgroups_short(ssn, g, members)
+
+
+def with_waiting(ssn: Session) -> Container[GroupKey]:
+    """The groups with a waiting member (a pod that waits does so for the whole cycle), found once a
+    cycle (kept beside the victim index, ``Session.victim_rooms``): the only ones :func:`unplanned_waiting`
+    and :func:`startable` can say yes to, so the actions ask them only of these rather than walk every
+    running group's pods."""
+    cached = ssn.victim_rooms.get(("with waiting",))
+    if isinstance(cached, frozenset):
+        return cached
+    snap = ssn.snapshot
+    # (Pod.waiting, written out: most pods are bound, and the first test says so.)
+    waiting = {u for u, p in snap.pods.items() if not p.node_name and not p.terminal and not p.deleting}
+    out = frozenset(k for k, uids in snap.members.items() if not waiting.isdisjoint(uids))
+    ssn.victim_rooms[("with waiting",)] = out
+    return out
 
 
 def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:

@@ -15,7 +15,10 @@ test_batch.py):
   alone comes out as it does among all rows, and scores are summed in plugin order from zero either way;
 - ``free`` is the session's own array, never rebound: the cache reads it, the Statement writes it;
 - scores are cached only when every scorer is row-local (``Hooks.row_local_scores``); otherwise every
-  call is a fresh pass over all nodes.
+  call is a fresh pass over all nodes;
+- a shortfall (the closest node and what it lacks, quoted in a reason) is a function of ``free``, the
+  request and the candidate mask alone: it is kept per (request, mask) only while the clock stands still,
+  so the gangs of one shape that fit nowhere (a full cluster, thousands of them) share one answer.
 
 What it mirrors in Volcano: nothing directly (Volcano recomputes per task); it is what lets pumice run
 Volcano's per-task loop over thousands of nodes and pods in one cycle.
@@ -58,6 +61,10 @@ class NodeCache:
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
+        # Shortfalls per (request, candidate mask), all as of clock ``_shortfalls_at`` (see ``shortfall``).
+        self._cache_shortfalls = cache_scores
+        self._shortfalls: dict[tuple[bytes, bytes], fit.Shortfall | None] = {}
+        self._shortfalls_at = 0
         self._scores: dict[bytes, tuple[Scores, int]] = {}
         # Allocatable per resource column as floats and a divisor safe from zero (see ``fraction``), and
         # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
@@ -138,6 +145,21 @@ class NodeCache:
                 n = int(roomy.sum())
                 return reason if n == 1 else f"{reason} (and so for all {n} nodes with room)"
         return None
+
+    def shortfall(self, request: Vector, mask: fit.Mask) -> fit.Shortfall | None:
+        """:func:`extender.core.fit.shortfall` over the session's ``free``: the same answer for the same
+        request and mask until a row of ``free`` changes."""
+        index, names = self._ssn.snapshot.index, self._ssn.snapshot.node_names
+        if not self._cache_shortfalls:
+            return fit.shortfall(self.free, request, mask, index, names)
+        if self._shortfalls_at != self._clock:
+            self._shortfalls.clear()  # (answers for an older ``free``: never asked for again)
+            self._shortfalls_at = self._clock
+        key = (request.tobytes(), mask.tobytes())
+        if key in self._shortfalls:
+            return self._shortfalls[key]
+        out = self._shortfalls[key] = fit.shortfall(self.free, request, mask, index, names)
+        return out
 
     # --- scores -------------------------------------------------------------------------------------
     def scores(self, request: Vector) -> Scores:

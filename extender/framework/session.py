@@ -125,7 +125,8 @@ class Session:
         self.rules = PodRules(self, hooks)
         self.pod_rules = self.rules.pod_rules
         self.pod_scores = self.rules.pod_scores
-        # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict).
+        # Preempt's and reclaim's per-cycle index of candidate victims (see extender.framework.evict), and
+        # the groups with a waiting pod (extender.framework.gangs.with_waiting).
         self.victim_rooms: dict[tuple[object, ...], object] = {}
         # Off: preempt and reclaim take the plain path (see extender.framework.victim_rooms; exact, the
         # tests compare).

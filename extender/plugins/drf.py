@@ -75,7 +75,7 @@ from extender.api.labels import ROOT_QUEUE
 from extender.core.model import GroupKey, Pod, PodGroup, Queue
 from extender.core.quota import DEFAULT_NAMESPACE_WEIGHT, namespace_weight
 from extender.core.resources import Vector
-from extender.core.snapshot import pod_group_key
+from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 
@@ -128,14 +128,51 @@ class DrfPlugin(Plugin):
         self._offered = shared & (total > 0)
         self._unoffered = shared & (total <= 0)
         self._total = np.where(total > 0, total, 1.0)
-        self._shares = {}
-        for key, uids in snap.members.items():
-            holding = [u for u in uids if snap.pods[u].holds_resources]
-            # What nothing held comes to, without the arithmetic.
-            self._shares[key] = self.share(snap.request_sum(holding)) if holding else 0.0
+        self._shares = self._job_shares(snap)
         self._tree = _Tree(ssn, self) if self.hierarchy else None
         if self.namespace_order_enabled:
             self._ns_held, self._ns_weight = _namespaces(ssn)
+
+    def _job_shares(self, snap: Snapshot) -> dict[GroupKey, float]:
+        """Every group's :meth:`share` of what its pods on nodes hold, for all groups in a few array
+        operations (a cycle over a busy cluster opens with thousands): the sums are of integers, and each
+        share divides and compares the same floats :meth:`share` does, so the answers are the same."""
+        keys = list(snap.members)
+        rows: list[int] = []  # rows of ``snap.requests``, group after group
+        starts: list[int] = []  # per group holding anything: where its rows start
+        holders: list[int] = []  # those groups
+        loose: list[tuple[int, Vector]] = []  # (group, vector) of pods without a row
+        pods, request_row = snap.pods, snap.request_row
+        for i, key in enumerate(keys):
+            start, has = len(rows), False
+            for u in snap.members[key]:
+                if pods[u].holds_resources:
+                    row = request_row.get(u)
+                    if row is None:
+                        loose.append((i, snap.request(u)))
+                    else:
+                        rows.append(row)
+                    has = True
+            if len(rows) > start:
+                starts.append(start)
+                holders.append(i)
+            elif has:
+                holders.append(i)
+                starts.append(-1)  # (only pods without a row: their vectors are added below)
+        held: npt.NDArray[np.int64] = np.zeros((len(keys), len(snap.index)), dtype=np.int64)
+        with_rows = [k for k, s in enumerate(starts) if s >= 0]
+        if with_rows:
+            sums = np.add.reduceat(snap.requests[rows], [starts[k] for k in with_rows], axis=0)
+            held[[holders[k] for k in with_rows]] = sums
+        for i, v in loose:
+            held[i] += v
+        part = (held[:, self._offered] / self._total[self._offered]).max(axis=1, initial=0.0)
+        over = (part < 1.0) & (held[:, self._unoffered] > 0).any(axis=1)
+        shares = np.where(over, 1.0, part)
+        out = dict.fromkeys(keys, 0.0)  # (what nothing held comes to, without the arithmetic)
+        for i, share in zip(holders, shares[holders].tolist(), strict=True):
+            out[keys[i]] = share
+        return out
 
     def share(self, held: npt.NDArray[Any]) -> float:
         """The dominant share of ``held`` (a resource vector) in this cycle's cluster."""

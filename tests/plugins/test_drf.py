@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -484,3 +485,37 @@ def test_lower_share_never_goes_after_higher_share(jobs: list[tuple[int, int, in
         for b in order[i + 1 :]:
             if priority[a.name] == priority[b.name]:
                 assert share[a.name] <= share[b.name] + 1e-12, (a.name, b.name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(("Running", "Succeeded", "Failed", "waiting")), max_size=4),
+            st.integers(0, 8000),  # milli-cpu each
+            st.integers(0, 32),  # GiB each
+            st.integers(0, 2),  # GPUs each (no node offers any)
+        ),
+        max_size=8,
+    )
+)
+def test_job_shares_at_open_are_each_groups_own_share(
+    jobs: list[tuple[list[str], int, int, int]],
+) -> None:
+    """The shares drf works out for every group at once when the cycle opens are, group by group, the
+    dominant share of what its pods on nodes hold (``share`` of their summed requests; 0 for nothing)."""
+    groups: list[Raw] = []
+    pods: list[Raw] = []
+    for i, (phases, cpu, gib, gpus) in enumerate(jobs):
+        name = f"j{i}"
+        groups.append(podgroup(name, 1, phase="Running"))
+        for k, phase in enumerate(phases):
+            kw: dict[str, Any] = {} if phase == "waiting" else {"node": "n0", "phase": phase}
+            pods.append(pod(f"{name}-{k}", group=name, cpu=f"{cpu}m", memory=f"{gib}Gi", gpus=gpus, **kw))
+    drf = DrfPlugin({})
+    ssn = session([drf], [node("n0", cpu="64", memory="256Gi", pods=1000)], pods, groups)
+    snap = ssn.snapshot
+    for key, uids in snap.members.items():
+        holding = [u for u in uids if snap.pods[u].holds_resources]
+        expected = drf.share(snap.request_sum(holding)) if holding else 0.0
+        assert drf.job_order(ssn, snap.groups[key]) == (expected,)
