@@ -149,8 +149,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
             )
     if args.reserve_after > 0:
         ssn.reservation = reserve(ssn, args.reserve_after)
-    waiting = with_waiting(ssn)
-    turns = Turns(ssn, admitted_by_queue(ssn, lambda g: g.key in waiting and unplanned_waiting(ssn, g)))
+    turns = Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g), with_waiting(ssn)))
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]
@@ -250,15 +249,14 @@ def backfill(ssn: Session) -> None:
     """Pods that request nothing (BestEffort) of whole gangs, wherever a node has a pod slot: they take
     no share of any queue, so no queue's turn is spent on them (Volcano's backfill)."""
     snap = ssn.snapshot
-    waiting = with_waiting(ssn)
 
     def has_best_effort(g: PodGroup) -> bool:
-        return g.key in waiting and any(
+        return any(
             snap.pods[u].waiting and u not in ssn.plans and not _requests_anything(snap.pods[u])
             for u in snap.members.get(g.key, ())
         )
 
-    for qname, groups in sorted(admitted_by_queue(ssn, has_best_effort).items()):
+    for qname, groups in sorted(admitted_by_queue(ssn, has_best_effort, with_waiting(ssn)).items()):
         queue = snap.queues[qname]
         if queue.state != QueueState.OPEN:
             continue  # a closed queue keeps what runs but starts nothing new

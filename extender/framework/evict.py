@@ -141,8 +141,7 @@ def _count_releasing(ssn: Session) -> None:
 
 def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
     if ssn.fast_victims:
-        waiting_groups = with_waiting(ssn)
-        by_queue = admitted_by_queue(ssn, lambda g: g.key in waiting_groups and startable(ssn, g))
+        by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g), with_waiting(ssn))
     else:
         by_queue = admitted_by_queue(ssn, lambda g: startable(ssn, g))
     if not by_queue:

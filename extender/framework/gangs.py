@@ -95,11 +95,16 @@ def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str
 
 
 def admitted_by_queue(
-    ssn: Session, wanted: Callable[[PodGroup], bool] | None = None
+    ssn: Session,
+    wanted: Callable[[PodGroup], bool] | None = None,
+    among: Container[GroupKey] | None = None,
 ) -> dict[str, list[PodGroup]]:
-    """Admitted groups to place (those ``wanted`` says, if given), by queue, in job order."""
+    """Admitted groups to place (those ``wanted`` says, if given, of those ``among``, if given), by queue,
+    in job order."""
     by_queue: dict[str, list[PodGroup]] = {}
     for key in ssn.admitted:
+        if among is not None and key not in among:
+            continue
         g = ssn.snapshot.groups.get(key)
         if g is not None and g.queue in ssn.snapshot.queues and (wanted is None or wanted(g)):
             by_queue.setdefault(g.queue, []).append(g)

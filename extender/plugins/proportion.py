@@ -29,6 +29,7 @@ import numpy.typing as npt
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
 from extender.core.resources import Vector
+from extender.framework.gangs import with_waiting
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
 from extender.framework.shares import above_deserved
@@ -130,7 +131,10 @@ class ProportionPlugin(Plugin):
             if qn in request:
                 request[qn] += held
         waiting: dict[str, list[PodUID]] = {}
+        groups_waiting = with_waiting(ssn)
         for key, uids in snap.members.items():
+            if key not in groups_waiting:
+                continue  # (no waiting pod to add: most groups of a busy cluster run)
             qn = snap.groups[key].queue
             if qn in request:
                 waiting.setdefault(qn, []).extend(u for u in uids if snap.pods[u].waiting)
