@@ -82,6 +82,17 @@ class NodeCache:
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
 
+    @property
+    def clock(self) -> int:
+        """The row clock now: how many changes ``free`` has seen."""
+        return self._clock
+
+    def changed_since(self, start: int) -> Rows:
+        """The rows of ``free`` changed after clock ``start``, ascending (read-only)."""
+        if start >= self._clock:
+            return np.zeros(0, dtype=np.intp)
+        return self._touched_since(start)[0]
+
     def _touched_since(self, start: int) -> tuple[Rows, npt.NDArray[np.int64]]:
         """Rows changed after clock ``start``, and their free capacity now (the fit mask and the scores of
         a request usually ask in turn for the same ``start``: the last answer is kept)."""

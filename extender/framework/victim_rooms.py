@@ -51,6 +51,12 @@ class Rooms(Protocol):
 
     def cands(self, row: int) -> list[Running]: ...
 
+    @property
+    def fits(self) -> dict[bytes, tuple[npt.NDArray[np.bool_], int]]:
+        """Per request (its bytes): whether each of ``rows`` would take it with all its candidates gone,
+        as of a row clock (kept by :func:`extender.framework.victim_search.room_fits`)."""
+        ...
+
 
 def rooms(
     ssn: Session, reason: str, candidate_queue: CandidateQueue, min_runtime: float, queue: str
@@ -74,6 +80,7 @@ class _Listed:
         self.rows = rows
         self.room = room
         self._cands = cands
+        self.fits: dict[bytes, tuple[npt.NDArray[np.bool_], int]] = {}
 
     def cands(self, row: int) -> list[Running]:
         return self._cands[row]
@@ -144,6 +151,7 @@ class _Summed:
         self._ssn = ssn
         self._chosen = chosen  # per running pod (index order): a candidate
         self._cands: dict[int, list[Running]] = {}
+        self.fits: dict[bytes, tuple[npt.NDArray[np.bool_], int]] = {}
 
     def cands(self, row: int) -> list[Running]:
         out = self._cands.get(row)

@@ -141,7 +141,10 @@ def cheapest_victims(
     if not len(rooms.rows):
         return None
     req = ask.req
-    could = ask.mask[rooms.rows] & ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
+    if ssn.fast_victims:
+        could = ask.mask[rooms.rows] & room_fits(ssn, rooms, req)
+    else:
+        could = ask.mask[rooms.rows] & ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
     rows = rooms.rows[could]
     if not len(rows):
         return None
@@ -177,6 +180,33 @@ def cheapest_victims(
         if looked >= _CANDIDATE_NODES or cost[:3] == (0, best[0][1], 1):
             break  # enough to compare, or one victim of no gang: nothing can be cheaper but its priority
     return None if best is None else (best[1], best[2])
+
+
+def room_fits(ssn: Session, rooms: victim_rooms.Rooms, req: Vector) -> fit.Mask:
+    """Per row of ``rooms.rows``: whether the node takes ``req`` with all its candidates gone (resources
+    and the ``node_fit`` plugins, judged on its free capacity plus ``rooms.room``), read-only. Kept per
+    request on ``rooms`` with the node cache's row clock and brought up to date by judging again only the
+    rows changed since (``node_fit`` is row-local, as the node cache's fit masks rely on; ``rooms.room``
+    is fixed for the cycle): always what judging every row afresh gives. Every pod of a gang asks it, and
+    each of them changes a row or a few of thousands."""
+    nodes = ssn.nodes
+    key = req.tobytes()
+    now = nodes.clock
+    memo = rooms.fits.get(key)
+    if memo is None:
+        fits = nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
+    else:
+        fits, at = memo
+        changed = nodes.changed_since(at)
+        if len(changed):
+            # The changed rows that are rows of ``rooms`` (both ascending), and where they are in it.
+            pos = np.minimum(np.searchsorted(rooms.rows, changed), len(rooms.rows) - 1)
+            there = rooms.rows[pos] == changed
+            pos, changed = pos[there], changed[there]
+            if len(pos):
+                fits[pos] = nodes.fits_at(req, ssn.free[changed] + rooms.room[pos], changed)
+    rooms.fits[key] = (fits, now)
+    return fits
 
 
 def best_first(rows: npt.NDArray[np.intp], scores: Scores, k: int) -> npt.NDArray[np.intp]:

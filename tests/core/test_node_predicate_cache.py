@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 from extender.api import labels as L
 from extender.core import fit
 from extender.core.model import PodUID
+from extender.core.running import Running
 from extender.core.snapshot import Snapshot
 from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
+from extender.framework.victim_search import room_fits
 from extender.plugins.registry import SchedulerConf
 from tests.core.builders import GPU, Raw, conf_of, conf_with, node, pod, podgroup, queue, replay, snapshot
 
@@ -207,3 +209,42 @@ def test_the_proportional_predicate_bites_in_the_batch_path() -> None:
     batched, single = _cycle(snap, conf), _cycle(snap, conf, batch=False)
     assert sorted(batched.placements) == ["g-0", "g-1", "g-2", "g-3"]  # 8 cpu - 4 kept for 4 idle GPUs
     assert batched.placements == single.placements
+
+
+class _Rooms:
+    """What :func:`extender.framework.victim_search.room_fits` reads of a mode's candidates: the rows
+    holding some, what evicting them all frees per row, and the per-request memo."""
+
+    def __init__(self, rows: list[int], room: list[list[int]]) -> None:
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.room = np.asarray(room, dtype=np.int64).reshape(len(rows), -1)
+        self.fits: dict[bytes, tuple[fit.Mask, int]] = {}
+
+    def cands(self, row: int) -> list[Running]:
+        return []
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops, st.lists(st.integers(0, 11), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_room_fits_always_equals_a_fresh_judgement(
+    operations: list[tuple[str, int, int]], probes: list[int], seed: int
+) -> None:
+    """Preempt's look at where victims could make room, kept per request by the row clock, is after any
+    sequence of places and undos what judging the rows afresh gives (resources and the proportional
+    predicate, on the free capacity plus what the candidates would free)."""
+    nodes = [
+        node(f"n{i:02d}", cpu=str(2 + i % 5), memory=f"{4 + i % 3}Gi", gpus=4 * (i % 2)) for i in range(64)
+    ]
+    sizes = [(c, m, g) for c, m in zip(CPUS, MEMS * 2, strict=False) for g in (0, 1, 0)][:12]
+    pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
+    ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(CONFS[0]).tiers()))
+    rng = random.Random(seed)
+    rows = sorted(rng.sample(range(64), rng.randint(1, 64)))
+    r = len(ssn.snapshot.index)
+    room = [[rng.choice((0, 0, 500, 2000, 2**30)) for _ in range(r)] for _ in rows]
+    rooms = _Rooms(rows, room)
+    for _ in replay(ssn, operations):
+        for probe in probes:
+            req = ssn.vector(PodUID(f"p{probe}"))
+            fresh = ssn.nodes.fits_at(req, ssn.free[rooms.rows] + rooms.room, rooms.rows)
+            assert np.array_equal(room_fits(ssn, rooms, req), fresh)
