@@ -33,6 +33,7 @@ _NEVER = 1 << 30
 _RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
 QUANTUM = 0.04  # rises of the fragmentation closer than this (in cards) count alike
 _FIRST_MIX = 8  # pods seen before the first mix is built (until then every shape seen weighs alike)
+_MIX_SHAPES = 256  # the most shapes a mix weighs (each costs a column in every figure)
 _LOGGED = 4096  # touches a RowClock logs before it starts its log afresh
 _FEW = 64  # up to this many touches since, the log answers; beyond, a pass over the stamps
 Ints = npt.NDArray[np.int64]
@@ -366,7 +367,7 @@ def placement_score(rise: Floats, left: Floats, width: int) -> Floats:
 class ShapeLearner:
     """The GPU pod shapes that arrive, learned online: a histogram whose weights halve every
     ``half_life`` pods seen, and the mix the measure uses (the most frequent shapes until they make up
-    ``coverage`` of the weight), rebuilt as pods are seen: after 8, 16, 32, ... pods, then every
+    ``coverage`` of the weight, at most :data:`_MIX_SHAPES`), rebuilt as pods are seen: after 8, 16, 32, ... pods, then every
     ``half_life // 2`` (:attr:`version` says when; between rebuilds every figure stays cached)."""
 
     def __init__(self, half_life: int, coverage: float) -> None:
@@ -401,7 +402,7 @@ class ShapeLearner:
         mix: list[tuple[Shape, float]] = []
         covered = 0.0
         for shape, w in sorted(self._weights.items(), key=lambda kv: (-kv[1], kv[0])):
-            if covered >= self.coverage * total:
+            if covered >= self.coverage * total or len(mix) >= _MIX_SHAPES:
                 break
             mix.append((shape, w / total))
             covered += w
