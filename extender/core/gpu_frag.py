@@ -5,9 +5,10 @@ does not fit on the node at all (too few cards with enough room, too little cpu 
 model it may not use), else the part on cards too small for it (cards in use, for a shape that takes
 whole cards; cards with less room than its share, for one that shares a card). A node's *expected
 fragmentation* weighs that by how often each shape arrives (:class:`Mix`): the measure of
-"Beware of Fragmentation" (Weng et al., USENIX ATC '23), here with memory counted as well as cpu, a mix
-per GPU model (a node is judged by the shapes that may use its model), and amounts in cards (a card's
-free memory over its memory), so nodes with cards of different sizes compare.
+"Beware of Fragmentation" (Weng et al., USENIX ATC '23), here with memory counted as well as cpu and
+amounts in cards (a card's free memory over its memory), so nodes with cards of different sizes compare.
+As in the paper, a shape barred from a node's GPU model finds all its idle GPU fragmented
+(:class:`Mix` can instead weigh the shapes per model).
 
 :class:`FragMeasure` evaluates it over many nodes at once (node × card × shape arrays) and, for one pod,
 what each node's fragmentation would become with the pod on it (on each card it could take, for a pod
@@ -33,6 +34,7 @@ _NEVER = 1 << 30
 _RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
 QUANTUM = 0.04  # rises of the fragmentation closer than this (in cards) count alike
 _FIRST_MIX = 8  # pods seen before the first mix is built (until then every shape seen weighs alike)
+_MIX_SHAPES = 256  # the most shapes a mix weighs (each costs a column in every figure)
 _LOGGED = 4096  # touches a RowClock logs before it starts its log afresh
 _FEW = 64  # up to this many touches since, the log answers; beyond, a pass over the stamps
 Ints = npt.NDArray[np.int64]
@@ -366,8 +368,9 @@ def placement_score(rise: Floats, left: Floats, width: int) -> Floats:
 class ShapeLearner:
     """The GPU pod shapes that arrive, learned online: a histogram whose weights halve every
     ``half_life`` pods seen, and the mix the measure uses (the most frequent shapes until they make up
-    ``coverage`` of the weight), rebuilt as pods are seen: after 8, 16, 32, ... pods, then every
-    ``half_life // 2`` (:attr:`version` says when; between rebuilds every figure stays cached)."""
+    ``coverage`` of the weight, at most :data:`_MIX_SHAPES`), rebuilt as pods are seen: after 8, 16, 32,
+    ... pods, then every ``half_life // 2`` (:attr:`version` says when; between rebuilds every figure stays
+    cached)."""
 
     def __init__(self, half_life: int, coverage: float) -> None:
         self.half_life = half_life
@@ -401,7 +404,7 @@ class ShapeLearner:
         mix: list[tuple[Shape, float]] = []
         covered = 0.0
         for shape, w in sorted(self._weights.items(), key=lambda kv: (-kv[1], kv[0])):
-            if covered >= self.coverage * total:
+            if covered >= self.coverage * total or len(mix) >= _MIX_SHAPES:
                 break
             mix.append((shape, w / total))
             covered += w

@@ -28,7 +28,7 @@ ARGUMENTS: Final = ArgumentTable(
         "deviceshare.KnownGeometriesCMNamespace": (str, ""),
         "deviceshare.GPUModelLabel": (str, "nvidia.com/gpu.product"),
         "deviceshare.ShapeHalfLife": (int, 5000),
-        "deviceshare.ShapeCoverage": (float, 0.95),
+        "deviceshare.ShapeCoverage": (float, 1.0),
         # Volcano's Ascend NPU families and exclusive-GPU rules: accepted, not implemented (see above).
         "deviceshare.AscendMindClusterVNPUEnable": (bool, False),
         "deviceshare.AscendHAMiVNPUEnable": (bool, False),

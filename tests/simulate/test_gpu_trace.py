@@ -286,7 +286,7 @@ def test_topology_figures_count_gangs_inside_one_leaf() -> None:
     assert off is not None and (off.in_one_leaf, off.leaves_mean) == (0, 2)
 
 
-def test_the_example_compares_binpack_spread_and_topology_side_by_side(
+def test_the_example_compares_the_gpu_policies_and_topology_side_by_side(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     doc = yaml.safe_load((EXAMPLES / "gpu-share.yaml").read_text())
@@ -295,7 +295,7 @@ def test_the_example_compares_binpack_spread_and_topology_side_by_side(
     trace = parse_trace(doc)
     assert trace.has_gpus and trace.has_topology
     confs = sorted(EXAMPLES.glob("gpu-share-*.conf"))
-    assert len(confs) == 4
+    assert len(confs) == 6  # fragmentation, binpack, spread; topology off and on
     out = tmp_path / "gpu-share.yaml"
     out.write_text(yaml.safe_dump(doc))
     args = ["simulate", str(out), "--no-progress", "-o", "json"]
