@@ -4,7 +4,9 @@ The session's free capacity (``free``, one row per node) changes a row or a few 
 an eviction, an undo. Every such change is told (:meth:`NodeCache.touched`, by the Statement) and stamps
 the rows with a clock that counts changes. A fit mask or a score array is kept per request vector with
 the clock it was computed at, and brought up to date by recomputing only the rows stamped since; when
-more than a quarter of the rows changed, a full pass is cheaper and is made instead.
+more than a quarter of the rows changed, a full pass is cheaper and is made instead. The shortfall a
+refusal quotes (:func:`extender.core.fit.shortfall`) is kept per request and candidate rows while the clock
+stands still: in a cycle with a long queue, every group after the room is gone asks for the same one.
 
 Invariants (proved by hypothesis in tests/core/test_score_cache.py, test_node_predicate_cache.py and
 test_batch.py):
@@ -63,6 +65,8 @@ class NodeCache:
         # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
         self._alloc_columns: dict[int, tuple[Scores, Scores]] = {}
         self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
+        # Per request and candidate rows, the shortfall as of a clock (see ``shortfall``).
+        self._shortfalls: dict[tuple[bytes, bytes], tuple[int, fit.Shortfall | None]] = {}
 
     # --- the row clock ------------------------------------------------------------------------------
     def touched(self, node: int) -> None:
@@ -138,6 +142,18 @@ class NodeCache:
                 n = int(roomy.sum())
                 return reason if n == 1 else f"{reason} (and so for all {n} nodes with room)"
         return None
+
+    def shortfall(self, request: Vector, candidates: fit.Mask) -> fit.Shortfall | None:
+        """:func:`fit.shortfall` over the current ``free``, kept until a row of ``free`` changes: once the
+        room is taken, every later pod of a request fails at the same clock, with the same reason."""
+        key = (request.tobytes(), candidates.tobytes())
+        hit = self._shortfalls.get(key)
+        if hit is not None and hit[0] == self._clock:
+            return hit[1]
+        snap = self._ssn.snapshot
+        short = fit.shortfall(self.free, request, candidates, snap.index, snap.node_names)
+        self._shortfalls[key] = (self._clock, short)
+        return short
 
     # --- scores -------------------------------------------------------------------------------------
     def scores(self, request: Vector) -> Scores:

@@ -56,7 +56,7 @@ def place_one(ssn: Session, stmt_place: Callable[[PodUID, int], None], p: Pod) -
         refusal = ssn.nodes.fit_refusal(req, ok)
         if refusal is not None:
             return refusal
-        short = fit.shortfall(ssn.free, req, ok, ssn.snapshot.index, ssn.snapshot.node_names)
+        short = ssn.nodes.shortfall(req, ok)
         if short is None:
             return "no node can take it: " + fit.summarize_static(p.constraints, ssn.snapshot.nodes)
         if rules is not None and allowed is not None and (refused := smask & room & ~allowed).any():
