@@ -148,7 +148,7 @@ class _Run:
 
     def _end(self, key: GroupKey) -> npt.NDArray[np.int64]:
         """End group ``key``: its pods and PodGroup go. The room its pods held, by the table's names."""
-        names, _ = self.cluster.free()
+        names = self.cluster.names()
         freed = np.zeros(len(names), dtype=np.int64)
         for uid in sorted(self.cluster.cache.members(key)):
             pod = self.cluster.cache.pod(uid)
@@ -192,7 +192,7 @@ class _Run:
         """Date the groups a step started: each at the first end of ``batch`` after which the room free
         ``before`` it plus what the ends freed holds it and those started before it (see the module
         docstring); the step's time when none does."""
-        names, _ = self.cluster.free()
+        names = self.cluster.names()
         room = np.cumsum(np.array(freed, dtype=np.int64), axis=0) + before if batch else None
         need = np.zeros(len(names), dtype=np.int64)
         i = 0
@@ -221,8 +221,7 @@ class _Run:
         :meth:`ForecastCluster.cannot_fit`); always, when the conf lets victims make room."""
         if not self.cluster.prefilter:
             return True
-        left = [k for k in self.waiting if k not in self.starts]
-        return len(self.cluster.cannot_fit(left, admitted=False)) < len(left)
+        return self.cluster.may_fit_any(k for k in self.waiting if k not in self.starts)
 
     def run(self) -> None:
         s, cluster = self.settings, self.cluster

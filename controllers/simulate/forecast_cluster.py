@@ -33,7 +33,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -217,6 +217,10 @@ class ForecastCluster(SimCluster):
         return n
 
     # --- the forecast's questions ---------------------------------------------------------------------
+    def names(self) -> tuple[str, ...]:
+        """The node table's resource names (the columns of :meth:`free`), without computing the room."""
+        return self.cache.node_table().index.names
+
     def free(self) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
         """Each node's free room (allocatable less what is held and planned, never below 0), by the node
         table's resource names."""
@@ -229,21 +233,28 @@ class ForecastCluster(SimCluster):
         cannot fit the free room: fewer copies of the smallest of them (resource by resource) fit the
         nodes' free room, node by node, than the gang still needs. Groups of one shape are answered
         together."""
+        return frozenset(k for k, fits in self._fits(keys, admitted=admitted) if not fits)
+
+    def may_fit_any(self, keys: Iterable[GroupKey]) -> bool:
+        """Whether any of ``keys`` is not among :meth:`cannot_fit` (``admitted`` False): asked as each step's
+        ends are taken, it stops at the first that may fit."""
+        return any(fits for _, fits in self._fits(keys, admitted=False))
+
+    def _fits(self, keys: Iterable[GroupKey], *, admitted: bool) -> Iterator[tuple[GroupKey, bool]]:
+        """Each of ``keys`` and whether it is not among :meth:`cannot_fit`."""
         names, free = self.free()
         verdicts: dict[tuple[int, bytes], bool] = {}
-        out = set()
         for key in keys:
             shape = self._shape(key, names, admitted=admitted)
             if shape is None:
+                yield key, True
                 continue
             need, smallest = shape
             mark = (need, smallest.tobytes())
             fits = verdicts.get(mark)
             if fits is None:
                 fits = verdicts[mark] = _copies(free, smallest) >= need
-            if not fits:
-                out.add(key)
-        return frozenset(out)
+            yield key, fits
 
     def past_their_room(self, looked_at: Iterable[GroupKey]) -> frozenset[GroupKey]:
         """Of the groups a cycle looks at, those certain to fail because alike groups ahead of them in line
