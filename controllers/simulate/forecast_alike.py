@@ -14,8 +14,15 @@ refusals, scoring, NUMA and GPU asks). Within one cycle, of the alike groups in 
 So at most ``copies // need`` of them start (``copies``: how many of their pod the free room holds, node
 by node, as the cycle opens), and they are the first ones in line: the groups after those are certain to
 fail, and a forecast leaves them out of the cycle as it leaves out groups that fit the free room in no
-way (:mod:`controllers.simulate.forecast_cluster`). No placement changes; the groups left out keep the
-reason of the cycle that last looked at them.
+way (:mod:`controllers.simulate.forecast_cluster`).
+
+The same holds, in a weaker form, across the kinds of one *family* (alike but for their requests and
+gang counts; no ``minTaskMember``): a group ``s`` that needs no more pods than ``b``, none larger in any
+resource, with as many pods waiting as it needs, fails only for want of room, and then ``b`` behind it
+fails too. So ``b`` starts only if every such ``s`` ahead of it started, each taking its pods' requests
+from the room: when the room summed over the nodes, less that, cannot hold ``b``'s gang, ``b`` is
+certain to fail. No placement changes either way; the groups left out keep the reason of the cycle that
+last looked at them.
 
 When it applies (:func:`applies`): the line order must be the forecast's ``order`` (the positions the
 forecast starts from), so every ``job_order`` plugin must give a waiting group the same key from cycle to
@@ -48,6 +55,10 @@ class Alike:
     kind: Kind
     need: int
     requests: Mapping[str, int]
+    # Its kind but for the requests and the gang's counts (None: no ``minTaskMember``s and task topology
+    # only), and whether as many pods wait as it needs (so it can fail only for want of room).
+    family: Kind | None = None
+    room_only: bool = False
 
 
 def applies(conf: SchedulerConf, pods: Iterable[Pod]) -> bool:
@@ -83,8 +94,8 @@ def kind_of(
         return None
     pod_kinds = {
         (
-            p.task,
             tuple(sorted(p.requests.items())),
+            p.task,
             p.constraints,
             refused.get(p.uid, frozenset()),
             p.scoring,
@@ -110,19 +121,40 @@ def kind_of(
         len(waiting),
         *pod_kinds,
     )
-    return Alike(kind=kind, need=need, requests=waiting[0].requests)
+    (pod_kind,) = pod_kinds
+    family = None
+    if not g.min_task_member and not g.task_topology:
+        family = (g.queue, g.namespace, g.implicit, *pod_kind[1:])
+    return Alike(
+        kind=kind,
+        need=need,
+        requests=waiting[0].requests,
+        family=family,
+        room_only=len(waiting) >= need,
+    )
 
 
 def past_their_room(
-    alike: Mapping[GroupKey, Alike], copies: Callable[[Mapping[str, int]], int], order: Mapping[GroupKey, int]
+    alike: Mapping[GroupKey, Alike],
+    copies: Callable[[Mapping[str, int]], int],
+    total: Mapping[str, int],
+    order: Mapping[GroupKey, int],
 ) -> set[GroupKey]:
-    """Of the groups of ``alike`` (every group the cycle looks at that has a kind), those behind the first
-    ``copies(requests) // need`` of their kind in line (``order``; a group without a place in it is never
-    counted nor left out): how many pods of those requests the free room holds, node by node."""
+    """Of the groups of ``alike`` (every group the cycle looks at that has a kind), those certain to fail
+    (``order``: the line; a group without a place in it is never counted nor left out):
+
+    - behind the first ``copies(requests) // need`` of their kind (how many pods of those requests the
+      free room holds, node by node);
+    - or whose gang the free room (``total``, summed over the nodes) less what the smaller groups of their
+      family ahead of them take if they start (``need`` pods each) cannot hold.
+    """
     by_kind: dict[Kind, list[GroupKey]] = {}
+    by_family: dict[Kind, list[GroupKey]] = {}
     for key, a in alike.items():
         if key in order:
             by_kind.setdefault(a.kind, []).append(key)
+            if a.family is not None:
+                by_family.setdefault(a.family, []).append(key)
     out: set[GroupKey] = set()
     for line in by_kind.values():
         first = alike[line[0]]
@@ -130,4 +162,41 @@ def past_their_room(
         if len(line) > room:
             line.sort(key=order.__getitem__)
             out.update(line[room:])
+    for line in by_family.values():
+        line.sort(key=order.__getitem__)
+        out.update(_beyond_the_room(line, alike, total))
+    return out
+
+
+def _smaller(a: Alike, b: Alike) -> bool:
+    """Whether ``b`` (of ``a``'s family) fails whenever ``a`` does: ``a`` needs no more pods, none larger
+    in any resource."""
+    return a.need <= b.need and all(v <= b.requests.get(r, 0) for r, v in a.requests.items())
+
+
+def _beyond_the_room(
+    line: list[GroupKey], alike: Mapping[GroupKey, Alike], total: Mapping[str, int]
+) -> list[GroupKey]:
+    """The groups of one family, in line order, that the free room cannot hold once the smaller ones
+    ahead of them have started. A smaller group ahead either fails, and then so does this one (it needs as
+    many pods, each at least as large, of a room that only shrinks), or starts and takes its ``need`` pods'
+    requests from the room; a group cut here still counts for those behind it (it fails: so do they)."""
+    taken: dict[tuple[tuple[tuple[str, int], ...], int], dict[str, int]] = {}
+    shapes: dict[tuple[tuple[tuple[str, int], ...], int], Alike] = {}
+    out: list[GroupKey] = []
+    for key in line:
+        a = alike[key]
+        used: dict[str, int] = {}
+        for shape, took in taken.items():
+            if _smaller(shapes[shape], a):
+                for r, v in took.items():
+                    used[r] = used.get(r, 0) + v
+        if any(v > 0 and total.get(r, 0) - used.get(r, 0) < a.need * v for r, v in a.requests.items()):
+            out.append(key)
+        if a.room_only:
+            shape = (tuple(sorted(a.requests.items())), a.need)
+            shapes[shape] = a
+            took = taken.setdefault(shape, {})
+            for r, v in a.requests.items():
+                took[r] = took.get(r, 0) + a.need * v
     return out

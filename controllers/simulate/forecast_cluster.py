@@ -18,7 +18,8 @@ enough to run every few seconds beside the scheduler:
   (``reserveAfter``), where every group stays in;
 - **groups behind alike ones are left out**: of admitted groups the allocate action cannot tell apart
   but by their place in line, at most as many start in a cycle as the free room holds copies of their
-  gang, and they are the first in line: the others are left out the same way
+  gang, and they are the first in line; and a group starts only if the smaller ones of its family ahead
+  of it did and left room for it: the others are left out the same way
   (:mod:`controllers.simulate.forecast_alike`, with the argument and where it applies; on with the
   prefilter);
 - **a window per queue**: of the groups that could fit, a cycle looks at the first ``window`` of each
@@ -288,7 +289,8 @@ class ForecastCluster(SimCluster):
                 return 0  # a resource no node has
             return _copies(free, np.array([requests.get(n, 0) for n in names], dtype=np.int64))
 
-        return frozenset(forecast_alike.past_their_room(alike, copies, self.order))
+        total = {n: int(v) for n, v in zip(names, free.sum(axis=0).tolist(), strict=True)}
+        return frozenset(forecast_alike.past_their_room(alike, copies, total, self.order))
 
     def beyond_window(self, keys: Iterable[GroupKey]) -> frozenset[GroupKey]:
         """Of the groups that could fit, those past the first ``window`` of each queue in line order."""

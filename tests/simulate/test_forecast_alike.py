@@ -20,8 +20,17 @@ from tests.core.builders import gang, node, pod, queue, required, term
 from tests.simulate.test_forecast import MIN, Raw, run, running, starts
 
 
-def _waiting(name: str, size: int, cpu: str, q: str, minute: int, priority: int) -> list[Raw]:
-    g, pods = gang(name, size, queue=q, cpu=cpu, created=f"2024-01-01T00:{minute:02}:00Z", priority=priority)
+def _waiting(name: str, size: int, cpu: str, q: str, minute: int, priority: int, short: int = 0) -> list[Raw]:
+    """``short``: how many pods fewer than its ``minMember`` the gang has."""
+    g, pods = gang(
+        name,
+        size,
+        min_member=size + short,
+        queue=q,
+        cpu=cpu,
+        created=f"2024-01-01T00:{minute:02}:00Z",
+        priority=priority,
+    )
     for p in pods:
         p["metadata"]["creationTimestamp"] = g["metadata"]["creationTimestamp"]
     return [g, *pods]
@@ -59,7 +68,8 @@ def test_leaving_out_groups_behind_alike_ones_changes_nothing(seed: int) -> None
         runtimes[f"r{i}"] = rnd.randint(1, 60) * MIN
     for i in range(rnd.randint(6, 20)):
         size, cpu, q = rnd.choice((1, 2)), rnd.choice(("2", "4")), rnd.choice("ab")
-        group = _waiting(f"w{i}", size, cpu, q, minute=i, priority=rnd.choice((0, 0, 10)))
+        short = 1 if rnd.random() < 0.15 else 0  # now and then a gang that waits for a pod never made
+        group = _waiting(f"w{i}", size, cpu, q, minute=i, priority=rnd.choice((0, 0, 10)), short=short)
         if size == 2 and rnd.random() < 0.3:  # now and then a gang of two kinds of pod: alike to none
             group[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = rnd.choice(("1", "6"))
         objects += group
