@@ -14,8 +14,10 @@ nothing changes, and the groups whose gang turned whole have started; a group th
 own expected end. Nothing else arrives: a job submitted later that goes first is the forecast's error.
 With exact runtimes and nothing arriving, the forecast is exact (a test holds it to the trace).
 
-Cost: a step is a cycle of the real scheduler, so steps are what is bounded. Ends that let no waiting
-group fit the free room are taken without a cycle; ends closer than ``min_step`` (or ``resolution`` of
+Cost: a step is a cycle of the real scheduler, so steps are what is bounded, and a cycle looks only at
+the groups that could start in it (:mod:`controllers.simulate.forecast_cluster`: not those short of room,
+nor those behind alike groups that take the room first). Ends that let no waiting group fit the free room
+are taken without a cycle; ends closer than ``min_step`` (or ``resolution`` of
 their distance from now) share one; and once the ends left outnumber the steps left (``max_steps``),
 steps widen to fit. Within a shared step, which groups start is the cycle's decision; when each started
 is read from the ends of that step: the first end after which the room freed so far (summed over nodes)
@@ -39,8 +41,9 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -122,6 +125,7 @@ class _Run:
         # Set once every known end has passed: groups still waiting then are Unknown or WillNotStart.
         self.exhausted = False
         self.unknown_started: set[GroupKey] = set()
+        self._binds_seen = 0  # of the cluster's binds (in order), those _newly has looked at
         ours = inp.models.scheduler_names
         by_group: dict[GroupKey, list[Pod]] = {}
         for p in inp.models.pods:
@@ -144,7 +148,7 @@ class _Run:
 
     def _end(self, key: GroupKey) -> npt.NDArray[np.int64]:
         """End group ``key``: its pods and PodGroup go. The room its pods held, by the table's names."""
-        names, _ = self.cluster.free()
+        names = self.cluster.names()
         freed = np.zeros(len(names), dtype=np.int64)
         for uid in sorted(self.cluster.cache.members(key)):
             pod = self.cluster.cache.pod(uid)
@@ -154,9 +158,18 @@ class _Run:
         self.cluster.delete_podgroup(key)
         return freed
 
-    def _newly(self) -> list[GroupKey]:
-        """Waiting groups whose gang is whole now, in the cluster's order."""
-        new = [k for k in self.waiting if k not in self.starts and self.cluster.started(k)]
+    def _newly(self, *, every: bool = False) -> list[GroupKey]:
+        """Waiting groups whose gang is whole now, in the cluster's order. Only those with a pod bound
+        since the last call can be (a gang turns whole by binds alone), unless ``every``: the forecast's
+        first look, where gangs may be whole already."""
+        binds = list(islice(self.cluster.bound, self._binds_seen, None))
+        self._binds_seen += len(binds)
+        if every:
+            maybe: Iterable[GroupKey] = self.waiting
+        else:
+            pods = (self.cluster.cache.pod(u) for u in binds)
+            maybe = {pod_group_key(p) for p in pods if p is not None} & self.waiting.keys()
+        new = [k for k in maybe if k not in self.starts and self.cluster.started(k)]
         pos = self.positions
         return sorted(new, key=lambda k: (pos[k].in_cluster if k in pos else len(pos) + 1, k))
 
@@ -169,17 +182,22 @@ class _Run:
         return total
 
     def _started(
-        self, batch: list[_End], before: npt.NDArray[np.int64], freed: list[npt.NDArray[np.int64]]
+        self,
+        batch: list[_End],
+        before: npt.NDArray[np.int64],
+        freed: list[npt.NDArray[np.int64]],
+        *,
+        every: bool = False,
     ) -> None:
         """Date the groups a step started: each at the first end of ``batch`` after which the room free
         ``before`` it plus what the ends freed holds it and those started before it (see the module
         docstring); the step's time when none does."""
-        names, _ = self.cluster.free()
+        names = self.cluster.names()
         room = np.cumsum(np.array(freed, dtype=np.int64), axis=0) + before if batch else None
         need = np.zeros(len(names), dtype=np.int64)
         i = 0
         at = self.cluster.now
-        for key in self._newly():
+        for key in self._newly(every=every):
             when = (at, at, at)
             if batch and room is not None:
                 need = need + self._held(key, names)
@@ -203,13 +221,12 @@ class _Run:
         :meth:`ForecastCluster.cannot_fit`); always, when the conf lets victims make room."""
         if not self.cluster.prefilter:
             return True
-        left = [k for k in self.waiting if k not in self.starts]
-        return len(self.cluster.cannot_fit(left, admitted=False)) < len(left)
+        return self.cluster.may_fit_any(k for k in self.waiting if k not in self.starts)
 
     def run(self) -> None:
         s, cluster = self.settings, self.cluster
         self._settle()
-        self._started([], np.zeros(0, dtype=np.int64), [])
+        self._started([], np.zeros(0, dtype=np.int64), [], every=True)
         heapq.heapify(self.ends)
         while len(self.starts) < len(self.waiting) and (self.ends or cluster.due is not None):
             if self.steps >= s.max_steps:
@@ -256,7 +273,7 @@ class _Run:
         self.cluster.prefilter = False
         self.cluster.state.pending.room_freed()
         self.cluster.settle()
-        self.unknown_started = set(self._newly())
+        self.unknown_started = set(self._newly(every=True))
 
     def result(self, cpu: float) -> Forecast:
         pos = self.positions

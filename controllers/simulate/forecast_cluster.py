@@ -16,6 +16,12 @@ enough to run every few seconds beside the scheduler:
   condition the real cycle would find failing too, so no placement changes; it is off when the conf
   evicts (``preempt``, ``reclaim``: victims make room) or holds nodes for starving jobs
   (``reserveAfter``), where every group stays in;
+- **groups behind alike ones are left out**: of admitted groups the allocate action cannot tell apart
+  but by their place in line, at most as many start in a cycle as the free room holds copies of their
+  gang, and they are the first in line; and a group starts only if the smaller ones of its family ahead
+  of it did and left room for it: the others are left out the same way
+  (:mod:`controllers.simulate.forecast_alike`, with the argument and where it applies; on with the
+  prefilter);
 - **a window per queue**: of the groups that could fit, a cycle looks at the first ``window`` of each
   queue in line order (``order``); the others wait for the next cycle, which the forecast runs while
   cycles place something. When every group of a window fails though room was left, the groups behind
@@ -28,7 +34,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -37,6 +43,7 @@ import numpy.typing as npt
 from controllers.scheduling.scheduler import Scheduler
 from controllers.scheduling.shared import LoopSettings, SchedulingState
 from controllers.scheduling.verbs import Verbs
+from controllers.simulate import forecast_alike
 from controllers.simulate.cluster import SimCluster, SimExecutor, SimLoop, SimWrites, run_now
 from controllers.state.models import ClusterModels
 from extender.api import wire
@@ -89,7 +96,8 @@ class ForecastLoop(SimLoop):
             candidates = {k for k in work - left_out if k in self.asides}
             no_room = self.forecast.cannot_fit(candidates)
             self.held_back = self.forecast.beyond_window(candidates - no_room)
-            extra = frozenset(no_room | self.held_back)
+            behind = self.forecast.past_their_room(work - left_out - no_room - self.held_back)
+            extra = frozenset(no_room | self.held_back | (behind & candidates))
         snap = s.cache.snapshot(
             work - left_out - extra, dict(s.refused), s.pending.aside() + [self.asides[k] for k in extra]
         )
@@ -141,10 +149,15 @@ class ForecastCluster(SimCluster):
             conf, now=now, scheduler_names=models.scheduler_names, default_queue=models.default_queue
         )
         self.prefilter = prefilter and prefilter_applies(conf)
+        # Whether groups behind alike ones may be left out too (see forecast_alike).
+        self.alike = self.prefilter and forecast_alike.applies(conf, models.pods)
         self.window = window
         # Each group's place in the cluster's order (the forecast sets it once positions are known).
         self.order: Mapping[GroupKey, int] = {}
         self._shapes: dict[GroupKey, tuple[PodGroup, tuple[str, ...], tuple[int, npt.NDArray[np.int64]]]] = {}
+        self._kinds: dict[
+            GroupKey, tuple[PodGroup, tuple[Pod, ...], tuple[bool, ...], forecast_alike.Alike | None]
+        ] = {}
         self.scheduler = self._scheduler(conf)
         self.cache.load(models)
         self.podgroups = dict(models.raw_podgroups)
@@ -205,6 +218,10 @@ class ForecastCluster(SimCluster):
         return n
 
     # --- the forecast's questions ---------------------------------------------------------------------
+    def names(self) -> tuple[str, ...]:
+        """The node table's resource names (the columns of :meth:`free`), without computing the room."""
+        return self.cache.node_table().index.names
+
     def free(self) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
         """Each node's free room (allocatable less what is held and planned, never below 0), by the node
         table's resource names."""
@@ -217,21 +234,63 @@ class ForecastCluster(SimCluster):
         cannot fit the free room: fewer copies of the smallest of them (resource by resource) fit the
         nodes' free room, node by node, than the gang still needs. Groups of one shape are answered
         together."""
+        return frozenset(k for k, fits in self._fits(keys, admitted=admitted) if not fits)
+
+    def may_fit_any(self, keys: Iterable[GroupKey]) -> bool:
+        """Whether any of ``keys`` is not among :meth:`cannot_fit` (``admitted`` False): asked as each step's
+        ends are taken, it stops at the first that may fit."""
+        return any(fits for _, fits in self._fits(keys, admitted=False))
+
+    def _fits(self, keys: Iterable[GroupKey], *, admitted: bool) -> Iterator[tuple[GroupKey, bool]]:
+        """Each of ``keys`` and whether it is not among :meth:`cannot_fit`."""
         names, free = self.free()
         verdicts: dict[tuple[int, bytes], bool] = {}
-        out = set()
         for key in keys:
             shape = self._shape(key, names, admitted=admitted)
             if shape is None:
+                yield key, True
                 continue
             need, smallest = shape
             mark = (need, smallest.tobytes())
             fits = verdicts.get(mark)
             if fits is None:
                 fits = verdicts[mark] = _copies(free, smallest) >= need
-            if not fits:
-                out.add(key)
-        return frozenset(out)
+            yield key, fits
+
+    def past_their_room(self, looked_at: Iterable[GroupKey]) -> frozenset[GroupKey]:
+        """Of the groups a cycle looks at, those certain to fail because alike groups ahead of them in line
+        take the room first (:mod:`controllers.simulate.forecast_alike`); none when it does not apply."""
+        if not self.alike:
+            return frozenset()
+        names, free = self.free()
+        refused = self.scheduler.shared.refused
+        alike: dict[GroupKey, forecast_alike.Alike] = {}
+        planned = self.ledger.is_planned
+        for key in looked_at:
+            g = self.cache.group(key)
+            if g is None or key not in self.order:
+                continue
+            pods = tuple(p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None)
+            # Kept while the group, its pods and their plans are the same objects and states (a cycle
+            # looks at most groups again unchanged); always asked afresh when kube-scheduler refused nodes.
+            plans = tuple(planned(p.uid) for p in pods)
+            kept = self._kinds.get(key)
+            if kept is not None and kept[0] is g and kept[1] == pods and kept[2] == plans and not refused:
+                a = kept[3]
+            else:
+                a = forecast_alike.kind_of(g, pods, planned, refused)
+                self._kinds[key] = (g, pods, plans, a)
+            if a is not None:
+                alike[key] = a
+        col = set(names)
+
+        def copies(requests: Mapping[str, int]) -> int:
+            if any(v > 0 and r not in col for r, v in requests.items()):
+                return 0  # a resource no node has
+            return _copies(free, np.array([requests.get(n, 0) for n in names], dtype=np.int64))
+
+        total = {n: int(v) for n, v in zip(names, free.sum(axis=0).tolist(), strict=True)}
+        return frozenset(forecast_alike.past_their_room(alike, copies, total, self.order))
 
     def beyond_window(self, keys: Iterable[GroupKey]) -> frozenset[GroupKey]:
         """Of the groups that could fit, those past the first ``window`` of each queue in line order."""

@@ -146,15 +146,25 @@ def shortfall(
     free: npt.NDArray[np.int64], req: Vector, mask: Mask, index: ResourceIndex, names: Sequence[str]
 ) -> Shortfall | None:
     """The statically feasible node that comes closest to fitting ``req`` (fewest missing resources,
-    then the smallest relative deficit), or None when no node is statically feasible."""
+    then the smallest relative deficit, then the lowest row), or None when no node is statically feasible.
+
+    Column by column over every node, the rows outside ``mask`` ruled out at the end (as :func:`fits`:
+    reductions along rows of a handful of columns cost several times as much). Every pod that fits
+    nowhere gets this reason, so a cycle with a long queue computes it for most of its groups."""
     if not mask.any():
         return None
-    cand = np.flatnonzero(mask)
-    f = free[cand]
-    missing = (f < req).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(req > 0, np.minimum(f, req) / np.where(req > 0, req, 1), 1.0).min(axis=1)
-    best = int(cand[np.lexsort((-ratio, missing))[0]])
+    missing = np.zeros(len(free), dtype=np.int64)
+    # The smallest of min(free, request) / request over the resources asked (1 when none is asked):
+    # each quotient is computed as a whole-row pass would, and a minimum does not round.
+    ratio = np.ones(len(free), dtype=np.float64)
+    for r, need in enumerate(req.tolist()):
+        col = free[:, r]
+        missing += col < need
+        if need > 0:
+            np.minimum(ratio, np.minimum(col, need) / need, out=ratio)
+    missing = np.where(mask, missing, np.iinfo(np.int64).max)
+    fewest = missing.min()
+    best = int(np.argmax(np.where(missing == fewest, ratio, -np.inf)))  # the first of the closest
     lacking = {
         index.names[r]: (int(req[r]), int(max(free[best, r], 0)))
         for r in range(len(index))

@@ -4,7 +4,9 @@ The session's free capacity (``free``, one row per node) changes a row or a few 
 an eviction, an undo. Every such change is told (:meth:`NodeCache.touched`, by the Statement) and stamps
 the rows with a clock that counts changes. A fit mask or a score array is kept per request vector with
 the clock it was computed at, and brought up to date by recomputing only the rows stamped since; when
-more than a quarter of the rows changed, a full pass is cheaper and is made instead.
+more than a quarter of the rows changed, a full pass is cheaper and is made instead. The shortfall a
+refusal quotes (:func:`extender.core.fit.shortfall`) is kept per request and candidate rows while the clock
+stands still: in a cycle with a long queue, every group after the room is gone asks for the same one.
 
 Invariants (proved by hypothesis in tests/core/test_score_cache.py, test_node_predicate_cache.py and
 test_batch.py):

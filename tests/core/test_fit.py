@@ -311,6 +311,42 @@ def test_shortfall_reports_zero_for_over_committed_free() -> None:
     assert short is not None and dict(short.lacking) == {"cpu": (1000, 0)}
 
 
+def _reference_shortfall(
+    free: np.ndarray[Any, Any], req: np.ndarray[Any, Any], mask: np.ndarray[Any, Any]
+) -> int | None:
+    """The row the shortfall names, as its definition reads: over the candidates, fewest missing
+    resources, then the largest min(free, request) / request, then the first (a stable lexsort)."""
+    if not mask.any():
+        return None
+    cand = np.flatnonzero(mask)
+    f = free[cand]
+    missing = (f < req).sum(axis=1)
+    ratio = np.where(req > 0, np.minimum(f, req) / np.where(req > 0, req, 1), 1.0).min(axis=1)
+    return int(cand[np.lexsort((-ratio, missing))[0]])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.integers(-3, 6), min_size=4, max_size=4), min_size=n, max_size=n),
+            st.lists(st.integers(0, 5), min_size=4, max_size=4),
+            st.lists(st.booleans(), min_size=n, max_size=n),
+        )
+    )
+)
+def test_shortfall_is_the_reference_choice(case: tuple[list[list[int]], list[int], list[bool]]) -> None:
+    rows, asked, allowed = case
+    free = np.asfortranarray(np.array(rows, dtype=np.int64) * 1000)
+    req = np.array(asked, dtype=np.int64) * 700
+    mask = np.array(allowed, dtype=np.bool_)
+    index = ResourceIndex.of([GPU])
+    names = [f"n{i}" for i in range(len(rows))]
+    best = _reference_shortfall(free, req, mask)
+    short = fit.shortfall(free, req, mask, index, names)
+    assert (short and short.node) == (None if best is None else names[best])
+
+
 # End to end: a one-pod job and a set of nodes, only one of which is usable.
 USABLE = [
     ("cordoned", [node("bad", unschedulable=True)], {}),

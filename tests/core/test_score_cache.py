@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.core import fit
 from extender.core.interpod import PodsOnNodes
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
@@ -185,6 +186,29 @@ def test_cached_scores_always_equal_a_fresh_sum(
                 if s is not None:
                     fresh += s
             assert np.array_equal(ssn.scores(req), fresh)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops, st.lists(st.integers(0, 11), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_kept_shortfalls_always_equal_a_fresh_one(
+    operations: list[tuple[str, int, int]], probes: list[int], seed: int
+) -> None:
+    # Small nodes (64, as the operations address): after a few placements some probes fit nowhere.
+    nodes = [
+        node(f"n{i:02d}", cpu=str(1 + i % 2), memory=f"{1 + i % 2}Gi", gpus=2 * (i % 2)) for i in range(64)
+    ]
+    sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
+    pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
+    ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(None).tiers()))
+    rng = np.random.default_rng(seed)
+    masks = [rng.random(len(nodes)) < 0.7 for _ in probes]
+    for _ in replay(ssn, operations):
+        for probe, mask in zip(probes, masks, strict=True):
+            req = ssn.vector(PodUID(f"p{probe}"))
+            snap = ssn.snapshot
+            assert ssn.nodes.shortfall(req, mask) == fit.shortfall(
+                ssn.free, req, mask, snap.index, snap.node_names
+            )
 
 
 @settings(max_examples=100, deadline=None)
