@@ -32,9 +32,7 @@ import numpy.typing as npt
 
 _NEVER = 1 << 30
 _RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
-# Rises of the fragmentation closer than this (in cards) count alike. On openb's share-heavy gpushare40
-# trace 0.01 allocated 0.2 points more than 0.04 (3 seeds): a share pod's rises differ by less than 0.04.
-QUANTUM = 0.01
+QUANTUM = 0.04  # rises of the fragmentation closer than this (in cards) count alike
 _FIRST_MIX = 8  # pods seen before the first mix is built (until then every shape seen weighs alike)
 _MIX_SHAPES = 256  # the most shapes a mix weighs (each costs a column in every figure)
 _LOGGED = 4096  # touches a RowClock logs before it starts its log afresh

@@ -21,7 +21,7 @@ resource names, the node and pod annotations and how cards are chosen):
     (whole cards or a share of one, cpu, memory, the GPU models a pod may use) are learned from the pods
     the plugin is asked about, in a histogram that halves every ``deviceshare.ShapeHalfLife`` pods, of
     which the most frequent shapes making up ``deviceshare.ShapeCoverage`` of it are weighed (1.0: every
-    shape seen, up to the 256 most frequent). Rises within 0.01 of a card of
+    shape seen, up to the 256 most frequent). Rises within 0.04 of a card of
     each other count alike, and then the node left with the least idle GPU wins (so idle nodes stay whole
     for large asks). With a weight, pods without GPUs are scored too, onto the nodes where the cpu and
     memory they take strand the least GPU (nodes without idle GPU first). vGPU pods take Volcano's
