@@ -158,6 +158,12 @@ def test_placements_are_identical_with_and_without_the_score_cache(
     assert with_cache.unschedulable == without.unschedulable
 
 
+def _probe_pods() -> list[dict[str, Any]]:
+    """The pods the operations place and the probes ask for (p0..p11: every size, with 0, 1, 2 GPUs)."""
+    sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
+    return [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
+
+
 ops = st.lists(
     st.tuples(st.sampled_from(["place", "discard", "commit"]), st.integers(0, 11), st.integers(0, 63)),
     max_size=40,
@@ -173,8 +179,7 @@ def test_cached_scores_always_equal_a_fresh_sum(
     nodes = [
         node(f"n{i:02d}", cpu=str(2 + i % 5), memory=f"{4 + i % 3}Gi", gpus=4 * (i % 2)) for i in range(64)
     ]
-    sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
-    pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
+    pods = _probe_pods()
     ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(CONFS[which]).tiers()))
     scorers = [p for tier in ssn.tiers for p in tier if type(p).node_score is not Plugin.node_score]
     for _ in replay(ssn, operations):
@@ -197,8 +202,7 @@ def test_kept_shortfalls_always_equal_a_fresh_one(
     nodes = [
         node(f"n{i:02d}", cpu=str(1 + i % 2), memory=f"{1 + i % 2}Gi", gpus=2 * (i % 2)) for i in range(64)
     ]
-    sizes = [(c, m, gpus) for c, m in zip(CPUS, MEMS * 2, strict=False) for gpus in (0, 1, 2)]
-    pods = [pod(f"p{i}", cpu=c, memory=m, gpus=g) for i, (c, m, g) in enumerate(sizes)]
+    pods = _probe_pods()
     ssn = Session(snapshot(nodes, pods), build_hooks(conf_of(None).tiers()))
     rng = np.random.default_rng(seed)
     masks = [rng.random(len(nodes)) < 0.7 for _ in probes]
