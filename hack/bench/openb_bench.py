@@ -7,13 +7,14 @@ time, never leaving, dropped when they fit nowhere (:mod:`controllers.simulate.o
 simulator's GPU conf (:data:`controllers.simulate.cli.GPU_CONF`: deviceshare the only GPU scorer) with
 ``deviceshare.SchedulePolicy`` set to each policy. Per trace and policy, the mean over the seeds of the
 GPU allocation ratio at 100 % and 130 % arrived and the paper's fragmentation measure at 130 % (of all
-GPU); beside them, FGD's allocation ratio at 130 % as "Beware of Fragmentation" (ATC '23) publishes it
-(mean of 10 seeds), and the difference to the first policy.
+GPU); beside them, the allocation ratios at 100 % and 130 % of the six policies "Beware of Fragmentation"
+(ATC '23) publishes (mean of 10 seeds, :data:`PAPER`), and the first policy's difference to FGD at 130 %.
 
 The trace is data, not code: it is read from ``--data`` (default ``../shared/traces/openb`` beside the
 checkout, see its README); without it the benchmark says so and exits 2. A full table (17 traces × 3
-policies × 3 seeds) is ~150 replays of ~1 CPU minute each: ``--traces``/``--policies``/``--seeds`` choose
-less, ``--procs`` runs replays side by side.
+policies × 3 seeds) is ~150 replays of 15-55 CPU seconds each: ``--traces``/``--policies``/``--seeds``
+choose less, ``--procs`` runs replays side by side, ``--results`` keeps what finished (resume, or build the
+table one policy at a time).
 
     .venv/bin/python hack/bench/openb_bench.py --traces default,cpu250 --seeds 1 --procs 2
 """
