@@ -287,14 +287,19 @@ class CardMemo:
             del self._learned[next(iter(self._learned))]
         self.learner.see(shape)
 
-    def frag(self, per_model: bool) -> FragCache | None:
-        """The fragmentation figures for the mix learned so far (None before any GPU pod was seen)."""
+    def frag(self) -> FragCache | None:
+        """The fragmentation figures for the mix learned so far (None before any GPU pod was seen).
+
+        The mix weighs every shape on every node, a shape barred from a node's GPU model finding all its
+        idle GPU fragmented (the paper's "no access"), rather than per model: unconstrained pods then go
+        first to the models the constrained ones may not use. On openb's model-constrained traces that
+        allocates far more GPU by the time 100 % has arrived (docs/src/benchmarks.md has the figures)."""
         learner = self.learner
         if learner is None or not learner.mix():
             return None
-        key = (learner.version, per_model, self.share)
+        key = (learner.version, self.share)
         if self._frag is None or self._frag_key != key:
-            mix = Mix(learner.mix(), self.models, per_model=per_model)
+            mix = Mix(learner.mix(), self.models, per_model=False)
             self._frag = FragCache(
                 FragMeasure(mix),
                 self.share.clock,

@@ -91,12 +91,6 @@ from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 from extender.plugins.deviceshare_args import ARGUMENTS, FRAGMENTATION, NAME, Args
 
-# The mix weighs every shape on every node, a shape barred from a node's GPU model finding all its idle GPU
-# fragmented (the paper's "no access"), rather than renormalizing per model: unconstrained pods then go
-# first to the models the constrained ones may not use. On openb's model-constrained traces that allocates
-# far more GPU by the time 100 % has arrived (docs/src/benchmarks.md has the figures).
-PER_MODEL = False
-
 
 class DeviceSharePlugin(Plugin):
     name = NAME
@@ -219,7 +213,7 @@ class DeviceSharePlugin(Plugin):
             return decide(memo.gpus[row], memo.vgpu.get(row, []), request, policy, _group(pod))
         prefer = None
         if policy == FRAGMENTATION and request.kind == MEMORY:
-            frag = memo.frag(per_model=PER_MODEL)
+            frag = memo.frag()
             if frag is not None:
                 prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args))[1][row])
         return memo.share.choose(row, request, policy, prefer)
@@ -249,7 +243,7 @@ class DeviceSharePlugin(Plugin):
             fit, score = memo.share.judge(request, policy)
             if policy == FRAGMENTATION:
                 shape = _learn(ssn, memo, pod, request, self.args)
-                frag = memo.frag(per_model=PER_MODEL)
+                frag = memo.frag()
                 if frag is not None:
                     score = frag.rise(shape)[2]
             return fit, score
@@ -319,7 +313,7 @@ class DeviceSharePlugin(Plugin):
         if not self._scorable:
             return None
         memo = self._sync(ssn)
-        frag = memo.frag(per_model=PER_MODEL)
+        frag = memo.frag()
         if frag is None:
             return None
         out: Scores = np.where(candidates, self.args.weight * frag.rise(_shape(pod, None))[2], 0.0)
