@@ -139,31 +139,27 @@ class DrfPlugin(Plugin):
         share divides and compares the same floats :meth:`share` does, so the answers are the same."""
         keys = list(snap.members)
         rows: list[int] = []  # rows of ``snap.requests``, group after group
-        starts: list[int] = []  # per group holding anything: where its rows start
-        holders: list[int] = []  # those groups
+        of: list[int] = []  # per row: its group (non-decreasing)
+        holders: list[int] = []  # the groups with a pod holding resources
         loose: list[tuple[int, Vector]] = []  # (group, vector) of pods without a row
         pods, request_row = snap.pods, snap.request_row
         for i, key in enumerate(keys):
-            start, has = len(rows), False
-            for u in snap.members[key]:
-                if pods[u].holds_resources:
-                    row = request_row.get(u)
-                    if row is None:
-                        loose.append((i, snap.request(u)))
-                    else:
-                        rows.append(row)
-                    has = True
-            if len(rows) > start:
-                starts.append(start)
-                holders.append(i)
-            elif has:
-                holders.append(i)
-                starts.append(-1)  # (only pods without a row: their vectors are added below)
+            holding = [u for u in snap.members[key] if pods[u].holds_resources]
+            if not holding:
+                continue
+            holders.append(i)
+            for u in holding:
+                row = request_row.get(u)
+                if row is None:
+                    loose.append((i, snap.request(u)))
+                else:
+                    rows.append(row)
+                    of.append(i)
         held: npt.NDArray[np.int64] = np.zeros((len(keys), len(snap.index)), dtype=np.int64)
-        with_rows = [k for k, s in enumerate(starts) if s >= 0]
-        if with_rows:
-            sums = np.add.reduceat(snap.requests[rows], [starts[k] for k in with_rows], axis=0)
-            held[[holders[k] for k in with_rows]] = sums
+        if rows:
+            group = np.asarray(of)
+            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            held[group[starts]] = np.add.reduceat(snap.requests[rows], starts, axis=0)
         for i, v in loose:
             held[i] += v
         part = (held[:, self._offered] / self._total[self._offered]).max(axis=1, initial=0.0)
