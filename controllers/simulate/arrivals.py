@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from controllers.simulate.gpumetrics import GpuCards, GpuState
-from extender.core.gpu_frag import Cards, FragCache, FragMeasure, Mix, RowClock, Shape
+from extender.core.gpu_frag import Cards, FragMeasure, Mix, Shape
+from extender.core.gpu_frag_cache import FragCache, RowClock
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

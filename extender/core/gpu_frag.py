@@ -14,7 +14,8 @@ As in the paper, a shape barred from a node's GPU model finds all its idle GPU f
 what each node's fragmentation would become with the pod on it (on each card it could take, for a pod
 sharing a card): the placement that raises it least leaves the most GPU usable by what comes next.
 Everything is elementwise or a sum over the last axis of a fixed length, so a row's figures come out
-bit-for-bit the same whichever rows are evaluated with it (callers cache them per row).
+bit-for-bit the same whichever rows are evaluated with it: a row's figures are a function of its state
+alone, which :mod:`extender.core.gpu_frag_cache` relies on to keep them per row and per row state.
 
 Invariants: pure (no state beyond the mix it is built with); a node without cards has no fragmentation;
 a shape without GPUs is not part of a mix (it cannot use idle GPU whatever the placement, so it would add
@@ -24,19 +25,16 @@ and memory it takes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 _NEVER = 1 << 30
-_RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
 QUANTUM = 0.04  # rises of the fragmentation closer than this (in cards) count alike
 _FIRST_MIX = 8  # pods seen before the first mix is built (until then every shape seen weighs alike)
 _MIX_SHAPES = 256  # the most shapes a mix weighs (each costs a column in every figure)
-_LOGGED = 4096  # touches a RowClock logs before it starts its log afresh
-_FEW = 64  # up to this many touches since, the log answers; beyond, a pass over the stamps
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
@@ -224,7 +222,7 @@ class FragMeasure:
     def whole_delta(self, cards: Cards, terms: Terms, shape: Shape) -> Floats:
         """For a pod taking ``shape.cards`` idle cards whole, per row (where it fits): the rise."""
         m = self.mix
-        size = np.maximum(cards.size.max(axis=1), 1)  # a node's shared cards are one size
+        size = np.maximum(cards.size.max(axis=1, initial=0), 1)  # a node's shared cards are one size
         # The cards taken were idle: every shape sharing a card could use them, none can now.
         lost = np.where(m.whole, shape.cards, (size[:, None] >= m.share) * shape.cards)
         count = terms.count - lost
@@ -247,111 +245,6 @@ class FragMeasure:
         )
         out: Floats = frag - terms.frag
         return out
-
-
-class RowClock:
-    """When each row last changed (``stamp``, on a clock that only moves forward): figures computed at
-    clock ``c`` stand for every row whose stamp is not past ``c``. The rows touched are logged too, so
-    asking what changed since a recent clock costs the changes, not the rows."""
-
-    def __init__(self, rows: int) -> None:
-        self.clock = 1
-        self.stamp = np.ones(rows, dtype=np.int64)
-        self._first = self.clock  # the log holds every touch after this clock
-        self._log: list[npt.NDArray[np.intp]] = []  # the rows of touch i, at clock _first + 1 + i
-
-    def touch(self, rows: npt.NDArray[np.intp] | Sequence[int] | int) -> None:
-        self.clock += 1
-        self.stamp[rows] = self.clock
-        if len(self._log) >= _LOGGED:
-            self._log, self._first = [], self.clock - 1
-        self._log.append(np.atleast_1d(np.asarray(rows, dtype=np.intp)))
-
-    def since(self, at: int) -> npt.NDArray[np.intp]:
-        """The rows changed after clock ``at``."""
-        if at >= self.clock:
-            return np.zeros(0, dtype=np.intp)
-        if at >= self._first and self.clock - at <= _FEW:
-            touched = self._log[at - self._first :]
-            out: npt.NDArray[np.intp] = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
-            return out
-        return np.flatnonzero(self.stamp > at)
-
-
-class FragCache:
-    """:class:`FragMeasure` over every row of a cluster, kept per row: rows ``clock`` says changed since a
-    figure was computed are computed again, the rest is read back (a row's figures depend on that row
-    alone, bit-for-bit). The terms of every row, and per pod shape asked about the rise on every row.
-    ``cards`` gives the rows asked for (the owner's current state)."""
-
-    def __init__(
-        self,
-        measure: FragMeasure,
-        clock: RowClock,
-        cards: Callable[[npt.NDArray[np.intp]], Cards],
-        width: int = 8,
-    ) -> None:
-        self.measure = measure
-        self.clock = clock
-        self._cards = cards
-        self.width = max(width, 1)  # the most cards a node has
-        rows, t = len(clock.stamp), len(measure.mix)
-        self._terms = Terms(
-            count=np.zeros((rows, t), dtype=np.int64),
-            small=np.zeros((rows, t), dtype=np.float64),
-            free=np.zeros(rows, dtype=np.float64),
-            frag=np.zeros(rows, dtype=np.float64),
-        )
-        self._terms_at = 0
-        self._rises: dict[Shape, tuple[int, Floats, npt.NDArray[np.intp], Floats]] = {}
-
-    def terms(self) -> Terms:
-        """Every row's terms (read-only), current."""
-        dirty = self.clock.since(self._terms_at)
-        if len(dirty):
-            t = self.measure.terms(self._cards(dirty))
-            self._terms.count[dirty] = t.count
-            self._terms.small[dirty] = t.small
-            self._terms.free[dirty] = t.free
-            self._terms.frag[dirty] = t.frag
-        self._terms_at = self.clock.clock
-        return self._terms
-
-    def rise(self, shape: Shape) -> tuple[Floats, npt.NDArray[np.intp], Floats]:
-        """Per row: how much ``shape`` placed there raises the fragmentation (inf where a shared card
-        cannot take it; whether whole cards, cpu or memory suffice is not checked), for a share the card,
-        and the placement's score (:func:`placement_score`). Read-only."""
-        seen = self._rises.pop(shape, None)
-        if seen is None:
-            rows = len(self.clock.stamp)
-            at = 0
-            rise, card, score = np.zeros(rows), np.zeros(rows, dtype=np.intp), np.zeros(rows)
-        else:
-            at, rise, card, score = seen
-        dirty = self.clock.since(at)
-        if len(dirty):
-            terms = self.terms()
-            part = self._cards(dirty)
-            sub = Terms(
-                count=terms.count[dirty],
-                small=terms.small[dirty],
-                free=terms.free[dirty],
-                frag=terms.frag[dirty],
-            )
-            if shape.share:
-                rise[dirty], card[dirty] = self.measure.share_delta(part, sub, shape)
-            elif shape.cards:
-                rise[dirty] = self.measure.whole_delta(part, sub, shape)
-            else:
-                rise[dirty] = self.measure.cpu_delta(part, sub, shape)
-            size = np.maximum(part.size.max(axis=1, initial=0), 1)
-            score[dirty] = placement_score(
-                rise[dirty], sub.free - (shape.cards + shape.share / size), self.width
-            )
-        self._rises[shape] = (self.clock.clock, rise, card, score)  # (most recently asked last)
-        while len(self._rises) > _RISES:
-            del self._rises[next(iter(self._rises))]
-        return rise, card, score
 
 
 def placement_score(rise: Floats, left: Floats, width: int) -> Floats:

@@ -13,7 +13,7 @@ next sync looks at those pods again too, so it finds nothing to redo for a plan 
 one that did not (a plan discarded, an eviction that did not happen yet).
 
 The memo also learns the GPU pod shapes that arrive (:class:`~extender.core.gpu_frag.ShapeLearner`) and
-keeps the fragmentation figures per row (:class:`~extender.core.gpu_frag.FragCache`), both carried
+keeps the fragmentation figures per row (:class:`~extender.core.gpu_frag_cache.FragCache`), both carried
 across cycles like the card use; and the cpu and memory left on each node (from the snapshot, then from
 the cycle's placements), which the measure reads.
 
@@ -35,7 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.gpu_cards import CardUse, hold_positions, take
-from extender.core.gpu_frag import FragCache, FragMeasure, Mix, Shape, ShapeLearner
+from extender.core.gpu_frag import FragMeasure, Mix, Shape, ShapeLearner
+from extender.core.gpu_frag_cache import FragCache
 from extender.core.gpu_share import ShareCards
 from extender.core.gpus import SHARE, VGPU, GpuHold
 from extender.core.model import Node, PodUID
@@ -115,6 +116,7 @@ class CardMemo:
         self._learned: dict[PodUID, None] = {}
         self._frag: FragCache | None = None
         self._frag_key: tuple[object, ...] = ()
+        self._frag_mix: tuple[tuple[Shape, float], ...] = ()  # the shapes the figures weigh
         self._batch: list[tuple[int, tuple[tuple[int, int, int], ...], bool, int]] | None = None
         self._moved: set[PodUID] = set()  # put on or taken off by a cycle since the last sync
 
@@ -299,12 +301,18 @@ class CardMemo:
             return None
         key = (learner.version, self.share)
         if self._frag is None or self._frag_key != key:
-            mix = Mix(learner.mix(), self.models, per_model=False)
+            shapes = learner.mix()
+            if self._frag is not None and self._frag_key[1] is self.share and shapes == self._frag_mix:
+                self._frag_key = key  # rebuilt alike (one shape, or weights that did not move): same figures
+                return self._frag
+            self._frag_mix = shapes
+            mix = Mix(shapes, self.models, per_model=False)
             self._frag = FragCache(
                 FragMeasure(mix),
                 self.share.clock,
                 lambda rows: self.share.frag_cards(rows, self.cpu, self.memory, self.model),
                 width=self.share.memory.shape[1],
+                states=lambda rows: self.share.frag_states(rows, self.cpu, self.memory, self.model),
             )
             self._frag_key = key
         return self._frag

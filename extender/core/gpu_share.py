@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.gpu_cards import CardUse, Choice
-from extender.core.gpu_frag import Cards, RowClock
+from extender.core.gpu_frag import Cards
+from extender.core.gpu_frag_cache import RowClock, row_keys
 from extender.core.gpus import BINPACK, MEMORY, NUMBER, SPREAD, GpuRequest, NodeGpus
 
 Ints = npt.NDArray[np.int64]
@@ -113,6 +114,11 @@ class ShareCards:
         """``rows`` as the fragmentation measure reads them (cpu and memory left and model per row)."""
         idle = self.valid[rows] & (self.sharers[rows] == 0) & (self.whole[rows] == 0)
         return Cards(self.memory[rows], self.avail(rows), idle, cpu[rows], memory[rows], model[rows])
+
+    def frag_states(self, rows: Rows, cpu: Ints, memory: Ints, model: npt.NDArray[np.intp]) -> list[bytes]:
+        """Each of ``rows``' state as bytes: rows with equal states are equal in :meth:`frag_cards`."""
+        arrays = (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
+        return row_keys(arrays, rows)
 
     # --- judging ---------------------------------------------------------------------------------------
     def judge(
