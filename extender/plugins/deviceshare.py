@@ -118,6 +118,7 @@ class DeviceSharePlugin(Plugin):
         self._vgpu: dict[tuple[object, ...], tuple[Mask, Scores, dict[int, Choice]]] = {}
         self._vgpu_at = -1
         self._scorable: bool | None = None
+        self._shapes: dict[PodUID, Shape] = {}  # pods' shapes (their models read once per cycle)
 
     def _judges(self, pod: Pod) -> GpuRequest | None:
         g = pod.gpu
@@ -215,7 +216,7 @@ class DeviceSharePlugin(Plugin):
         if policy == FRAGMENTATION and request.kind == MEMORY:
             frag = memo.frag()
             if frag is not None:
-                prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args))[1][row])
+                prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args, self._shapes))[1][row])
         return memo.share.choose(row, request, policy, prefer)
 
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
@@ -242,7 +243,7 @@ class DeviceSharePlugin(Plugin):
         if request.family == SHARE:
             fit, score = memo.share.judge(request, policy)
             if policy == FRAGMENTATION:
-                shape = _learn(ssn, memo, pod, request, self.args)
+                shape = _learn(ssn, memo, pod, request, self.args, self._shapes)
                 frag = memo.frag()
                 if frag is not None:
                     score = frag.rise(shape)[2]
@@ -375,14 +376,6 @@ def _shape(pod: Pod, request: GpuRequest | None, models: tuple[str, ...] = ()) -
     return Shape(cards=request.amount, cpu=cpu, memory=memory, models=models)
 
 
-def _learn(ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, args: Args) -> Shape:
-    """The pod's shape with the GPU models its node constraints allow (learned once per pod)."""
-    shape = _shape(pod, request, _models(ssn, memo, pod))
-    if not memo.learned(pod.uid):
-        memo.learn(pod.uid, shape, args.half_life, args.coverage)
-    return shape
-
-
 def _models(ssn: Session, memo: CardMemo, pod: Pod) -> tuple[str, ...]:
     """The GPU models the pod's node constraints allow (none: any)."""
     if not pod.constraints.node_selector and pod.constraints.affinity_terms is None:
@@ -392,3 +385,16 @@ def _models(ssn: Session, memo: CardMemo, pod: Pod) -> tuple[str, ...]:
     if len(ids) == len(memo.models):
         return ()
     return tuple(memo.models[i] for i in ids.tolist())
+
+
+def _learn(
+    ssn: Session, memo: CardMemo, pod: Pod, request: GpuRequest, args: Args, shapes: dict[PodUID, Shape]
+) -> Shape:
+    """The pod's shape with the GPU models its node constraints allow (learned once per pod; ``shapes``
+    keeps it for the cycle, whose snapshot fixes both)."""
+    shape = shapes.get(pod.uid)
+    if shape is None:
+        shape = shapes[pod.uid] = _shape(pod, request, _models(ssn, memo, pod))
+    if not memo.learned(pod.uid):
+        memo.learn(pod.uid, shape, args.half_life, args.coverage)
+    return shape
