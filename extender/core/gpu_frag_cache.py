@@ -28,7 +28,7 @@ import numpy.typing as npt
 from extender.core.gpu_frag import Cards, Floats, FragMeasure, Shape, Terms, placement_score
 
 _RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
-_STATES = 1 << 15  # (shape, row state) figures known; past it the older half is forgotten
+_STATES = 1 << 14  # (shape, row state) figures known (~9 MB with 8 cards a node); past it the older half goes
 _LOGGED = 4096  # touches a RowClock logs before it starts its log afresh
 _FEW = 64  # up to this many touches since, the log answers; beyond, a pass over the stamps
 Figures = tuple[float, int, float]  # a row's rise, card and score for one shape
@@ -50,7 +50,10 @@ class RowClock:
         self.stamp[rows] = self.clock
         if len(self._log) >= _LOGGED:
             self._log, self._first = [], self.clock - 1
-        self._log.append(np.atleast_1d(np.asarray(rows, dtype=np.intp)))
+        if isinstance(rows, int):  # (one row, the common case: a pod put on or taken off)
+            self._log.append(np.array([rows], dtype=np.intp))
+        else:
+            self._log.append(np.atleast_1d(np.asarray(rows, dtype=np.intp)))
 
     def since(self, at: int) -> npt.NDArray[np.intp]:
         """The rows changed after clock ``at``."""
