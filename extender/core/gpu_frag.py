@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 _NEVER = 1 << 30
+_FIRST = np.ones(1, dtype=np.bool_)  # (a leading True: np.r_ is several times slower on a few rows)
 QUANTUM = 0.04  # rises of the fragmentation closer than this (in cards) count alike
 _FIRST_MIX = 8  # pods seen before the first mix is built (until then every shape seen weighs alike)
 _MIX_SHAPES = 256  # the most shapes a mix weighs (each costs a column in every figure)
@@ -210,11 +211,12 @@ class FragMeasure:
         )
         rise -= terms.frag[r]
         # Per row the least rise, and of equal ones the first in order (the fullest card, then the first).
-        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        starts = np.flatnonzero(np.concatenate((_FIRST, r[1:] != r[:-1])))
         least = np.minimum.reduceat(rise, starts)
-        at = np.repeat(least, np.diff(np.r_[starts, len(r)]))
+        at = np.repeat(least, np.diff(starts, append=len(r)))
         hit = np.flatnonzero(rise == at)
-        chosen = hit[np.r_[True, r[hit][1:] != r[hit][:-1]]]
+        rh = r[hit]
+        chosen = hit[np.concatenate((_FIRST, rh[1:] != rh[:-1]))]
         best[r[chosen]] = rise[chosen]
         card[r[chosen]] = c[chosen]
         return best, card
