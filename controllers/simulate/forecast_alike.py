@@ -174,29 +174,45 @@ def _smaller(a: Alike, b: Alike) -> bool:
     return a.need <= b.need and all(v <= b.requests.get(r, 0) for r, v in a.requests.items())
 
 
+Shape = tuple[tuple[tuple[str, int], ...], int]  # a group's requests and need: all _smaller reads
+
+
 def _beyond_the_room(
     line: list[GroupKey], alike: Mapping[GroupKey, Alike], total: Mapping[str, int]
 ) -> list[GroupKey]:
     """The groups of one family, in line order, that the free room cannot hold once the smaller ones
     ahead of them have started. A smaller group ahead either fails, and then so does this one (it needs as
     many pods, each at least as large, of a room that only shrinks), or starts and takes its ``need`` pods'
-    requests from the room; a group cut here still counts for those behind it (it fails: so do they)."""
-    taken: dict[tuple[tuple[tuple[str, int], ...], int], dict[str, int]] = {}
-    shapes: dict[tuple[tuple[tuple[str, int], ...], int], Alike] = {}
+    requests from the room; a group cut here still counts for those behind it (it fails: so do they).
+
+    What the smaller ones ahead take is kept per shape (requests and need) as the line is walked: a group
+    that may take room adds its pods to the sum of every shape it is no larger than (found once per pair
+    of shapes, of which a family has a handful), so each group costs its own resources, not the shapes
+    seen before it times theirs."""
+    taken: dict[Shape, dict[str, int]] = {}  # per shape: what its room-only groups so far take
+    used: dict[Shape, dict[str, int]] = {}  # per shape: what the room-only groups so far no larger take
+    bigger: dict[Shape, list[dict[str, int]]] = {}  # per shape: the ``used`` of the shapes no smaller
+    seen: dict[Shape, Alike] = {}
     out: list[GroupKey] = []
     for key in line:
         a = alike[key]
-        used: dict[str, int] = {}
-        for shape, took in taken.items():
-            if _smaller(shapes[shape], a):
-                for r, v in took.items():
-                    used[r] = used.get(r, 0) + v
-        if any(v > 0 and total.get(r, 0) - used.get(r, 0) < a.need * v for r, v in a.requests.items()):
+        shape = (tuple(sorted(a.requests.items())), a.need)
+        mine = used.get(shape)
+        if mine is None:
+            mine = used[shape] = {}
+            mine_bigger = bigger[shape] = [mine]  # a shape is no larger than itself
+            for s, b in seen.items():
+                if _smaller(b, a):
+                    for r, v in taken.get(s, {}).items():
+                        mine[r] = mine.get(r, 0) + v
+                    bigger[s].append(mine)
+                if _smaller(a, b):
+                    mine_bigger.append(used[s])
+            seen[shape] = a
+        if any(v > 0 and total.get(r, 0) - mine.get(r, 0) < a.need * v for r, v in a.requests.items()):
             out.append(key)
         if a.room_only:
-            shape = (tuple(sorted(a.requests.items())), a.need)
-            shapes[shape] = a
-            took = taken.setdefault(shape, {})
-            for r, v in a.requests.items():
-                took[r] = took.get(r, 0) + a.need * v
+            for sums in (taken.setdefault(shape, {}), *bigger[shape]):
+                for r, v in a.requests.items():
+                    sums[r] = sums.get(r, 0) + a.need * v
     return out

@@ -62,19 +62,45 @@ def _queue_problem(ssn: Session, g: PodGroup) -> str | None:
     return None
 
 
+# Plugins whose enqueue vote reads of a group only its queue and minResources, and of the session only
+# what an admission changes (usage, promises, the elastic figure fixed for the cycle): see _by_shape.
+SHAPE_ONLY_ENQUEUE = frozenset({"proportion", "overcommit", "capacity"})
+
+
+def _by_shape(ssn: Session) -> bool:
+    """Whether enqueue may give a group the refusal an earlier group of the same queue and minResources
+    got in this cycle, with no admission between them, without asking again: every enqueue voter reads
+    only those of a group (nothing else, no side effects) and no plugin permits (a permit may read more).
+    Between two admissions the votes' other inputs do not move, so the same question gets the same
+    answer, message included. A backlog of refused groups (a queue at its capability) then costs a vote
+    per shape, not per group."""
+    hooks = ssn.hooks
+    return not any(hooks.enqueue_permit) and all(
+        p.name in SHAPE_ONLY_ENQUEUE for tier in hooks.enqueue for p in tier
+    )
+
+
 def enqueue(ssn: Session) -> None:
     snap = ssn.snapshot
     pending = [g for k, g in snap.groups.items() if k not in ssn.admitted]
+    refused: dict[tuple[str, tuple[tuple[str, int], ...]], str] | None = {} if _by_shape(ssn) else None
     for g in sorted(pending, key=ssn.job_key):
         problem = _queue_problem(ssn, g)
         if problem is not None:
             ssn.result.unschedulable[g.key] = Unschedulable(QUEUE_UNAVAILABLE, problem)
             continue
-        reason = ssn.enqueue_reject(g)
+        shape = (g.queue, tuple(sorted(g.min_resources.items())))
+        reason = refused.get(shape) if refused is not None else None
+        if reason is None:
+            reason = ssn.enqueue_reject(g)
         if reason is not None:
+            if refused is not None:
+                refused[shape] = reason
             ssn.result.unschedulable[g.key] = Unschedulable(NOT_ADMITTED, reason)
             continue
         ssn.admit(g)
+        if refused is not None:
+            refused.clear()  # what the votes read moved
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from extender.core.model import GroupKey, PodGroup
-from extender.core.resources import Vector
+from extender.core.resources import Resources, Vector
 from extender.core.snapshot import Aside, implicit_group, pod_group_key
 
 if TYPE_CHECKING:
@@ -172,27 +172,40 @@ class Promises:
 
 
 def _elastic_by_queue(ssn: Session) -> dict[str, Vector]:
+    """Per queue, what its groups hold beyond their minResources (see :meth:`Promises.elastic`). The walk
+    over every placed pod only finds each pod's group; the sums are one matrix of requests added into
+    one row per group (``np.add.at``): integers, so exactly the per-pod vector sums, at a fraction of the
+    cost (this runs in every cycle whose enqueue meets a queue's capability)."""
     snap = ssn.snapshot
-    held: dict[GroupKey, Vector] = {}
-    groups: dict[GroupKey, PodGroup] = {}
+    row_of: dict[GroupKey, int] = {}
+    groups: list[PodGroup] = []
+    rows: list[int] = []
+    asks: list[Resources] = []
+    pods = snap.pods
     for p, _row in snap.residents.all():
         if p.scheduler_name not in snap.scheduler_names or p.deleting:
             continue
         key = pod_group_key(p)
-        g = groups.get(key)
-        if g is None:
+        i = row_of.get(key)
+        if i is None:
             found = snap.groups.get(key) or snap.other_groups.get(key)
             if found is None:
                 if p.group_name:
                     continue  # its PodGroup is gone: no queue to count it in
                 found = implicit_group(p, snap.default_queue)
-            g = groups[key] = found
-        v = snap.request(p.uid) if p.uid in snap.pods else snap.index.vector(p.requests)
-        held[key] = v.copy() if key not in held else held[key] + v
+            i = row_of[key] = len(groups)
+            groups.append(found)
+        rows.append(i)
+        # The snapshot's own pod where it has one (its request row), else the resident as cached.
+        asks.append((pods.get(p.uid) or p).requests)
     out: dict[str, Vector] = {}
-    for key, v in held.items():
-        g = groups[key]
-        past = np.maximum(v - snap.index.vector(g.min_resources), 0)
-        if past.any():
-            out[g.queue] = past if g.queue not in out else out[g.queue] + past
+    if not groups:
+        return out
+    index = snap.index
+    held = np.zeros((len(groups), len(index)), dtype=np.int64)
+    np.add.at(held, np.asarray(rows, dtype=np.intp), index.matrix(asks))
+    past = np.maximum(held - index.matrix([g.min_resources for g in groups]), 0)
+    for g, v, any_past in zip(groups, past, past.any(axis=1).tolist(), strict=True):
+        if any_past:
+            out[g.queue] = v.copy() if g.queue not in out else out[g.queue] + v
     return out

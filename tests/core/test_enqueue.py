@@ -300,3 +300,57 @@ def test_enqueue_only_admits() -> None:
     """Admission alone plans nothing."""
     result = run(NODES, [pod("p0", created=T0)], conf=conf_with("overcommit", actions="enqueue"))
     assert result.admitted == {"default/podgroup-p0"} and result.placements == {}
+
+
+def _backlog(seed: int) -> tuple[list[Raw], list[Raw], list[Raw], list[Raw]]:
+    """Pending groups of a few minResources shapes in queues near their capability, over running pods."""
+    import random
+
+    rnd = random.Random(seed)
+    nodes = [node(f"n{i}", cpu="8", memory="16Gi") for i in range(rnd.randint(1, 3))]
+    queues = [
+        queue("a", capability={"cpu": str(rnd.randint(2, 12))}),
+        queue("b", weight=2),
+        queue("c", capability={"cpu": str(rnd.randint(1, 6)), "memory": "8Gi"}),
+    ]
+    shapes = [{"cpu": rnd.choice(("1", "2", "3")), "memory": rnd.choice(("1Gi", "4Gi"))} for _ in range(3)]
+    groups, pods = [], []
+    for i in range(rnd.randint(0, 4)):  # running, some past their minimum (elastic)
+        q = rnd.choice("abc")
+        groups.append(podgroup(f"r{i}", 1, queue=q, phase="Running", min_resources={"cpu": "1"}))
+        for m in range(rnd.randint(1, 3)):
+            pods.append(
+                pod(f"r{i}-{m}", group=f"r{i}", cpu="1", node=nodes[0]["metadata"]["name"], phase="Running")
+            )
+    for i in range(rnd.randint(1, 25)):
+        groups.append(
+            podgroup(
+                f"p{i:02}",
+                1,
+                queue=rnd.choice("aabc"),
+                min_resources=rnd.choice(shapes),
+                created=f"2024-01-01T00:{rnd.randint(0, 59):02}:00Z",
+            )
+        )
+    return nodes, pods, groups, queues
+
+
+CONFS = [None, conf_with("priority", "gang", "drf", "predicates", "proportion"), conf_with("capacity")]
+
+
+@pytest.mark.parametrize("conf", CONFS, ids=["default", "proportion", "capacity"])
+def test_refusals_by_shape_are_the_refusals_asked_one_by_one(
+    conf: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enqueue's refusal per (queue, minResources) between admissions (``actions._by_shape``) gives every
+    group the admission and the reason, message included, that asking each group's votes gives."""
+    from extender.framework import actions
+
+    for seed in range(60):
+        nodes, pods, groups, queues = _backlog(seed)
+        fast = run(nodes, pods, groups, queues, conf=conf)
+        with monkeypatch.context() as mp:
+            mp.setattr(actions, "SHAPE_ONLY_ENQUEUE", frozenset())
+            plain = run(nodes, pods, groups, queues, conf=conf)
+        assert fast.admitted == plain.admitted, seed
+        assert fast.unschedulable == plain.unschedulable, seed

@@ -114,3 +114,54 @@ def test_groups_of_more_than_one_kind_of_pod_are_alike_to_none() -> None:
     same = forecast_alike.kind_of(g, pods("1", "1"), lambda _u: False, {})
     assert same is not None and same.need == 2
     assert forecast_alike.kind_of(g, pods("1", "2"), lambda _u: False, {}) is None
+
+
+def _beyond_plain(
+    line: list[GroupKey], alike: dict[GroupKey, forecast_alike.Alike], total: dict[str, int]
+) -> list[GroupKey]:
+    """``_beyond_the_room`` as first written: per group, the takes of every shape seen summed again."""
+    taken: dict[object, dict[str, int]] = {}
+    shapes: dict[object, forecast_alike.Alike] = {}
+    out: list[GroupKey] = []
+    for key in line:
+        a = alike[key]
+        used: dict[str, int] = {}
+        for shape, took in taken.items():
+            if forecast_alike._smaller(shapes[shape], a):
+                for r, v in took.items():
+                    used[r] = used.get(r, 0) + v
+        if any(v > 0 and total.get(r, 0) - used.get(r, 0) < a.need * v for r, v in a.requests.items()):
+            out.append(key)
+        if a.room_only:
+            shape = (tuple(sorted(a.requests.items())), a.need)
+            shapes[shape] = a
+            took = taken.setdefault(shape, {})
+            for r, v in a.requests.items():
+                took[r] = took.get(r, 0) + a.need * v
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32))
+def test_sums_kept_per_shape_equal_sums_over_every_shape_seen(seed: int) -> None:
+    """The shape-by-shape sums of ``_beyond_the_room`` cut the same groups as summing every shape seen
+    before each group again (random lines of few shapes, zero amounts included)."""
+    rnd = random.Random(seed)
+    resources = ("cpu", "memory", "gpu")
+    shapes = [
+        (
+            {r: rnd.choice((0, 1, 2, 4, 8)) for r in rnd.sample(resources, rnd.randint(1, 3))},
+            rnd.randint(1, 4),
+        )
+        for _ in range(rnd.randint(1, 6))
+    ]
+    alike: dict[GroupKey, forecast_alike.Alike] = {}
+    for i in range(rnd.randint(0, 60)):
+        requests, need = rnd.choice(shapes)
+        alike[GroupKey(f"ns/g{i}")] = forecast_alike.Alike(
+            kind=(i,), need=need, requests=requests, room_only=rnd.random() < 0.8
+        )
+    total = {r: rnd.randint(0, 80) for r in resources}
+    line = list(alike)
+    got = forecast_alike._beyond_the_room(line, alike, total)
+    assert got == _beyond_plain(line, alike, total)
