@@ -186,7 +186,7 @@ class Elector:
             )
             lead.step_down()
             return 0.0
-        if decision.action is Action.STAND_BY:
+        if decision.action in (Action.STAND_BY, Action.HOLD):
             return decision.wait
         if decision.action is Action.ACQUIRE and not self.ready():
             return min(self.timing.retry_period, 0.5)

@@ -87,6 +87,19 @@ async def test_a_release_hands_over_at_once() -> None:
         assert read_lease(fake.objects[LEASE]).transitions >= 1
 
 
+async def test_the_leader_writes_the_lease_once_per_retry_period() -> None:
+    # Its own renewals come back on the watch and wake its loop; each must not set off another write.
+    fake = FakeApiServer()
+    async with serving(fake) as client:
+        a, b = replica(client, "a"), replica(client, "b")
+        async with running(a, b):
+            await until(lambda: a.leadership.leading or b.leadership.leading)
+            before = len(fake.calls("PUT"))
+            await asyncio.sleep(10 * FAST.retry_period)
+            writes = len(fake.calls("PUT")) - before
+        assert 5 <= writes <= 12, writes
+
+
 async def test_a_killed_leader_is_replaced_after_the_lease_duration_not_before() -> None:
     fake = FakeApiServer()
     async with serving(fake) as client:
