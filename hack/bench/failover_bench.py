@@ -126,18 +126,33 @@ class Gangs:
             await asyncio.sleep(self.args.every)
 
     async def watch(self) -> None:
+        """Bind times as the pod watch delivers them (a LIST polled every 50 ms lags by seconds once the
+        namespace holds thousands of pods, and loads the API server it measures)."""
         path = kube.collection_path("v1", "pods", NS)
+        version = ""
         while True:
             with contextlib.suppress(Exception):
-                pods = (await kube.list_objects(self.api, path))["items"]
-                now = time.monotonic()
-                for p in pods:
-                    labels = p["metadata"].get("labels") or {}
-                    ann = p["metadata"].get("annotations") or {}
-                    gang = labels.get("volcano.sh/job-name") or ann.get("scheduling.k8s.io/group-name", "")
-                    if p["spec"].get("nodeName") and gang:
-                        self.pod_bound.setdefault(p["metadata"]["name"], (gang, now))
+                if not version:
+                    listed = await kube.list_objects(self.api, path)
+                    self._saw(listed["items"])
+                    version = listed["metadata"]["resourceVersion"]
+                async for ev in kube.watch_events(self.api, path, resource_version=version):
+                    obj = ev.get("object") or {}
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    if ev.get("type") in ("ADDED", "MODIFIED"):
+                        self._saw([obj])
+                continue
+            version = ""  # expired or cut: list again
             await asyncio.sleep(0.05)
+
+    def _saw(self, pods: list[dict[str, Any]]) -> None:
+        now = time.monotonic()
+        for p in pods:
+            labels = p["metadata"].get("labels") or {}
+            ann = p["metadata"].get("annotations") or {}
+            gang = labels.get("volcano.sh/job-name") or ann.get("scheduling.k8s.io/group-name", "")
+            if p["spec"].get("nodeName") and gang:
+                self.pod_bound.setdefault(p["metadata"]["name"], (gang, now))
 
     def next_after(self, t: float, quiet: float) -> float | None:
         """Seconds from ``t`` to the first gang bound entirely ``quiet`` seconds or more after ``t``: by the
