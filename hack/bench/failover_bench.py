@@ -136,13 +136,14 @@ class Gangs:
                     listed = await kube.list_objects(self.api, path)
                     self._saw(listed["items"])
                     version = listed["metadata"]["resourceVersion"]
-                async for ev in kube.watch_events(self.api, path, resource_version=version):
+                async for ev in kube.watch_events(
+                    self.api, path, resource_version=version, timeout_seconds=3600
+                ):
                     obj = ev.get("object") or {}
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if ev.get("type") in ("ADDED", "MODIFIED"):
                         self._saw([obj])
-                continue
-            version = ""  # expired or cut: list again
+            version = ""  # ended, expired or cut: list again
             await asyncio.sleep(0.05)
 
     def _saw(self, pods: list[dict[str, Any]]) -> None:
@@ -203,6 +204,8 @@ async def run(args: argparse.Namespace, cp: ControlPlane, ha: HaPumice) -> dict[
                     took = await measure(ha, gangs, how, within=args.lease_duration + 60)
                     if took is None:
                         missed += 1
+                        # Say why: what each process logged while no gang was bound.
+                        print(cp.log_tails(60), file=sys.stderr, flush=True)
                     else:
                         out.append(took)
                     print(
