@@ -189,7 +189,9 @@ async def measure(ha: HaPumice, gangs: Gangs, how: str, within: float) -> float 
 
 async def run(args: argparse.Namespace, cp: ControlPlane, ha: HaPumice) -> dict[str, Any]:
     async with await kube.new_api_client(cp.kubeconfig_path) as api:
-        await kube.create_fake_nodes(api, args.nodes, prefix="fo", cpu="64", concurrency=16)
+        # Room for the whole run: a gang every 0.25 s fills 20 nodes of 110 pods in under five minutes,
+        # and a full cluster binds nothing (it read as a failover with no gang bound).
+        await kube.create_fake_nodes(api, args.nodes, prefix="fo", cpu="64", pods=1000, concurrency=16)
         await kube.create_namespace(api, NS)
         async with FakeKubelet(api):
             gangs = Gangs(api, args)
