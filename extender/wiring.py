@@ -225,7 +225,10 @@ class Process:
         cluster what was in flight (pods kube-scheduler holds as unschedulable), cycle, and have every
         reconciler look at every object."""
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        if self.leadership.enabled:
+        if self.leadership.enabled and not self.leadership.predecessor_quiet:
+            # Taken from a release (or a free Lease): the last binds of the replica that let go may still
+            # be on their way to the watch. From a lapsed lease there is nothing to wait for: its holder
+            # stopped writing seconds ago (Leadership.predecessor_quiet), and a kill -9 costs no more.
             await asyncio.sleep(min(TAKEOVER_GRACE, self.leadership.timing.retry_period))
         self.scheduler.shared.begin_term()
         self.scheduler.loop.new_term()

@@ -32,6 +32,7 @@ from controllers.leader.record import LeaseRecord
 class Action(enum.Enum):
     ACQUIRE = "acquire"  # write ourselves as the holder: a new term
     RENEW = "renew"  # we hold it and lead: write a new renewTime
+    HOLD = "hold"  # we hold it and lead, and the next renewal is not due yet: write nothing
     STAND_BY = "stand-by"  # another replica holds a live lease
     STEP_DOWN = "step-down"  # we led, and must not any more (deposed, or our renewals are past the deadline)
 
@@ -104,6 +105,13 @@ def decide(
         # Leading (or just past the deadline): only a live record naming us lets the term go on. A
         # released or deleted Lease is another replica's to take at once, so it ends our term too.
         if leads(last_renew, now, timing) and record is not None and record.holder == identity:
+            # Renew once per retry period, as client-go does. The loop also wakes on every event of the
+            # Lease's watch, our own renewals included: renewing on those would write the Lease as fast
+            # as the API server answers (measured: tens of writes a second) and keep the last renewal
+            # within milliseconds of any crash, so a standby would always wait the whole lease duration.
+            due = last_renew + timing.retry_period
+            if now < due:
+                return Decision(action=Action.HOLD, wait=due - now)
             return Decision(action=Action.RENEW, wait=timing.retry_period)
         return Decision(action=Action.STEP_DOWN, wait=0.0)
     if record is None or not record.holder or record.holder == identity:

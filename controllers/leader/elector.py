@@ -186,7 +186,7 @@ class Elector:
             )
             lead.step_down()
             return 0.0
-        if decision.action is Action.STAND_BY:
+        if decision.action in (Action.STAND_BY, Action.HOLD):
             return decision.wait
         if decision.action is Action.ACQUIRE and not self.ready():
             return min(self.timing.retry_period, 0.5)
@@ -207,7 +207,12 @@ class Elector:
         lead.saw(self.identity, self.url, expires_at(self._seen, self.timing))
         if self._resigned:  # resigned while the write was on its way: the term does not go on
             return self.timing.retry_period
-        lead.renewed(sent, new_term=decision.action is Action.ACQUIRE)
+        lead.renewed(
+            sent,
+            new_term=decision.action is Action.ACQUIRE,
+            # decide() takes another holder's record only once it has expired (a free one at once).
+            from_lapsed=record is not None and record.holder not in ("", self.identity),
+        )
         if decision.action is Action.ACQUIRE:
             log.info(
                 "acquired leadership",

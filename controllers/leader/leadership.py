@@ -54,6 +54,10 @@ class Leadership:
         self.serving = False
         # Holder changes this replica saw (including to and from itself), for pumice_leader_transitions_total.
         self.transitions = 0
+        # Whether the current term was taken from another holder whose lease had lapsed: that holder's
+        # fence stopped its writes at its renew deadline, lease_duration - renew_deadline seconds before
+        # the takeover at least, so nothing it set in motion is still on its way (see wiring.begin_term).
+        self.predecessor_quiet = False
         self._observed = False
         self._changed = asyncio.Event()
 
@@ -122,10 +126,12 @@ class Leadership:
         if changed:
             self._notify()
 
-    def renewed(self, sent: float, *, new_term: bool) -> None:
-        """A write of the Lease naming this process succeeded; it was sent at ``sent`` (local clock)."""
+    def renewed(self, sent: float, *, new_term: bool, from_lapsed: bool = False) -> None:
+        """A write of the Lease naming this process succeeded; it was sent at ``sent`` (local clock).
+        ``from_lapsed``: a new term taken over from another holder whose lease had expired."""
         if new_term:
             self.term += 1
+            self.predecessor_quiet = from_lapsed
         self._last_renew = sent
         self._notify()
 

@@ -73,6 +73,22 @@ def keep_selectors(doc: dict[str, Any], current: dict[str, Any]) -> None:
                 webhook[key] = old[key]
 
 
+def covers(current: object, wanted: object) -> bool:
+    """Whether ``current`` (as the API server returns it: defaults filled in) already says everything
+    ``wanted`` says: every key of a mapping with a covering value, lists element by element."""
+    if isinstance(wanted, dict):
+        return isinstance(current, dict) and all(
+            k in current and covers(current[k], v) for k, v in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(current, list)
+            and len(current) == len(wanted)
+            and all(covers(c, w) for c, w in zip(current, wanted, strict=True))
+        )
+    return current == wanted
+
+
 async def register_webhooks(
     client: KubeClient,
     settings: ServeSettings,
@@ -105,6 +121,12 @@ async def register_webhooks(
                 cur = await client.get(path)
                 doc["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
                 keep_selectors(doc, cur)
+                if covers(cur.get("webhooks"), doc["webhooks"]) and covers(cur["metadata"], doc["metadata"]):
+                    # Registered as wanted already (every new leader and restarted replica gets here):
+                    # rewriting it would make kube-apiserver rebuild its webhook clients for nothing,
+                    # which stalled creates for about a second after each failover.
+                    log.info("webhooks already registered", extra={"configuration": name})
+                    continue
                 await client.request("PUT", path, body=doc)
             except ApiError as e:
                 if e.status != 404:

@@ -51,6 +51,14 @@ CASES = [
     ),
     ("ours and leading: renew", held(ME), 95.0, 100.0, 96.0, Action.RENEW),
     ("ours, leading, renewals late but within the deadline", held(ME), 90.0, 100.0, 93.5, Action.RENEW),
+    (
+        "ours and leading, renewed less than a retry period ago: hold",
+        held(ME),
+        99.5,
+        100.0,
+        99.5,
+        Action.HOLD,
+    ),
     ("ours, but past the renew deadline: step down", held(ME), 90.0, 100.0, 93.0, Action.STEP_DOWN),
     ("leading, and another holder took it: step down", held(OTHER), 99.0, 100.0, 99.0, Action.STEP_DOWN),
     (
@@ -97,6 +105,18 @@ def test_a_standby_looks_again_at_expiry_or_after_the_retry_period() -> None:
         Observed(record=held(OTHER), changed_at=99.0), identity=ME, now=100.0, last_renew=None, timing=T
     )
     assert far.wait == T.retry_period
+
+
+def test_a_leader_renews_once_per_retry_period_whatever_wakes_it() -> None:
+    # Woken by the watch event of its own renewal, 0.05 s after it: nothing to write until it is due.
+    early = decide(
+        Observed(record=held(ME), changed_at=100.05), identity=ME, now=100.05, last_renew=100.0, timing=T
+    )
+    assert early.action is Action.HOLD and early.wait == pytest.approx(T.retry_period - 0.05)
+    due = decide(
+        Observed(record=held(ME), changed_at=100.05), identity=ME, now=102.0, last_renew=100.0, timing=T
+    )
+    assert due.action is Action.RENEW
 
 
 def test_the_time_of_the_last_change_moves_only_when_the_record_changes() -> None:

@@ -57,6 +57,7 @@ async def test_one_leads_the_other_stands_by_and_knows_where_to_forward() -> Non
         a, b = replica(client, "a"), replica(client, "b")
         async with running(a):
             await until(lambda: a.leadership.leading)
+            assert not a.leadership.predecessor_quiet  # the first term: no Lease before it
             async with running(b):
                 await until(lambda: b.leadership.holder == "a")
                 await asyncio.sleep(3 * FAST.lease_duration)  # renewals keep b standing by
@@ -80,11 +81,26 @@ async def test_a_release_hands_over_at_once() -> None:
             assert await leader.release()
             took = await until(lambda: standby.leadership.leading)
             assert took < FAST.lease_duration / 2, took  # not after the lease duration: at once
+            # Released, not lapsed: the new term waits for the old leader's last writes to show.
+            assert not standby.leadership.predecessor_quiet
             # While it drains, the old leader forwards to the new one: it still follows the Lease.
             await until(lambda: leader.leadership.leader_url() == f"http://{standby.identity}:8888")
             await asyncio.sleep(3 * FAST.retry_period)
             assert not leader.leadership.leading  # resigned for good
         assert read_lease(fake.objects[LEASE]).transitions >= 1
+
+
+async def test_the_leader_writes_the_lease_once_per_retry_period() -> None:
+    # Its own renewals come back on the watch and wake its loop; each must not set off another write.
+    fake = FakeApiServer()
+    async with serving(fake) as client:
+        a, b = replica(client, "a"), replica(client, "b")
+        async with running(a, b):
+            await until(lambda: a.leadership.leading or b.leadership.leading)
+            before = len(fake.calls("PUT"))
+            await asyncio.sleep(10 * FAST.retry_period)
+            writes = len(fake.calls("PUT")) - before
+        assert 5 <= writes <= 12, writes
 
 
 async def test_a_killed_leader_is_replaced_after_the_lease_duration_not_before() -> None:
@@ -105,6 +121,8 @@ async def test_a_killed_leader_is_replaced_after_the_lease_duration_not_before()
                     <= FAST.lease_duration + 2 * FAST.retry_period
                 )
                 assert not a.leadership.leading  # its own fence ended its term (the deadline passed)
+                # Taken from a lapsed lease: its holder stopped writing at its deadline, long before.
+                assert b.leadership.predecessor_quiet
 
 
 async def test_a_deposed_leader_steps_down_at_once_and_nobody_takes_a_live_lease() -> None:

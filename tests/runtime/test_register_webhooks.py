@@ -1,5 +1,6 @@
 """bootstrap.register_webhooks replacing pumice's webhook configurations at start-up keeps the selectors the
-deployment set on them (the chart's webhooks.namespaceSelector/objectSelector, an administrator's edit)."""
+deployment set on them (the chart's webhooks.namespaceSelector/objectSelector, an administrator's edit), and
+leaves alone configurations that already say what it would write."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from admission.webhooks import webhook_configurations
 from controllers.kube import paths
-from controllers.reconcilers.bootstrap import register_webhooks
+from controllers.reconcilers.bootstrap import covers, register_webhooks
 from extender.api.versions import Features, KubernetesVersion, features
 from extender.process.settings import ServeSettings
 from extender.serve_args import add_serve_parser, serve_settings
@@ -82,3 +83,26 @@ async def test_a_new_configuration_gets_pumice_s_own_selectors() -> None:
     for hook in stored["webhooks"]:
         assert hook["objectSelector"] == own[hook["name"]]["objectSelector"]
         assert hook.get("namespaceSelector") == own[hook["name"]].get("namespaceSelector")
+
+
+async def test_configurations_registered_as_wanted_are_not_written_again() -> None:
+    fake = FakeApiServer()
+    settings = serve("--webhook-service", "pumice-system/pumice", "--leader-elect=false")
+    async with serving(fake) as client:
+        await register_webhooks(client, settings, CA, webhook_configurations, features=feats())
+        for doc in docs():  # as kube-apiserver returns them: with its defaults filled in
+            for hook in fake.objects[where(doc)]["webhooks"]:
+                hook.setdefault("matchPolicy", "Equivalent")
+                hook.setdefault("timeoutSeconds", 10)
+        written = len(fake.calls("PUT")) + len(fake.calls("POST"))
+        await register_webhooks(client, settings, CA, webhook_configurations, features=feats())
+        assert len(fake.calls("PUT")) + len(fake.calls("POST")) == written  # a new leader writes nothing
+        await register_webhooks(client, settings, CA + b"\n", webhook_configurations, features=feats())
+        assert len(fake.calls("PUT")) == 2  # a new CA: both configurations replaced
+
+
+def test_covers_reads_defaults_as_extra_and_lists_element_by_element() -> None:
+    assert covers({"a": 1, "b": {"c": [1, {"d": 2, "e": 3}]}}, {"b": {"c": [1, {"d": 2}]}})
+    assert not covers({"b": {"c": [1, {"d": 2}]}}, {"b": {"c": [1, {"d": 3}]}})
+    assert not covers({"c": [1, 2, 3]}, {"c": [1, 2]})
+    assert not covers({}, {"a": None})
