@@ -5,7 +5,8 @@
 of an hour at 100 000 pods; this feeds the same handlers ``pumice serve`` wires (the cluster cache, the
 store of watched objects, the watch metrics: extender.wiring's tee) with copies of real objects as
 kube-apiserver v1.24 returns them (managedFields included): ``--nodes`` Nodes, ``--pods`` Running pods
-(nine in ten in vcjobs of ``--gang``, each vcjob with its Job and PodGroup objects), in LIST pages of 500
+(nine in ten in vcjobs of ``--gang``, each vcjob with its Job and PodGroup objects; each pod with its own
+``volcano.sh/task-index`` label, as the job controller makes them), in LIST pages of 500
 decoded as they come, the way the tree's informer hands them over (page by page where its handlers
 take pages, else the whole LIST at once). It prints the process's RSS before and after and its peak
 (VmHWM), and CPU seconds. ``--tree`` runs another source tree (e.g. the code before a change).
@@ -128,7 +129,7 @@ def main() -> int:
         pod,
         [(pod_uid, "{i:08x}-0000-4000-8000-000000000000"), (job_uid, "{j:08x}-1111-4000-8000-000000000000"),
          (b"job-0-worker-0", "job-{j}-worker-{k}"), (b'"job-0"', '"job-{j}"'), (b"job-0-", "job-{j}-"),
-         (pod_node, '"n-{n}"')],
+         (pod_node, '"n-{n}"'), (b'"volcano.sh/task-index": "0"', '"volcano.sh/task-index": "{k}"')],
         jobs * args.gang,
     )  # fmt: skip
     plain = variants(
