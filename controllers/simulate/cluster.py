@@ -23,7 +23,7 @@ timer the loop asks for (a fair window, an SLA deadline) is a due time the calle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -164,7 +164,7 @@ class SimCluster:
         self.ledger = self.state.ledger
         # Raw objects as the API server holds them.
         self.pods: dict[PodUID, Obj] = {}
-        self.podgroups: dict[GroupKey, Obj] = {}
+        self.podgroups: MutableMapping[GroupKey, Obj] = {}  # a forecast's: packed (controllers.state.packed)
         self.nodes: dict[str, Obj] = {}
         self.queues: dict[str, Obj] = {}
         self._names: dict[tuple[str, str], PodUID] = {}

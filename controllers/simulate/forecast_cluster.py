@@ -160,7 +160,7 @@ class ForecastCluster(SimCluster):
         ] = {}
         self.scheduler = self._scheduler(conf)
         self.cache.load(models)
-        self.podgroups = dict(models.raw_podgroups)
+        self.podgroups = models.raw_podgroups.copy()
         self.queues = dict(models.raw_queues)
         for pod in models.pods:
             if pod.deleting:  # on its way out: its room is free from now on

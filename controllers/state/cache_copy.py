@@ -32,7 +32,7 @@ class CacheCopy(CacheIngest):
             nodes=tuple(self._nodes.values()),
             pods=tuple(self._pods.values()),
             podgroups=tuple(self._podgroups.values()),
-            raw_podgroups=dict(self._raw_podgroups),
+            raw_podgroups=self._raw_podgroups.copy(),  # packed still: decoded where read
             queues=tuple(self._queues.values()),
             raw_queues=dict(self._raw_queues),
             priority_classes=tuple(self._priority_classes.values()),
@@ -58,9 +58,7 @@ class CacheCopy(CacheIngest):
         self._hypernode_set = None
         for pg in m.podgroups:
             self._podgroups[pg.key] = pg
-            raw = m.raw_podgroups.get(pg.key)
-            if raw is not None:
-                self._raw_podgroups[pg.key] = raw
+            self._raw_podgroups.take(pg.key, m.raw_podgroups)
             self._pending.group_changed(pg.key)
         for pod in m.pods:
             self._store(pod.uid, pod, pod)

@@ -22,8 +22,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from controllers.kube.informer import Handler
+from controllers.state.compact import ListedGroup, pod_parser, podgroups_listing
 from controllers.state.ledger import Ledger
 from controllers.state.meta import read_meta
+from controllers.state.packed import PackedMap
 from controllers.state.parsed_kind import ClusterKinds
 from controllers.state.pending import PendingSet
 from controllers.state.pod_index import PodIndex
@@ -32,7 +34,7 @@ from controllers.state.unreadable import Failure, Unreadable
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID, group_key
-from extender.core.parse import parse_pod, parse_podgroup
+from extender.core.parse import parse_podgroup
 from extender.core.snapshot import NodeTable
 
 log = logging.getLogger(__name__)
@@ -67,9 +69,10 @@ class CacheIngest:
         # Objects that could not be read, and why (a filter for such a pod says why).
         self._unreadable = Unreadable()
         self._index = PodIndex(scheduler_names=scheduler_names, default_queue=default_queue)
+        self._parse_pod = pod_parser()  # (controllers.state.compact, as is the PodGroup LIST)
         self._podgroups: dict[GroupKey, PodGroup] = {}
-        # Raw PodGroups we write status for (resourceVersion, existing status) keyed like the model.
-        self._raw_podgroups: dict[GroupKey, Obj] = {}
+        # Raw PodGroups we write status for (resourceVersion, existing status) keyed like the model, packed.
+        self._raw_podgroups: PackedMap[GroupKey] = PackedMap()
         # The kinds kept by key alone (controllers.state.parsed_kind), each telling _changed of a change.
         self._kinds = ClusterKinds.build(self._unreadable, self._changed)
         # What the cache's reads use, held under their own names (each one dict for the cache's life).
@@ -133,7 +136,7 @@ class CacheIngest:
         return seen
 
     def upsert_pod(self, obj: Obj) -> Pod | None:
-        seen: Pod | None = self._parse(parse_pod, obj, "Pod")
+        seen: Pod | None = self._parse(self._parse_pod, obj, "Pod")
         if seen is None:
             return None
         pod = self._with_assumed(seen)
@@ -156,7 +159,7 @@ class CacheIngest:
 
     def pods_listing(self) -> Staged[Pod]:
         """A pod LIST parsed page by page, applied at its end (see controllers.state.staged)."""
-        return Staged("Pod", parse_pod, self._relisted_pods)
+        return Staged("Pod", self._parse_pod, self._relisted_pods)
 
     def _relisted_pods(self, parsed: list[Pod], failures: list[Failure]) -> None:
         # After a re-list every pod is stored anew; those gone while we were not watching are removed
@@ -226,13 +229,19 @@ class CacheIngest:
             self._changed("podgroup")
 
     def replace_podgroups(self, objs: Sequence[Obj]) -> None:
+        replace_with(self.podgroups_listing(), objs)
+
+    def podgroups_listing(self) -> Staged[ListedGroup]:
+        return podgroups_listing(self.default_queue, self._relisted_podgroups)
+
+    def _relisted_podgroups(self, parsed: list[ListedGroup], failures: list[Failure]) -> None:
         self._unreadable.relisting("PodGroup")
-        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, {}
-        for o in objs:
-            pg = self._pg(o)
-            if pg is not None:
-                self._podgroups[pg.key] = pg
-                self._raw_podgroups[pg.key] = o
+        for f in failures:
+            self._unreadable.record(f)
+        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, PackedMap()
+        for pg, body in parsed:
+            self._podgroups[pg.key] = pg
+            self._raw_podgroups.put_packed(pg.key, body)
         for key in old.keys() | self._podgroups.keys():  # those deleted while we were not watching too
             self._group_stored(key, old.get(key), self._podgroups.get(key))
         self._changed("podgroup")
@@ -274,22 +283,10 @@ class CacheIngest:
         self._kinds.priority_classes.upsert(obj)
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            **self._kinds.handlers(),
-            "pods": Handler(
-                self.replace_pods,
-                self.upsert_pod,
-                self.remove_pod,
-                self._unreadable.listed("Pod"),
-                self.pods_listing,
-            ),
-            "podgroups": Handler(
-                self.replace_podgroups,
-                self.upsert_podgroup,
-                self.remove_podgroup,
-                self._unreadable.listed("PodGroup"),
-            ),
-        }
+        listed = self._unreadable.listed
+        pods = Handler(self.replace_pods, self.upsert_pod, self.remove_pod, listed("Pod"), self.pods_listing)
+        groups = (self.replace_podgroups, self.upsert_podgroup, self.remove_podgroup, listed("PodGroup"))
+        return {**self._kinds.handlers(), "pods": pods, "podgroups": Handler(*groups, self.podgroups_listing)}
 
     def _queue_of(self, key: GroupKey) -> str | None:
         pg = self._podgroups.get(key)

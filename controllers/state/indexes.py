@@ -16,9 +16,10 @@ copy:
 
 Pods are kept only when one of these places them, and as little of them as the reconcilers read
 (:func:`pod_record`: the metadata the indexes and the reconcilers use and the
-:class:`~controllers.state.pod_facts.PodFacts`; the whole pod only when ``WORKLOAD`` places it); every other
-kind is kept whole. Every function here is total: an object of any shape gets a value or None, never an
-exception.
+:class:`~controllers.state.pod_facts.PodFacts`; the whole pod only when ``WORKLOAD`` places it); Nodes as
+their metadata alone (:func:`node_record`); vcjobs and PodGroups whole but packed, as their JSON bytes
+(:mod:`controllers.state.packed`: ``obj`` decodes them at each read); every other kind is kept whole.
+Every function here is total: an object of any shape gets a value or None, never an exception.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Final
 
 from controllers.state.meta import ObjectMeta, OwnerRef, read_meta
 from controllers.state.pod_facts import pod_facts
+from controllers.state.shared import Shared
 from controllers.state.store import Index, Kind, ObjectStore, Stored
 from extender.api import labels as L
 from extender.core.workloads import Owner, named_group, owner_group_name, workload_owner
@@ -134,10 +136,10 @@ class _Label(Mapping[str, str]):
 
 
 class _NoBody(dict[str, Any]):
-    """The ``obj`` of a pod held without its body: empty, and nobody may fill it (one for all)."""
+    """The ``obj`` of a pod or Node held without its body: empty, and nobody may fill it (one for all)."""
 
     def _refuse(self, *_: object, **__: object) -> None:
-        raise TypeError("a pod held without its body has none to change")
+        raise TypeError("an object held without its body has none to change")
 
     __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
 
@@ -145,26 +147,33 @@ class _NoBody(dict[str, Any]):
 _NO_BODY: Final = _NoBody()
 
 
-def _lean(meta: ObjectMeta) -> ObjectMeta:
+def _interned(refs: tuple[OwnerRef, ...]) -> tuple[OwnerRef, ...]:
+    return tuple(
+        OwnerRef(
+            api_version=sys.intern(r.api_version),
+            kind=sys.intern(r.kind),
+            name=sys.intern(r.name),
+            uid=sys.intern(r.uid),
+            controller=r.controller,
+        )
+        for r in refs
+    )
+
+
+def _lean(meta: ObjectMeta, shared: Shared[Any]) -> ObjectMeta:
     """What is read of a pod's metadata once its body is not kept: identity, versions, timestamps, owners
-    (``VCJOB``, the job controller) and the job-name label (``JOB_LABEL``). Repeated strings are shared."""
+    (``VCJOB``, the job controller) and the job-name label (``JOB_LABEL``). Repeated strings are interned;
+    the owner references and the label, shared with the pods before it that have equal ones (a gang's)."""
     job = meta.labels.get(L.JOB_NAME_KEY)
+    refs = meta.owner_references
     return ObjectMeta(
         namespace=sys.intern(meta.namespace),
         name=meta.name,
         uid=meta.uid,
         resource_version=meta.resource_version,
-        labels=_EMPTY if job is None else _Label(sys.intern(job)),
-        owner_references=tuple(
-            OwnerRef(
-                api_version=sys.intern(r.api_version),
-                kind=sys.intern(r.kind),
-                name=sys.intern(r.name),
-                uid=sys.intern(r.uid),
-                controller=r.controller,
-            )
-            for r in meta.owner_references
-        ),
+        labels=_EMPTY if job is None else shared.share(("label", job), lambda: _Label(sys.intern(job))),
+        # (OwnerRef is frozen: equal references hash alike.)
+        owner_references=shared.share(refs, lambda: _interned(refs)) if refs else (),
         deletion_timestamp=meta.deletion_timestamp,
         creation_timestamp=sys.intern(meta.creation_timestamp),
     )
@@ -174,19 +183,42 @@ def pod_record(scheduler_names: frozenset[str]) -> Callable[[Any], Stored]:
     """How the store holds a pod: whole when the workload-group controller looks after it (it reads the
     spec and the metadata), else its lean metadata and facts (see controllers.state.pod_facts)."""
 
+    shared: Shared[Any] = Shared()
+
     def record(obj: Any) -> Stored:
         meta = read_meta(obj)
         full = Stored(obj, meta, pod_facts(obj, meta.annotations))
         if workload_of(full, scheduler_names) is not None:
             return full
-        return Stored(_NO_BODY, _lean(meta), full.pod)
+        return Stored(_NO_BODY, _lean(meta, shared), full.pod)
 
     return record
 
 
+def node_record(obj: Any) -> Stored:
+    """How the store holds a Node: its identity, versions and labels, what the hypernode-problems
+    reconciler reads (the cluster cache holds Nodes parsed; a raw Node is ~4 KB decoded, 5 000 of them
+    20 MiB)."""
+    meta = read_meta(obj)
+    lean = ObjectMeta(
+        name=meta.name,
+        uid=meta.uid,
+        resource_version=meta.resource_version,
+        generation=meta.generation,
+        labels=meta.labels,
+        deletion_timestamp=meta.deletion_timestamp,
+        creation_timestamp=meta.creation_timestamp,
+    )
+    return Stored(_NO_BODY, lean)
+
+
 def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
     return (
-        Kind(name="jobs", indexes=(Index(name=JOBFLOW, key=jobflow_of), Index(name=CRONJOB, key=cronjob_of))),
+        Kind(
+            name="jobs",
+            indexes=(Index(name=JOBFLOW, key=jobflow_of), Index(name=CRONJOB, key=cronjob_of)),
+            record=Stored.packed,
+        ),
         Kind(name="commands", indexes=(Index(name=TARGET_JOB, key=target_job),)),
         Kind(
             name="pods",
@@ -198,11 +230,11 @@ def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
             indexed_only=True,
             record=pod_record(scheduler_names),
         ),
-        Kind(name="podgroups", indexes=(Index(name=VCJOB, key=vcjob_of),)),
+        Kind(name="podgroups", indexes=(Index(name=VCJOB, key=vcjob_of),), record=Stored.packed),
         Kind(name="jobflows", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
         Kind(name="jobtemplates", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
         Kind(name="cronjobs"),
-        Kind(name="nodes", namespaced=False),
+        Kind(name="nodes", namespaced=False, record=node_record),
         Kind(name="hypernodes", namespaced=False),
     )
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.state.packed import PackedMap
 from extender.core.budgets import DisruptionBudget
 from extender.core.hypernodes import HyperNode
 from extender.core.model import GroupKey, Node, Pod, PodGroup, PriorityClass, Queue
@@ -30,7 +31,7 @@ class ClusterModels:
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     podgroups: tuple[PodGroup, ...]
-    raw_podgroups: Mapping[GroupKey, Obj]
+    raw_podgroups: PackedMap[GroupKey]  # as the cache holds them: decoded where read
     queues: tuple[Queue, ...]
     raw_queues: Mapping[str, Obj]
     priority_classes: tuple[PriorityClass, ...]

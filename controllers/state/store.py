@@ -39,30 +39,45 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Final
 
 from controllers.kube.informer import Handler
 from controllers.state.meta import ObjectMeta, read_meta
+from controllers.state.packed import pack, unpack
 from controllers.state.pod_facts import PodFacts
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+_NO_RAW: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A raw object as the API server returned it, and its metadata, read once. A kind may keep less
     (:attr:`Kind.record`): pods are held as their metadata and :class:`PodFacts`, with ``obj`` empty
-    unless a reconciler reads their body (see :mod:`controllers.state.pod_facts`)."""
+    unless a reconciler reads their body (see :mod:`controllers.state.pod_facts`); vcjobs and PodGroups
+    as their JSON bytes (:meth:`packed`), ``obj`` decoding them."""
 
-    obj: Obj
+    body: Obj | bytes
     meta: ObjectMeta
     pod: PodFacts | None = None
+
+    @property
+    def obj(self) -> Obj:
+        """The raw object (of a kind held packed, decoded anew at each read: a copy the reader owns)."""
+        return unpack(self.body)
 
     @classmethod
     def of(cls, obj: Obj) -> Stored:
         return cls(obj, read_meta(obj))
+
+    @classmethod
+    def packed(cls, obj: Obj) -> Stored:
+        """``obj`` held as its JSON bytes (see controllers.state.packed), with its metadata read now; the
+        view's ``raw`` is left empty, as it would keep the decoded metadata alive (read ``obj``)."""
+        return cls(pack(obj), replace(read_meta(obj), raw=_NO_RAW))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -143,8 +143,8 @@ def parse_pod(obj: Obj) -> Pod:
         gpu=(gpu := gpu_request(ann, spec)),
         gpu_hold=pod_hold(ann, gpu),
         preemptable=_preemptable(ann, labels),
-        preemption_policy=str(spec.get("preemptionPolicy") or ""),
-        priority_class=str(spec.get("priorityClassName") or ""),
+        preemption_policy=_i(str(spec.get("preemptionPolicy") or "")),
+        priority_class=_i(str(spec.get("priorityClassName") or "")),
     )
 
 

@@ -3,11 +3,12 @@
 
 ``restart_bench.py`` needs a control plane filled with the objects, which takes this 2-core machine most
 of an hour at 100 000 pods; this feeds the same handlers ``pumice serve`` wires (the cluster cache, the
-store of watched objects, the watch metrics: extender.wiring's tee) with copies of real objects as
-kube-apiserver v1.24 returns them (managedFields included): ``--nodes`` Nodes, ``--pods`` Running pods
-(nine in ten in vcjobs of ``--gang``, each vcjob with its Job and PodGroup objects), in LIST pages of 500
-decoded as they come, the way the tree's informer hands them over (page by page where its handlers
-take pages, else the whole LIST at once). It prints the process's RSS before and after and its peak
+store of watched objects, the watch metrics, the finished jobs' runtimes: extender.wiring's tee) with
+copies of real objects as kube-apiserver v1.24 returns them (managedFields included): ``--nodes`` Nodes,
+``--pods`` Running pods (nine in ten in vcjobs of ``--gang``, each vcjob with its Job and PodGroup
+objects; each pod with its own ``volcano.sh/task-index`` label, as the job controller makes them), in LIST
+pages of 500 decoded as they come, the way the tree's informer hands them over (page by page where its
+handlers take pages, else the whole LIST at once). It prints the process's RSS before and after and its peak
 (VmHWM), and CPU seconds. ``--tree`` runs another source tree (e.g. the code before a change).
 
     .venv/bin/python hack/bench/restart_memory.py --pods 100000
@@ -81,9 +82,13 @@ def main() -> int:
     store = watched_objects(names)
     metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
     cache_h, store_h, metrics_h = state.cache.handlers(), store.handlers(), metrics.handlers()
+    from controllers.forecast.finished import runtime_handler
+    from extender.forecast.runtimes import RuntimeBook
+
+    runtime_h = {"jobs": runtime_handler(RuntimeBook(), "default")}  # the jobs watch's fourth handler
 
     def handler(kind: str) -> Handler:
-        hs = [h[kind] for h in (cache_h, store_h, metrics_h) if kind in h]
+        hs = [h[kind] for h in (cache_h, store_h, metrics_h, runtime_h) if kind in h]
         return tee(*hs) if len(hs) > 1 else hs[0]
 
     grew: dict[str, int] = {}
@@ -128,7 +133,7 @@ def main() -> int:
         pod,
         [(pod_uid, "{i:08x}-0000-4000-8000-000000000000"), (job_uid, "{j:08x}-1111-4000-8000-000000000000"),
          (b"job-0-worker-0", "job-{j}-worker-{k}"), (b'"job-0"', '"job-{j}"'), (b"job-0-", "job-{j}-"),
-         (pod_node, '"n-{n}"')],
+         (pod_node, '"n-{n}"'), (b'"volcano.sh/task-index": "0"', '"volcano.sh/task-index": "{k}"')],
         jobs * args.gang,
     )  # fmt: skip
     plain = variants(

@@ -60,6 +60,17 @@ def test_a_completed_job_ran_from_its_last_running_condition() -> None:
     handler.upsert(job)  # seen again: counted once
     est = book.estimate(queue="research", namespace="team", name="train-28571490", now=0)
     assert est is not None and (est.basis, est.seconds, est.samples) == (JOB_NAME, 600.0, 1)
+    # A LIST page by page counts as its pages arrive (the informer keeps no page for it).
+    paged = RuntimeBook()
+    listing = runtime_handler(paged, "default").begin()
+    listing.page([vcjob("y", "Running", [])])
+    listing.page([job])
+    est = paged.estimate(queue="research", namespace="team", name="train-28571490", now=0)
+    assert est is not None and est.samples == 1
+    listing.done()
+    listing.page([job])  # seen again: counted once
+    est = paged.estimate(queue="research", namespace="team", name="train-28571490", now=0)
+    assert est is not None and est.samples == 1
 
 
 def state_with(*objects: dict[str, Any]) -> Any:
