@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from controllers.kube.informer import tee
-from controllers.state.cluster import cluster_state
+from controllers.state.cluster import ClusterState, cluster_state
 from controllers.state.indexes import VCJOB, watched_objects
+from controllers.state.store import ObjectStore
 from controllers.watch_metrics import WatchMetrics
 from extender.core.model import PodUID
 
@@ -68,7 +69,12 @@ def pages() -> Iterator[list[dict[str, Any]]]:
         yield [pod(i) for i in range(start, min(PODS, start + PAGE))]
 
 
-def test_a_listed_pod_costs_under_the_bound() -> None:
+def _listed(
+    watches: Sequence[tuple[str, Iterable[list[dict[str, Any]]]]],
+) -> tuple[int, ClusterState, ObjectStore]:
+    """Each watch's LIST pages fed, page by page, to the handlers ``pumice serve`` tees together (the
+    cache, the store of watched objects, the watch metrics), as the informer feeds them; the bytes still
+    held after (tracemalloc), the cluster state and the store."""
     names = frozenset({"volcano"})
     gc.collect()
     tracemalloc.start()
@@ -76,16 +82,22 @@ def test_a_listed_pod_costs_under_the_bound() -> None:
         state = cluster_state(names)
         store = watched_objects(names)
         metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
-        handler = tee(state.cache.handlers()["pods"], store.handlers()["pods"], metrics.handlers()["pods"])
-        listing = handler.begin()
-        for page in pages():
-            listing.page(page)
-            del page
-        listing.done()
+        handlers = (state.cache.handlers(), store.handlers(), metrics.handlers())
+        for watch, pages_of in watches:
+            listing = tee(*(h[watch] for h in handlers if watch in h)).begin()
+            for page in pages_of:
+                listing.page(page)
+                del page
+            listing.done()
         gc.collect()
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return held, state, store
+
+
+def test_a_listed_pod_costs_under_the_bound() -> None:
+    held, state, store = _listed([("pods", pages())])
     per_pod = held / PODS
     # Nothing was dropped on the way: every pod is in the cache, every vcjob pod in the store.
     assert all(state.cache.pod(PodUID(f"{i:08x}-0000-4000-8000-000000000000")) for i in range(PODS))
@@ -123,25 +135,9 @@ def _jobs_and_groups(kind: str) -> Iterator[list[dict[str, Any]]]:
 
 
 def test_a_listed_vcjob_and_its_podgroup_cost_under_the_bound() -> None:
-    names = frozenset({"volcano"})
-    gc.collect()
-    tracemalloc.start()
-    try:
-        state = cluster_state(names)
-        store = watched_objects(names)
-        metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
-        cache_h, store_h, metrics_h = state.cache.handlers(), store.handlers(), metrics.handlers()
-        for kind, watch in (("vcjob", "jobs"), ("podgroup", "podgroups")):
-            handlers = [h[watch] for h in (cache_h, store_h, metrics_h) if watch in h]
-            listing = tee(*handlers).begin()
-            for page in _jobs_and_groups(kind):
-                listing.page(page)
-                del page
-            listing.done()
-        gc.collect()
-        held, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    held, state, store = _listed(
+        [("jobs", _jobs_and_groups("vcjob")), ("podgroups", _jobs_and_groups("podgroup"))]
+    )
     assert len(store.all("jobs")) == len(store.all("podgroups")) == len(state.cache.podgroup_keys()) == JOBS
     per_job = held / JOBS
     print(f"{per_job:.0f} bytes held per vcjob and PodGroup")
