@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from extender.core.model import GroupKey, GroupPhase, PodGroup
+from extender.core.model import GroupKey, GroupPhase, PodGroup, PodPhase
 from extender.core.snapshot import Snapshot
 from extender.forecast.model import Position
 from extender.framework.actions import Turns
@@ -33,8 +33,26 @@ _WAITING = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE})
 
 
 def waiting_groups(snapshot: Snapshot) -> list[PodGroup]:
-    """The groups whose gang has not started: Pending or Inqueue."""
-    return [g for g in snapshot.groups.values() if g.phase in _WAITING]
+    """The groups whose gang has not started: Pending or Inqueue, and not whole already (the status writer
+    turns a group Running a moment after its gang binds; a forecast taken in between must not count it in
+    line, nor wait for it to start)."""
+    return [g for g in snapshot.groups.values() if g.phase in _WAITING and not _whole(snapshot, g)]
+
+
+def _whole(snapshot: Snapshot, g: PodGroup) -> bool:
+    """Whether ``g``'s gang minimum (and each task's) is met by pods bound and staying, or succeeded: the
+    pods that count toward a gang (extender.framework.gangs.counts_toward_gang) less the cycle's plans."""
+    members = [snapshot.pods[u] for u in snapshot.members.get(g.key, ())]
+    if not members:
+        return False
+    counted = [
+        p
+        for p in members
+        if p.phase == PodPhase.SUCCEEDED or (p.node_name and not p.terminal and not p.deleting)
+    ]
+    if len(counted) < g.min_member:
+        return False
+    return all(sum(p.task == task for p in counted) >= need for task, need in g.min_task_member.items())
 
 
 def positions(snapshot: Snapshot, conf: CycleConf, now: float) -> dict[GroupKey, Position]:

@@ -105,3 +105,22 @@ def test_when_everything_fits_allocate_places_groups_in_position_order(seed: int
         if name not in placed:
             placed.append(name)
     assert placed == order(pos)
+
+
+def test_a_group_whose_gang_runs_has_no_place_in_line_while_its_phase_lags() -> None:
+    """The status writer turns a group Running a moment after its gang binds. A forecast taken in between
+    must not put it in line: it gave a fourth position to a queue of three waiting gangs (e2e)."""
+    started, started_pods = gang("started", 2, phase="Inqueue", node="n", created="2024-01-01T00:00:01Z")
+    for p in started_pods:
+        p["status"]["phase"] = "Running"
+    short, short_pods = gang("short", 2, phase="Inqueue", created="2024-01-01T00:00:02Z")
+    short_pods[1]["spec"]["nodeName"] = "n"  # one of two bound: the gang is not whole yet
+    waiting, waiting_pods = gang("waiting", 1, created="2024-01-01T00:00:03Z")
+    snap = snapshot(
+        [node("n", cpu="16")],
+        [*started_pods, *short_pods, *waiting_pods],
+        [started, short, waiting],
+        [queue("default")],
+    )
+    pos = positions(snap, conf_of(None), NOW)
+    assert sorted(order(pos)) == ["short", "waiting"]  # "started" has no place in line
