@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from extender.core.model import GroupKey, GroupPhase, PodGroup, PodPhase
+from extender.core.model import GroupKey, GroupPhase, PodGroup
 from extender.core.snapshot import Snapshot
 from extender.forecast.model import Position
 from extender.framework.actions import Turns
 from extender.framework.cycle import CycleConf
-from extender.framework.gangs import gang_need, ordered_waiting
+from extender.framework.gangs import gang_need, holds_gang_place, ordered_waiting
 from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 
@@ -40,16 +40,12 @@ def waiting_groups(snapshot: Snapshot) -> list[PodGroup]:
 
 
 def _whole(snapshot: Snapshot, g: PodGroup) -> bool:
-    """Whether ``g``'s gang minimum (and each task's) is met by pods bound and staying, or succeeded: the
-    pods that count toward a gang (extender.framework.gangs.counts_toward_gang) less the cycle's plans."""
+    """Whether ``g``'s gang minimum (and each task's) is met by pods that hold their place in it
+    (:func:`~extender.framework.gangs.holds_gang_place`: no cycle has planned anything yet)."""
     members = [snapshot.pods[u] for u in snapshot.members.get(g.key, ())]
     if not members:
         return False
-    counted = [
-        p
-        for p in members
-        if p.phase == PodPhase.SUCCEEDED or (p.node_name and not p.terminal and not p.deleting)
-    ]
+    counted = [p for p in members if holds_gang_place(p)]
     if len(counted) < g.min_member:
         return False
     return all(sum(p.task == task for p in counted) >= need for task, need in g.min_task_member.items())

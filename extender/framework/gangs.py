@@ -15,12 +15,17 @@ def task_order(p: Pod) -> tuple[int, str, str]:
     return (-p.priority, p.created, p.name)
 
 
+def holds_gang_place(p: Pod) -> bool:
+    """Succeeded, or bound and staying: what counts toward a gang without the cycle's plans. A pod being
+    deleted (an evicted victim) does not count: a gang whose members are on their way out is not whole, and
+    a replacement for one of them must wait for the whole minimum again rather than start alone beside pods
+    that are leaving."""
+    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal and not p.deleting)
+
+
 def counts_toward_gang(ssn: Session, p: Pod) -> bool:
-    """Succeeded, running and staying, or planned. A pod being deleted (an evicted victim) does not count:
-    a gang whose members are on their way out is not whole, and a replacement for one of them must wait
-    for the whole minimum again rather than start alone beside pods that are leaving."""
-    running = bool(p.node_name) and not p.terminal and not p.deleting
-    return p.phase == PodPhase.SUCCEEDED or running or p.uid in ssn.plans
+    """:func:`holds_gang_place`, or planned in this cycle."""
+    return holds_gang_place(p) or p.uid in ssn.plans
 
 
 def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
