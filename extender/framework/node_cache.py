@@ -95,6 +95,10 @@ class NodeCache:
             return np.zeros(0, dtype=np.intp)
         return self._touched_since(start)[0]
 
+    def last_change(self, rows: Rows) -> int:
+        """The clock at the latest change to any of ``rows`` (0: none changed this cycle)."""
+        return int(self._row_clock[rows].max()) if len(rows) else 0
+
     def _touched_since(self, start: int) -> tuple[Rows, npt.NDArray[np.int64]]:
         """Rows changed after clock ``start``, and their free capacity now (the fit mask and the scores of
         a request usually ask in turn for the same ``start``: the last answer is kept)."""

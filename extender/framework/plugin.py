@@ -16,6 +16,12 @@ victim and domain hooks, :mod:`extender.framework.order_keys` for the order hook
   an empty answer is a decision (no victims), not an abstention. Volcano lets a tier whose intersection is
   empty pass the choice to the next tier, which let a lower tier (drf) evict what gang or priority had
   just protected; pumice does not;
+  a plugin that sets :attr:`Plugin.static_victims` promises that its ``preemptable`` and ``reclaimable``
+  answers depend only on the candidates, the preemptor's priority and its PodGroup's (as
+  ``snapshot.group_priority`` gives it) and state fixed for the cycle, never on what the cycle placed or
+  evicted; while every plugin of the tiers that decided is such, preempt and reclaim reuse a node's
+  victims for the next pod of that priority as long as nothing they looked at changed
+  (:mod:`extender.framework.victim_memo`);
 - ``node_score``: scores from every plugin are summed (each plugin applies its own weight). A plugin that
   sets :attr:`Plugin.row_local_scores` promises that a node's score depends only on the request, that node's
   row of ``free`` and per-cycle state fixed in ``open``; the session then caches scores per request vector
@@ -171,6 +177,8 @@ class Plugin:
     static_job_order: ClassVar[bool] = False
     # True when ``pod_fit`` counts what the pods in ``ssn.evicting`` free (see above).
     fit_follows_evictions: ClassVar[bool] = False
+    # True when ``preemptable`` and ``reclaimable`` read only the pods and the fixed state (see above).
+    static_victims: ClassVar[bool] = False
 
     def takes_part(self, hook: str) -> bool:
         """Whether the conf leaves ``hook`` (a method name of this class) switched on for this plugin."""

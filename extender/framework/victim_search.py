@@ -48,6 +48,7 @@ from extender.framework.plugin import Scores
 from extender.framework.result import Eviction
 from extender.framework.session import Session
 from extender.framework.statement import Statement
+from extender.framework.victim_memo import NodeVictims
 
 # Nodes whose victim sets are compared for one pod: the best-scored ones that can make room at all; and
 # how many nodes are looked at, at most, for one pod (the plugins may refuse the victims of many).
@@ -156,6 +157,10 @@ def cheapest_victims(
     best: tuple[tuple[int, int, int, int], int, list[Running]] | None = None
     key = ask.g.key
     looked = 0
+    # A node's answer for an earlier pod of this kind, while nothing it read has changed (fast path only).
+    memo = None
+    if ssn.fast_victims and not ask.exact and not ask.own_fit:
+        memo = NodeVictims(ssn, mode.reason, ask.queue.name, min_runtime, ask.g, ask.pod, req)
     for k, row in enumerate(order[:_MAX_LOOKED_AT].tolist()):
         cands = [r for r in rooms.cands(row) if r.group != key and r.pod.uid not in ssn.evicting]
         if not cands:
@@ -163,13 +168,15 @@ def cheapest_victims(
         if ask.exact:
             picked = _victims_exact(ssn, mode, ask, row, cands)
         else:
-            picked = _victims_on(ssn, mode, ask.pod, req, row, cands, ask.own_fit)
-            if picked is None:
-                # A pod the plugins allow but whose gang cannot go whole used up what they allow (its
-                # queue's share): try again with only the pods that can go without breaking a gang.
-                alone = _without_breaking(ssn, cands)
-                if len(alone) < len(cands) and alone:
-                    picked = _victims_on(ssn, mode, ask.pod, req, row, alone, ask.own_fit)
+            kept = None if memo is None else memo.get(row)
+            if kept is not None:
+                picked = kept[0]
+            else:
+                if memo is not None:
+                    memo.start()
+                picked = _victims_or_alone(ssn, mode, ask, row, cands)
+                if memo is not None:
+                    memo.keep(row, picked)
         if picked is None:
             continue
         victims, whole = picked
@@ -180,6 +187,20 @@ def cheapest_victims(
         if looked >= _CANDIDATE_NODES or cost[:3] == (0, best[0][1], 1):
             break  # enough to compare, or one victim of no gang: nothing can be cheaper but its priority
     return None if best is None else (best[1], best[2])
+
+
+def _victims_or_alone(
+    ssn: Session, mode: Mode, ask: Ask, row: int, cands: list[Running]
+) -> tuple[list[Running], int] | None:
+    """:func:`_victims_on`, tried again with only the pods that can go alone when it finds nothing."""
+    picked = _victims_on(ssn, mode, ask.pod, ask.req, row, cands, ask.own_fit)
+    if picked is None:
+        # A pod the plugins allow but whose gang cannot go whole used up what they allow (its queue's
+        # share): try again with only the pods that can go without breaking a gang.
+        alone = _without_breaking(ssn, cands)
+        if len(alone) < len(cands) and alone:
+            picked = _victims_on(ssn, mode, ask.pod, ask.req, row, alone, ask.own_fit)
+    return picked
 
 
 def room_fits(ssn: Session, rooms: victim_rooms.Rooms, req: Vector) -> fit.Mask:

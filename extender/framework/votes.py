@@ -11,7 +11,9 @@
 - ``gang_domains`` and ``sub_group_domains``: the first plugin that answers decides.
 
 A pod's veto is asked once a cycle (it depends on the pod, not on what the cycle placed). Nothing else is
-cached: the other answers may change with every placement.
+cached: the other answers may change with every placement. A victim answer decided by tiers of plugins
+that all set ``static_victims`` is not (see :mod:`extender.framework.plugin`): ``changing_victim_answers``
+counts the others, so a caller can tell whether what it worked out from them may be kept.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class Votes:
         self._ssn = ssn
         self._hooks = hooks
         self._vetoes: dict[PodUID, str | None] = {}
+        # Victim answers so far that came from a tier holding a plugin without ``static_victims``; and per
+        # victim hook, per tier, whether that tier and every one before it are all such plugins.
+        self.changing_victim_answers = 0
+        self._static_through = {
+            hook: _static_through(getattr(hooks, hook)) for hook in ("preemptable", "reclaimable")
+        }
 
     def enqueue_reject(self, g: PodGroup) -> str | None:
         """Why ``g`` may not be admitted now, or None: tier by tier, any rejection rejects; a permit (and
@@ -105,7 +113,8 @@ class Votes:
     def _victims(self, tiers: Tiered, hook: str, pod: Pod, candidates: Sequence[Pod]) -> list[Pod]:
         # Every victim also passes the ``victim`` vetoes (conformance: system pods), whatever the tiers say.
         allowed = [c for c in candidates if self.victim_reject(c) is None]
-        for tier in tiers:
+        static = self._static_through[hook]
+        for i, tier in enumerate(tiers):
             chosen: set[PodUID] | None = None
             for p in tier:
                 answer = getattr(p, hook)(self._ssn, pod, allowed)
@@ -114,7 +123,11 @@ class Votes:
                 uids = {c.uid for c in answer}
                 chosen = uids if chosen is None else chosen & uids
             if chosen is not None:
+                if not static[i]:
+                    self.changing_victim_answers += 1
                 return [c for c in allowed if c.uid in chosen]
+        if static and not static[-1]:
+            self.changing_victim_answers += 1
         return []
 
     def gang_domains(self, g: PodGroup) -> GangDomains | None:
@@ -144,3 +157,11 @@ class Votes:
         if domains is None or domains.spread or not domains.candidates:
             return None
         return self._ssn.rows_mask(domains.candidates[0][1])
+
+
+def _static_through(tiers: Tiered) -> list[bool]:
+    """Per tier: whether every plugin of it and of the tiers before it sets ``static_victims``."""
+    out: list[bool] = []
+    for tier in tiers:
+        out.append((not out or out[-1]) and all(p.static_victims for p in tier))
+    return out

@@ -25,6 +25,8 @@ class PriorityPlugin(Plugin):
     name = "priority"
     # The group's priority class, else its pods' priorities: fixed for the cycle.
     static_job_order = True
+    # preemptable reads only the preemptor's and the candidates' priorities.
+    static_victims = True
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.argument_table.parse(self.name, arguments)
