@@ -3,7 +3,8 @@
 :mod:`extender.framework.victim_memo` keeps each node's victims per kind of pod (mode, queue, priorities,
 request) and reuses them while no row they read has changed. Over random full clusters (gangs spread
 over several nodes with members to spare or none, so evictions change who may go alone; waiting gangs
-of several pods of one shape, in a few queues and priorities; pods that must not be victims) and confs
+of several pods of one shape, in a few queues and priorities, some of them partly running; pods that
+must not be victims) and confs
 (Volcano's CI conf, with drf in the lower tier; binpack; pdb and drf in the deciding tier, whose
 answers change as pods go; minRuntime; capacity's reclaim), the search with the memo gives the same
 evictions, placements (in order), reasons, ready and admitted groups as without it, and as the plain
@@ -85,7 +86,7 @@ def _time(rng: random.Random) -> str:
 def random_full_cluster(seed: int) -> Snapshot:
     """Nodes filled with running gangs spread over several nodes, and gangs of one shape waiting."""
     rng = random.Random(seed)
-    leaves = [f"q{i}" for i in range(rng.randint(1, 3))]
+    leaves = [f"q{i}" for i in range(rng.choice((1, 2, 2, 3)))]
     queues = [queue("root", weight=1)] + [
         queue(
             name,
@@ -137,23 +138,29 @@ def random_full_cluster(seed: int) -> Snapshot:
                     phase="Running",
                 )
             )
-    for j in range(rng.randint(1, 6)):
-        name, size, milli = f"wait{j:02d}", rng.randint(1, 6), rng.choice((1000, 2000))
+    for j in range(rng.randint(1, 8)):
+        name, size, milli = f"wait{j:02d}", rng.randint(1, 6), rng.choice((1000, 1000, 1000, 2000))
         prio = rng.choice(("high", "high", "mid", "low"))
+        # Now and then a gang already partly running: its own pods are no victims for it.
+        running = rng.randint(1, size - 1) if size > 1 and rng.random() < 0.3 else 0
         groups.append(
             podgroup(
                 name,
-                rng.randint(1, size),
+                rng.randint(max(1, running), size),
                 queue=rng.choice(leaves),
-                phase="Inqueue",
+                phase="Running" if running else "Inqueue",
                 priority_class=prio,
                 created=_time(rng),
             )
         )
-        pods.extend(
-            pod(f"{name}-{i}", group=name, cpu=f"{milli}m", memory="1Gi", created=_time(rng))
-            for i in range(size)
-        )
+        for i in range(size):
+            where = [n for n, f in free.items() if f >= milli] if i < running else []
+            if where:
+                free[where[0]] -= milli
+            at = {"node": where[0], "phase": "Running"} if where else {}
+            pods.append(
+                pod(f"{name}-{i}", group=name, cpu=f"{milli}m", memory="1Gi", created=_time(rng), **at)
+            )
     return build_snapshot(
         nodes=[parse_node(n) for n in nodes],
         pods=[parse_pod(p) for p in pods],
