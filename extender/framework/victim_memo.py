@@ -35,62 +35,67 @@ from extender.core.resources import Vector
 from extender.core.running import Running
 from extender.framework.session import Session
 
-# What the search found on one node for one pod: the victims and how many gangs go whole, or None.
+# What the search found on one node for one pod: the victims and how many gangs go whole, or None; and
+# the highest priority of those victims' groups (part of the node's cost; 0 without victims).
 Answer = tuple[list[Running], int] | None
+Found = tuple[Answer, int]
 
 
 class NodeVictims:
     """The answers kept for one kind of pod (mode, queue, ``minRuntime``, priorities, request), by node
-    row, each with the preemptor's group when it has pods on that node, and the row clock then."""
+    row and whether the preemptor's group has pods on that node, each with the row clock then and the
+    rows it read."""
 
     def __init__(
         self, ssn: Session, reason: str, queue: str, min_runtime: float, g: PodGroup, pod: Pod, req: Vector
     ) -> None:
         self._ssn = ssn
         self._group = g.key
+        # The rows where the preemptor's own group runs pods (usually none: a gang waiting whole).
+        self._own_rows = {m.row for m in ssn.running.members.get(g.key, ())}
         snap = ssn.snapshot
         priority = snap.group_priority(g) if g.key in snap.groups else None
         key = ("answers", reason, queue, min_runtime, pod.priority, priority, req.tobytes())
         kept = ssn.victim_rooms.get(key)
         if not isinstance(kept, dict):
             kept = ssn.victim_rooms[key] = {}
-        self._kept: dict[tuple[int, GroupKey | None], tuple[Answer, int]] = kept
+        self._kept: dict[tuple[int, GroupKey | None], tuple[Found, int, npt.NDArray[np.intp]]] = kept
         self._changing = ssn.votes.changing_victim_answers
 
-    def get(self, row: int) -> tuple[Answer] | None:
-        """The answer kept for ``row`` (in a 1-tuple), if nothing it read has changed since; else None."""
-        rows, groups = _reads(self._ssn, row)
-        kept = self._kept.get((row, self._group if self._group in groups else None))
-        if kept is None or self._ssn.nodes.last_change(rows) > kept[1]:
+    def _key(self, row: int) -> tuple[int, GroupKey | None]:
+        return (row, self._group if row in self._own_rows else None)
+
+    def get(self, row: int) -> Found | None:
+        """The answer kept for ``row``, if nothing it read has changed since; else None."""
+        kept = self._kept.get(self._key(row))
+        if kept is None or self._ssn.nodes.last_change(kept[2]) > kept[1]:
             return None
-        return (kept[0],)
+        return kept[0]
 
     def start(self) -> None:
         """Called before the answer for a node is worked out (to tell whether it may be kept)."""
         self._changing = self._ssn.votes.changing_victim_answers
 
-    def keep(self, row: int, answer: Answer) -> None:
-        """Keep ``answer``, worked out for ``row`` since :meth:`start`, unless a victim hook that may
+    def keep(self, row: int, found: Found) -> None:
+        """Keep ``found``, worked out for ``row`` since :meth:`start`, unless a victim hook that may
         change its answers was asked."""
         ssn = self._ssn
         if ssn.votes.changing_victim_answers != self._changing:
             return
-        groups = _reads(ssn, row)[1]
-        self._kept[(row, self._group if self._group in groups else None)] = (answer, ssn.nodes.clock)
+        self._kept[self._key(row)] = (found, ssn.nodes.clock, _reads(ssn, row))
 
 
-def _reads(ssn: Session, row: int) -> tuple[npt.NDArray[np.intp], frozenset[GroupKey]]:
-    """The rows an answer for node ``row`` reads (its own and those of every member of a group with a pod
-    on it), and those groups; fixed for the cycle."""
+def _reads(ssn: Session, row: int) -> npt.NDArray[np.intp]:
+    """The rows an answer for node ``row`` reads: its own and those of every member of a group with a pod
+    on it (fixed for the cycle)."""
     key = ("reads", row)
     cached = ssn.victim_rooms.get(key)
-    if isinstance(cached, tuple):
+    if isinstance(cached, np.ndarray):
         return cached
     running = ssn.running
-    groups = frozenset(r.group for r in running.on_node.get(row, ()))
     rows = {row}
-    for gk in groups:
+    for gk in {r.group for r in running.on_node.get(row, ())}:
         rows.update(m.row for m in running.members.get(gk, ()))
-    out = (np.fromiter(sorted(rows), dtype=np.intp, count=len(rows)), groups)
+    out = np.fromiter(sorted(rows), dtype=np.intp, count=len(rows))
     ssn.victim_rooms[key] = out
     return out

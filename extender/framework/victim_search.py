@@ -165,22 +165,23 @@ def cheapest_victims(
         cands = [r for r in rooms.cands(row) if r.group != key and r.pod.uid not in ssn.evicting]
         if not cands:
             continue
-        if ask.exact:
-            picked = _victims_exact(ssn, mode, ask, row, cands)
-        else:
-            kept = None if memo is None else memo.get(row)
-            if kept is not None:
-                picked = kept[0]
+        found = None if memo is None else memo.get(row)
+        if found is None:
+            if memo is not None:
+                memo.start()
+            if ask.exact:
+                picked = _victims_exact(ssn, mode, ask, row, cands)
             else:
-                if memo is not None:
-                    memo.start()
                 picked = _victims_or_alone(ssn, mode, ask, row, cands)
-                if memo is not None:
-                    memo.keep(row, picked)
+            top = 0 if picked is None else max(running.group_priority(r.group) for r in picked[0])
+            if memo is not None:
+                memo.keep(row, (picked, top))
+        else:
+            picked, top = found
         if picked is None:
             continue
         victims, whole = picked
-        cost = (whole, max(running.group_priority(r.group) for r in victims), len(victims), k)
+        cost = (whole, top, len(victims), k)
         if best is None or cost < best[0]:
             best = (cost, row, victims)
         looked += 1
