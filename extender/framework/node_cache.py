@@ -95,6 +95,11 @@ class NodeCache:
             return np.zeros(0, dtype=np.intp)
         return self._touched_since(start)[0]
 
+    def row_clocks(self, rows: Rows) -> npt.NDArray[np.int64]:
+        """The clock at the last change to each of ``rows`` (0: unchanged this cycle)."""
+        out: npt.NDArray[np.int64] = self._row_clock[rows]
+        return out
+
     def last_change(self, rows: Rows) -> int:
         """The clock at the latest change to any of ``rows`` (0: none changed this cycle)."""
         return int(self._row_clock[rows].max()) if len(rows) else 0

@@ -23,7 +23,7 @@ in index order give the order the same sorts give them among all pods).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -52,10 +52,47 @@ class Rooms(Protocol):
     def cands(self, row: int) -> list[Running]: ...
 
     @property
+    def live(self) -> LiveCandidates:
+        """Each row's candidates not being evicted, as last worked out (kept by :class:`LiveCandidates`)."""
+        ...
+
+    @property
     def fits(self) -> dict[bytes, tuple[npt.NDArray[np.bool_], int]]:
         """Per request (its bytes): whether each of ``rows`` would take it with all its candidates gone,
         as of a row clock (kept by :func:`extender.framework.victim_search.room_fits`)."""
         ...
+
+
+class LiveCandidates:
+    """Per row of a :class:`Rooms`: its candidates not being evicted, in victim order, kept with the row
+    clock they were worked out at. Which pods of a node are being evicted changes only with an eviction
+    or undo there, and each changes the node's row of ``free`` (the node cache's row clock): a list kept
+    for a row is right while the row has not changed since. The search then passes over the rows left
+    with no candidate (their pods all leaving, the room taken again) without a Python step each."""
+
+    def __init__(self, n: int) -> None:
+        self._at = np.full(n, -1, dtype=np.int64)  # per row of rooms: the clock its list was made at
+        self._empty = np.zeros(n, dtype=np.bool_)  # and whether that list is empty
+        self._lists: dict[int, list[Running]] = {}
+
+    def window(
+        self, ssn: Session, rooms: Rooms, rows: npt.NDArray[np.intp]
+    ) -> Iterator[tuple[int, int, list[Running]]]:
+        """For ``rows`` (rows of ``rooms``, in the order the search looks at them): each one's place in
+        that order, the row, and its candidates not being evicted; rows known to have none left out."""
+        pos = np.searchsorted(rooms.rows, rows)
+        fresh = self._at[pos] >= ssn.nodes.row_clocks(rows)
+        listed = rows.tolist()
+        for k in np.flatnonzero(~(fresh & self._empty[pos])).tolist():
+            row = listed[k]
+            out = self._lists[row] if fresh[k] else None
+            if out is None:
+                evicting = ssn.evicting
+                out = self._lists[row] = [r for r in rooms.cands(row) if r.pod.uid not in evicting]
+                i = int(pos[k])
+                self._at[i] = ssn.nodes.clock
+                self._empty[i] = not out
+            yield k, row, out
 
 
 def rooms(
@@ -81,6 +118,7 @@ class _Listed:
         self.room = room
         self._cands = cands
         self.fits: dict[bytes, tuple[npt.NDArray[np.bool_], int]] = {}
+        self.live = LiveCandidates(len(rows))
 
     def cands(self, row: int) -> list[Running]:
         return self._cands[row]
@@ -152,6 +190,7 @@ class _Summed:
         self._chosen = chosen  # per running pod (index order): a candidate
         self._cands: dict[int, list[Running]] = {}
         self.fits: dict[bytes, tuple[npt.NDArray[np.bool_], int]] = {}
+        self.live = LiveCandidates(len(rows))
 
     def cands(self, row: int) -> list[Running]:
         out = self._cands.get(row)

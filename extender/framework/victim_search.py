@@ -161,8 +161,13 @@ def cheapest_victims(
     memo = None
     if ssn.fast_victims and not ask.exact and not ask.own_fit:
         memo = NodeVictims(ssn, mode.reason, ask.queue.name, min_runtime, ask.g, ask.pod, req)
-    for k, row in enumerate(order[:_MAX_LOOKED_AT].tolist()):
-        cands = [r for r in rooms.cands(row) if r.group != key and r.pod.uid not in ssn.evicting]
+    window = order[:_MAX_LOOKED_AT]
+    if ssn.fast_victims:
+        looking = rooms.live.window(ssn, rooms, window)
+    else:
+        looking = ((k, row, _not_evicting(ssn, rooms, row)) for k, row in enumerate(window.tolist()))
+    for k, row, live in looking:
+        cands = [r for r in live if r.group != key]
         if not cands:
             continue
         found = None if memo is None else memo.get(row)
@@ -188,6 +193,10 @@ def cheapest_victims(
         if looked >= _CANDIDATE_NODES or cost[:3] == (0, best[0][1], 1):
             break  # enough to compare, or one victim of no gang: nothing can be cheaper but its priority
     return None if best is None else (best[1], best[2])
+
+
+def _not_evicting(ssn: Session, rooms: victim_rooms.Rooms, row: int) -> list[Running]:
+    return [r for r in rooms.cands(row) if r.pod.uid not in ssn.evicting]
 
 
 def _victims_or_alone(
