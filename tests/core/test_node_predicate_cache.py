@@ -27,6 +27,7 @@ from extender.core.snapshot import Snapshot
 from extender.framework.hooks import build_hooks
 from extender.framework.result import CycleResult
 from extender.framework.session import Session
+from extender.framework.victim_rooms import LiveCandidates
 from extender.framework.victim_search import room_fits
 from extender.plugins.registry import SchedulerConf
 from tests.core.builders import GPU, Raw, conf_of, conf_with, node, pod, podgroup, queue, replay, snapshot
@@ -219,6 +220,7 @@ class _Rooms:
         self.rows = np.asarray(rows, dtype=np.intp)
         self.room = np.asarray(room, dtype=np.int64).reshape(len(rows), -1)
         self.fits: dict[bytes, tuple[fit.Mask, int]] = {}
+        self.live = LiveCandidates(len(rows))
 
     def cands(self, row: int) -> list[Running]:
         return []
