@@ -4,11 +4,11 @@
 request) and reuses them while no row they read has changed. Over random full clusters (gangs spread
 over several nodes with members to spare or none, so evictions change who may go alone; waiting gangs
 of several pods of one shape, in a few queues and priorities, some of them partly running; pods that
-must not be victims) and confs
-(Volcano's CI conf, with drf in the lower tier; binpack; pdb and drf in the deciding tier, whose
-answers change as pods go; minRuntime; capacity's reclaim), the search with the memo gives the same
-evictions, placements (in order), reasons, ready and admitted groups as without it, and as the plain
-path (``fast_victims=False``). The memo is used: many answers are reused in these clusters.
+must not be victims) and confs (Volcano's CI conf, drf in the lower tier; binpack; pdb or drf beside
+priority in the deciding tier, whose answers change as pods go; minRuntime; capacity's reclaim), the
+search with the memo gives the same evictions, placements (in order), reasons, ready and admitted
+groups as without it, and as the plain path (``fast_victims=False``). The memo is used: many answers
+are reused in these clusters.
 """
 
 from __future__ import annotations
@@ -65,6 +65,10 @@ CONFS = (
     _conf(
         "- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: pdb}]\n"
         "- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]\n"
+    ),
+    _conf(
+        "- plugins: [{name: priority}, {name: drf}, {name: gang}, {name: conformance}]\n"
+        "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]\n"
     ),
     _conf(
         "- plugins: [{name: gang}, {name: conformance}]\n"
@@ -139,8 +143,8 @@ def random_full_cluster(seed: int) -> Snapshot:
                 )
             )
     for j in range(rng.randint(1, 8)):
-        name, size, milli = f"wait{j:02d}", rng.randint(1, 6), rng.choice((1000, 1000, 1000, 2000))
-        prio = rng.choice(("high", "high", "mid", "low"))
+        name, size, milli = f"wait{j:02d}", rng.randint(1, 6), rng.choice((1000, 2000))
+        prio = rng.choice(("high", "high", "high", "mid", "low"))
         # Now and then a gang already partly running: its own pods are no victims for it.
         running = rng.randint(1, size - 1) if size > 1 and rng.random() < 0.3 else 0
         groups.append(
