@@ -202,6 +202,17 @@ def hold_positions(where: Mapping[str, int], hold: GpuHold) -> tuple[tuple[int, 
     return tuple((where[k], m, c) for k, m, c in hold.cards if k in where)
 
 
+def share_hold(gpus: NodeGpus, request: GpuRequest, taken: Sequence[tuple[int, int, int]]) -> GpuHold | None:
+    """What a gpushare pod given ``taken`` holds: ``pod_hold`` of its :func:`device_annotations`, without
+    writing and reading them back (None, as there, when a card's index is not a plain number)."""
+    cards = gpus.share
+    keys = [str(cards[i].index) for i, _, _ in taken]
+    if not keys or not all(k.isdigit() for k in keys):
+        return None
+    memory = request.amount if request.kind == MEMORY else 0
+    return GpuHold(family=SHARE, cards=tuple((k, memory, 0) for k in keys), whole=request.kind == NUMBER)
+
+
 def device_annotations(
     gpus: NodeGpus, request: GpuRequest, taken: Sequence[tuple[int, int, int]], node: str, now: float
 ) -> dict[str, str]:
