@@ -243,7 +243,11 @@ class CardMemo:
         if row is None or row not in self.gpus or not self.gpus[row].cards(hold.family):
             return  # on a node that is gone or has no cards of its family (any more): it holds nothing here
         taken = hold_positions(self._keymap(row, hold.family), hold)
-        self.put(uid, held, Applied(row=row, family=hold.family, taken=taken, whole=hold.whole, group=group))
+        # What put does, less what it undoes: sync took the pod off first (so it holds nothing here) and
+        # forgets the pods moved once it is done.
+        a = Applied(row=row, family=hold.family, taken=taken, whole=hold.whole, group=group)
+        self.applied[uid] = a
+        self._apply(a, 1)
 
     def _take_off(self, uid: PodUID) -> None:
         self.seen.pop(uid, None)
