@@ -222,7 +222,9 @@ class CardMemo:
         if len(changed):
             frag, old_cpu, old_memory = self._frag, self.cpu[changed], self.memory[changed]
             self.cpu[changed], self.memory[changed] = cpu[changed], memory[changed]
-            if frag is not None and self.fast_paths:  # (see set_free)
+            if self.fast_paths and frag is None:  # (see set_free)
+                changed = changed[:0]
+            elif self.fast_paths and frag is not None:
                 need_cpu, need_memory = frag.plenty()
                 enough = np.minimum(old_cpu, cpu[changed]) >= need_cpu
                 enough &= np.minimum(old_memory, memory[changed]) >= need_memory
@@ -287,9 +289,12 @@ class CardMemo:
         if old_cpu != cpu or old_memory != memory:
             self.cpu[row], self.memory[row] = cpu, memory
             frag = self._frag
-            if frag is not None and self.fast_paths:
-                # Nothing computed from the cards depends on plentiful cpu and memory (FragCache.plenty;
-                # the judging of binpack and spread and vGPU never read them): the row's figures stand.
+            if self.fast_paths:
+                # Only the fragmentation figures read cpu and memory (binpack's and spread's judging and
+                # vGPU's never do; figures made later start from every row), and not plentiful amounts
+                # (FragCache.plenty): otherwise the row's figures stand.
+                if frag is None:
+                    return
                 need_cpu, need_memory = frag.plenty()
                 if min(old_cpu, cpu) >= need_cpu and min(old_memory, memory) >= need_memory:
                     return
