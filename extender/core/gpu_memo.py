@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -93,10 +93,11 @@ class HoldsAt:
     planned: frozenset[PodUID]
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
+class Applied(NamedTuple):
     """A hold as it sits on the cards: its row, family, (position, memory, cores) per card, whether held
-    whole, and the pod's group (vGPU ``group_spread``)."""
+    whole, and the pod's group (vGPU ``group_spread``). (A named tuple: one is made per hold counted in,
+    tens of thousands on a cold start, and a tuple is several times cheaper to make than a frozen
+    dataclass.)"""
 
     row: int
     family: str
