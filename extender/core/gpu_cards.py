@@ -199,7 +199,18 @@ def take(
 def hold_positions(where: Mapping[str, int], hold: GpuHold) -> tuple[tuple[int, int, int], ...]:
     """A held pod's cards as positions (``where``: card key -> position in the node's cards of the
     hold's family); cards the node no longer lists are skipped."""
-    return tuple((where[k], m, c) for k, m, c in hold.cards if k in where)
+    return tuple([(where[k], m, c) for k, m, c in hold.cards if k in where])
+
+
+def share_hold(gpus: NodeGpus, request: GpuRequest, taken: Sequence[tuple[int, int, int]]) -> GpuHold | None:
+    """What a gpushare pod given ``taken`` holds: ``pod_hold`` of its :func:`device_annotations`, without
+    writing and reading them back (None, as there, when a card's index is not a plain number)."""
+    cards = gpus.share
+    keys = [str(cards[i].index) for i, _, _ in taken]
+    if not keys or not all(map(str.isdigit, keys)):
+        return None
+    memory = request.amount if request.kind == MEMORY else 0
+    return GpuHold(family=SHARE, cards=tuple([(k, memory, 0) for k in keys]), whole=request.kind == NUMBER)
 
 
 def device_annotations(

@@ -9,7 +9,9 @@ of its state alone, bit for bit (the measure is elementwise, or sums over an axi
 states repeat a lot. A pod placed and then taken off gives its row back the state it had; the next cycle
 plans the same pending pods on the same states; cards of one size take a handful of free amounts, and idle
 nodes of one kind are all alike. So the warm cycle finds nearly every changed row's figures known, and the
-first computation over a cluster computes each distinct state once.
+first computation over a cluster computes each distinct state once. One row's figures can be had alone
+(:meth:`FragCache.figures`, the card of a pod just placed), and :meth:`FragCache.plenty` says from which
+cpu and memory left on a row they no longer depend on them (the owner need not count such a change).
 
 Invariants: :meth:`FragCache.rise` returns exactly what :class:`~extender.core.gpu_frag.FragMeasure`
 computes afresh over every row (a property test compares them over random card states, shape mixes and
@@ -43,7 +45,8 @@ class RowClock:
         self.clock = 1
         self.stamp = np.ones(rows, dtype=np.int64)
         self._first = self.clock  # the log holds every touch after this clock
-        self._log: list[npt.NDArray[np.intp]] = []  # the rows of touch i, at clock _first + 1 + i
+        # The rows of touch i, at clock _first + 1 + i (one row as an int: the common case, a placement).
+        self._log: list[npt.NDArray[np.intp] | int] = []
 
     def touch(self, rows: npt.NDArray[np.intp] | Sequence[int] | int) -> None:
         self.clock += 1
@@ -51,7 +54,7 @@ class RowClock:
         if len(self._log) >= _LOGGED:
             self._log, self._first = [], self.clock - 1
         if isinstance(rows, int):  # (one row, the common case: a pod put on or taken off)
-            self._log.append(np.array([rows], dtype=np.intp))
+            self._log.append(rows)
         else:
             self._log.append(np.atleast_1d(np.asarray(rows, dtype=np.intp)))
 
@@ -61,7 +64,13 @@ class RowClock:
             return np.zeros(0, dtype=np.intp)
         if at >= self._first and self.clock - at <= _FEW:
             touched = self._log[at - self._first :]
-            out: npt.NDArray[np.intp] = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
+            if all(isinstance(t, int) for t in touched):
+                # (placements: a row touched for its cpu and then its cards; a set costs less here)
+                return np.array(sorted(set(touched)), dtype=np.intp)
+            if len(touched) == 1:
+                return touched[0]  # type: ignore[return-value]  # (not an int: the test above)
+            arrays = [np.array([t], dtype=np.intp) if isinstance(t, int) else t for t in touched]
+            out: npt.NDArray[np.intp] = np.unique(np.concatenate(arrays))
             return out
         return np.flatnonzero(self.stamp > at)
 
@@ -100,11 +109,13 @@ class FragCache:
         cards: Callable[[npt.NDArray[np.intp]], Cards],
         width: int = 8,
         states: Callable[[npt.NDArray[np.intp]], list[bytes]] | None = None,
+        state: Callable[[int], bytes] | None = None,
     ) -> None:
         self.measure = measure
         self.clock = clock
         self._cards = cards
         self._states = states
+        self._state = state  # one row's key, as ``states`` gives it (a placement's row: no array built)
         self.width = max(width, 1)
         rows, t = len(clock.stamp), len(measure.mix)
         self._terms = Terms(
@@ -118,6 +129,17 @@ class FragCache:
         self._rises: dict[Shape, tuple[int, Floats, npt.NDArray[np.intp], Floats, int]] = {}
         self._ids = 0
         self._known: dict[tuple[int, bytes], Figures] = {}
+        mix = measure.mix
+        # The most cpu and memory any shape of the mix needs, plus the most a shape asked about takes.
+        self._need = (max(0, int(mix.cpu.max(initial=0))), max(0, int(mix.memory.max(initial=0))))
+        self._takes = (0, 0)
+
+    def plenty(self) -> tuple[int, int]:
+        """Cpu and memory left from which on a row's figures (and terms) no longer depend on them: with
+        at least this much, every shape of the mix fits the cpu and memory left before and after any
+        shape asked about so far is placed, so every comparison with them in the measure is true. A row
+        whose cpu and memory change from one such amount to another need not be computed again."""
+        return self._need[0] + self._takes[0], self._need[1] + self._takes[1]
 
     def terms(self) -> Terms:
         """Every row's terms (read-only), current."""
@@ -139,6 +161,7 @@ class FragCache:
         if seen is None:
             rows = len(self.clock.stamp)
             self._ids += 1
+            self._takes = (max(self._takes[0], shape.cpu), max(self._takes[1], shape.memory))
             at, sid = 0, self._ids
             rise, card, score = np.zeros(rows), np.zeros(rows, dtype=np.intp), np.zeros(rows)
         else:
@@ -146,7 +169,7 @@ class FragCache:
         dirty = self.clock.since(at)
         if len(dirty) == 1:
             row = int(dirty[0])
-            rise[row], card[row], score[row] = self._figures(shape, sid, dirty)[0]
+            rise[row], card[row], score[row] = self._row(shape, sid, row)
         elif len(dirty):
             figures = self._figures(shape, sid, dirty)
             n = len(figures)
@@ -157,6 +180,25 @@ class FragCache:
         while len(self._rises) > _RISES:
             del self._rises[next(iter(self._rises))]
         return rise, card, score
+
+    def figures(self, shape: Shape, row: int) -> Figures:
+        """Row ``row``'s rise, card and score for ``shape`` now: what :meth:`rise` would give it, without
+        bringing the other rows' figures up to date (they are, when next asked)."""
+        seen = self._rises.get(shape)
+        if seen is None:
+            rise, card, score = self.rise(shape)
+            return float(rise[row]), int(card[row]), float(score[row])
+        if seen[0] >= self.clock.clock or self.clock.stamp[row] <= seen[0]:
+            return float(seen[1][row]), int(seen[2][row]), float(seen[3][row])
+        return self._row(shape, seen[4], row)
+
+    def _row(self, shape: Shape, sid: int, row: int) -> Figures:
+        """Row ``row``'s figures (:meth:`_figures` of that row alone)."""
+        if self._state is not None:
+            found = self._known.get((sid, self._state(row)))
+            if found is not None:
+                return found
+        return self._figures(shape, sid, np.array([row], dtype=np.intp))[0]
 
     def _figures(self, shape: Shape, sid: int, rows: npt.NDArray[np.intp]) -> list[Figures]:
         """The figures of ``rows``: those of a known state looked up, each other state computed once."""

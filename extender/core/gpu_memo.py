@@ -15,7 +15,9 @@ one that did not (a plan discarded, an eviction that did not happen yet).
 The memo also learns the GPU pod shapes that arrive (:class:`~extender.core.gpu_frag.ShapeLearner`) and
 keeps the fragmentation figures per row (:class:`~extender.core.gpu_frag_cache.FragCache`), both carried
 across cycles like the card use; and the cpu and memory left on each node (from the snapshot, then from
-the cycle's placements), which the measure reads.
+the cycle's placements), which the measure reads. A change of those that no figure depends on (from
+one plentiful amount to another, :meth:`~extender.core.gpu_frag_cache.FragCache.plenty`) is not counted
+as a change of the row, so a placement on a roomy node costs its cards' change alone.
 
 One cycle uses a memo at a time (:meth:`CardMemo.acquire`; a cycle that finds it taken works on a memo
 of its own, built from its snapshot). A memo taken by a cycle that failed before its end is taken over
@@ -29,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -91,10 +93,11 @@ class HoldsAt:
     planned: frozenset[PodUID]
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
+class Applied(NamedTuple):
     """A hold as it sits on the cards: its row, family, (position, memory, cores) per card, whether held
-    whole, and the pod's group (vGPU ``group_spread``)."""
+    whole, and the pod's group (vGPU ``group_spread``). (A named tuple: one is made per hold counted in,
+    tens of thousands on a cold start, and a tuple is several times cheaper to make than a frozen
+    dataclass.)"""
 
     row: int
     family: str
@@ -105,6 +108,8 @@ class Applied:
 
 class CardMemo:
     """Card use, learned shapes and fragmentation figures across cycles (see the module docstring)."""
+
+    fast_paths = True  # False: every change of cpu or memory left counts (for the tests)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -216,8 +221,17 @@ class CardMemo:
             self._log, self._position, self._planned = None, None, frozenset()
         changed = np.flatnonzero((self.cpu != cpu) | (self.memory != memory))
         if len(changed):
+            frag, old_cpu, old_memory = self._frag, self.cpu[changed], self.memory[changed]
             self.cpu[changed], self.memory[changed] = cpu[changed], memory[changed]
-            self.share.clock.touch(changed)
+            if self.fast_paths and frag is None:  # (see set_free)
+                changed = changed[:0]
+            elif self.fast_paths and frag is not None:
+                need_cpu, need_memory = frag.plenty()
+                enough = np.minimum(old_cpu, cpu[changed]) >= need_cpu
+                enough &= np.minimum(old_memory, memory[changed]) >= need_memory
+                changed = changed[~enough]
+            if len(changed):
+                self.share.clock.touch(changed)
 
     def _keymap(self, row: int, family: str) -> dict[str, int]:
         keys = self._keys.get((row, family))
@@ -232,7 +246,11 @@ class CardMemo:
         if row is None or row not in self.gpus or not self.gpus[row].cards(hold.family):
             return  # on a node that is gone or has no cards of its family (any more): it holds nothing here
         taken = hold_positions(self._keymap(row, hold.family), hold)
-        self.put(uid, held, Applied(row=row, family=hold.family, taken=taken, whole=hold.whole, group=group))
+        # What put does, less what it undoes: sync took the pod off first (so it holds nothing here) and
+        # forgets the pods moved once it is done.
+        a = Applied(row=row, family=hold.family, taken=taken, whole=hold.whole, group=group)
+        self.applied[uid] = a
+        self._apply(a, 1)
 
     def _take_off(self, uid: PodUID) -> None:
         self.seen.pop(uid, None)
@@ -268,8 +286,19 @@ class CardMemo:
 
     def set_free(self, row: int, cpu: int, memory: int) -> None:
         """The cpu and memory left on ``row`` changed (a placement of the cycle)."""
-        if self.cpu[row] != cpu or self.memory[row] != memory:
+        old_cpu, old_memory = int(self.cpu[row]), int(self.memory[row])
+        if old_cpu != cpu or old_memory != memory:
             self.cpu[row], self.memory[row] = cpu, memory
+            frag = self._frag
+            if self.fast_paths:
+                # Only the fragmentation figures read cpu and memory (binpack's and spread's judging and
+                # vGPU's never do; figures made later start from every row), and not plentiful amounts
+                # (FragCache.plenty): otherwise the row's figures stand.
+                if frag is None:
+                    return
+                need_cpu, need_memory = frag.plenty()
+                if min(old_cpu, cpu) >= need_cpu and min(old_memory, memory) >= need_memory:
+                    return
             self.share.clock.touch(row)
 
     # --- shapes and fragmentation ----------------------------------------------------------------------
@@ -313,6 +342,7 @@ class CardMemo:
                 lambda rows: self.share.frag_cards(rows, self.cpu, self.memory, self.model),
                 width=self.share.memory.shape[1],
                 states=lambda rows: self.share.frag_states(rows, self.cpu, self.memory, self.model),
+                state=self.share.frag_state(self.cpu, self.memory, self.model),
             )
             self._frag_key = key
         return self._frag

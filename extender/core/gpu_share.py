@@ -20,7 +20,7 @@ leaves them as they were.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -119,6 +119,15 @@ class ShareCards:
         """Each of ``rows``' state as bytes: rows with equal states are equal in :meth:`frag_cards`."""
         arrays = (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
         return row_keys(arrays, rows)
+
+    def frag_state(self, cpu: Ints, memory: Ints, model: npt.NDArray[np.intp]) -> Callable[[int], bytes]:
+        """One row's :meth:`frag_states` (the same bytes), for arrays changed in place only."""
+        arrays = (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
+
+        def state(row: int) -> bytes:
+            return b"".join([a[row].tobytes() for a in arrays])
+
+        return state
 
     # --- judging ---------------------------------------------------------------------------------------
     def judge(

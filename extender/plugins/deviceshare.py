@@ -79,11 +79,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from extender.core import gpu_verdicts
 from extender.core.fit import Mask
-from extender.core.gpu_cards import CardUse, Choice, decide, device_annotations
+from extender.core.gpu_cards import CardUse, Choice, decide, device_annotations, share_hold
 from extender.core.gpu_frag import Shape
 from extender.core.gpu_memo import Applied, CardMemo, Held
-from extender.core.gpus import MEMORY, NUMBER, SHARE, VGPU, GpuRequest, pod_hold
+from extender.core.gpus import MEMORY, NUMBER, SHARE, VGPU, GpuHold, GpuRequest, NodeGpus, pod_hold
 from extender.core.model import Pod, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import pod_group_key
@@ -91,16 +92,20 @@ from extender.framework.plugin import Plugin, Rows, Scores
 from extender.framework.session import Session
 from extender.plugins.deviceshare_args import ARGUMENTS, FRAGMENTATION, NAME, Args
 
+Taken = tuple[tuple[int, int, int], ...]  # (card position, memory, cores) per card a pod takes
+
 
 class DeviceSharePlugin(Plugin):
     name = NAME
     argument_table = ARGUMENTS
     row_local_scores = True  # node_score has no opinion: its scores are per pod
     fit_follows_evictions = True  # an evicted pod's cards are free (see _sync)
+    fast_paths = True  # False: the plain computations the fast ones must equal (for the tests)
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.args = Args.parse(arguments)
         self._memo: CardMemo | None = None
+        self._columns: tuple[int | None, int | None] = (None, None)  # cpu's and memory's in free
 
     def open(self, ssn: Session) -> None:
         # The cards load when the cycle first asks about a pod the plugin judges or scores (_load).
@@ -114,11 +119,12 @@ class DeviceSharePlugin(Plugin):
         self._undone: set[int] = set()
         self._evicted: dict[PodUID, tuple[Held, Applied]] = {}
         self._unplaced: dict[PodUID, Pod] = {}
-        self._decided: dict[PodUID, dict[str, str]] = {}
+        self._decided: dict[PodUID, tuple[NodeGpus, GpuRequest, Taken, str]] = {}  # annotated at close
         self._vgpu: dict[tuple[object, ...], tuple[Mask, Scores, dict[int, Choice]]] = {}
         self._vgpu_at = -1
         self._scorable: bool | None = None
         self._shapes: dict[PodUID, Shape] = {}  # pods' shapes (their models read once per cycle)
+        self._last: tuple[Pod, tuple[int, ...] | None, Mask, Scores] | None = None  # (see _judge)
 
     def _judges(self, pod: Pod) -> GpuRequest | None:
         g = pod.gpu
@@ -135,7 +141,7 @@ class DeviceSharePlugin(Plugin):
         self._owned = memo is not None and memo.acquire(ssn.now)
         if memo is None or not self._owned:
             memo = CardMemo()  # another cycle has the cache's memo: this one starts from the holds
-        cpu, mem = _column(snap.index.names, "cpu"), _column(snap.index.names, "memory")
+        cpu, mem = self._columns = _column(snap.index.names, "cpu"), _column(snap.index.names, "memory")
         free = ssn.free
         memo.sync(
             nodes=snap.nodes,
@@ -159,14 +165,16 @@ class DeviceSharePlugin(Plugin):
         takes them again), new placements of pods this plugin judged take theirs."""
         memo = self._memo or self._load(ssn)
         plans, names, evicting = ssn.plans, ssn.snapshot.node_names, ssn.evicting
-        for uid in [u for u in self._evicted if u not in evicting]:
+        for uid in [u for u in self._evicted if u not in evicting] if self._evicted else ():
             memo.put(uid, *self._evicted.pop(uid))
-        for uid in [u for u in evicting if u in memo.applied]:
+        for uid in [u for u in evicting if u in memo.applied] if evicting else ():
             taken = memo.take_off(uid)
             if taken is not None:
                 self._evicted[uid] = taken
             self._decided.pop(uid, None)
-        undone, self._undone = self._undone, set()
+        undone = self._undone
+        if undone:
+            self._undone = set()
         for row in undone:
             for uid in [u for u in self._movable.get(row, ()) if plans.get(u) != names[row]]:
                 memo.take_off(uid)
@@ -188,36 +196,24 @@ class DeviceSharePlugin(Plugin):
             choice = self._choose(ssn, memo, row, p, request)
             if choice.taken is None:  # placed where the cards refuse it (no predicate ran): hold nothing
                 continue
-            decided = device_annotations(gpus, request, choice.taken, node, ssn.now)
-            hold = pod_hold(decided, request)
+            hold = _hold(gpus, request, choice.taken, node, ssn.now, self.fast_paths)
             if hold is None:
                 continue
-            memo.put(
-                uid,
-                (node, hold),
-                Applied(
-                    row=row,
-                    family=request.family,
-                    taken=choice.taken,
-                    whole=request.kind == NUMBER,
-                    group=_group(p),
-                ),
-            )
+            whole = request.kind == NUMBER
+            memo.put(uid, (node, hold), Applied(row, request.family, choice.taken, whole, _group(p)))
             self._movable.setdefault(row, set()).add(uid)
             del self._unplaced[uid]
-            self._decided[uid] = decided
+            self._decided[uid] = (gpus, request, choice.taken, node)
         return memo
 
     def _choose(self, ssn: Session, memo: CardMemo, row: int, pod: Pod, request: GpuRequest) -> Choice:
         policy = self._policy(request)
         if request.family == VGPU:
             return decide(memo.gpus[row], memo.vgpu.get(row, []), request, policy, _group(pod))
-        prefer = None
-        if policy == FRAGMENTATION and request.kind == MEMORY:
-            frag = memo.frag()
-            if frag is not None:
-                prefer = int(frag.rise(_learn(ssn, memo, pod, request, self.args, self._shapes))[1][row])
-        return memo.share.choose(row, request, policy, prefer)
+        shape_of = lambda: _learn(ssn, memo, pod, request, self.args, self._shapes)  # noqa: E731
+        return gpu_verdicts.choose(
+            memo, row, request, policy, shape_of, fragmentation=policy == FRAGMENTATION, fast=self.fast_paths
+        )
 
     def placed(self, ssn: Session, queue: str, request: Vector, row: int, count: int) -> None:
         memo = self._memo
@@ -225,7 +221,7 @@ class DeviceSharePlugin(Plugin):
             return  # (before the load, no placement of a pod holding cards exists; the load reads free)
         if count < 0:
             self._undone.add(row)
-        cpu, mem = _column(ssn.snapshot.index.names, "cpu"), _column(ssn.snapshot.index.names, "memory")
+        cpu, mem = self._columns
         memo.set_free(
             row,
             int(ssn.free[row, cpu]) if cpu is not None else 0,
@@ -236,17 +232,20 @@ class DeviceSharePlugin(Plugin):
     def _judge(self, ssn: Session, pod: Pod, request: GpuRequest, candidates: Mask) -> tuple[Mask, Scores]:
         """Per node, whether ``pod``'s cards fit and its score there (0..100) by its policy; nodes outside
         ``candidates`` may be left unjudged (False)."""
+        last = self._last
+        if self.fast_paths and last is not None and last[0] is pod and last[1] is not None:  # noqa: SIM102
+            if last[1] == _moment(ssn, self._memo, self._evicted, self._undone):
+                return last[2], last[3]  # (pod_fit, then pod_score: nothing changed between, nothing to sync)
         memo = self._sync(ssn)
         if pod.uid not in memo.applied:
             self._unplaced[pod.uid] = pod
         policy = self._policy(request)
         if request.family == SHARE:
-            fit, score = memo.share.judge(request, policy)
-            if policy == FRAGMENTATION:
-                shape = _learn(ssn, memo, pod, request, self.args, self._shapes)
-                frag = memo.frag()
-                if frag is not None:
-                    score = frag.rise(shape)[2]
+            shape_of = lambda: _learn(ssn, memo, pod, request, self.args, self._shapes)  # noqa: E731
+            fit, score = gpu_verdicts.judge(
+                memo, request, policy, shape_of, fragmentation=policy == FRAGMENTATION, fast=self.fast_paths
+            )
+            self._last = (pod, _moment(ssn, memo, self._evicted, self._undone), fit, score)
             return fit, score
         # vGPU: card by card in Python, on the candidates with vGPU cards only, memoized per ask while
         # nothing is placed (pods asking alike share it).
@@ -326,8 +325,9 @@ class DeviceSharePlugin(Plugin):
             return  # no GPU pod was asked about
         self._sync(ssn)
         placements = ssn.result.placements
-        for uid, values in self._decided.items():
+        for uid, (gpus, request, taken, node) in self._decided.items():
             if uid in placements:
+                values = device_annotations(gpus, request, taken, node, ssn.now)
                 ssn.result.annotations.setdefault(uid, {}).update(values)
         if self._owned:
             self._memo.release()
@@ -339,6 +339,24 @@ class DeviceSharePlugin(Plugin):
         out = {(row, SHARE): memo.share.use(row) for row, g in memo.gpus.items() if g.share}
         out.update({(row, VGPU): use for row, use in memo.vgpu.items()})
         return out
+
+
+def _moment(ssn: Session, memo: CardMemo | None, evicted: object, undone: object) -> tuple[int, ...] | None:
+    """Where the session and the cards stand: while it is the same, a pod's share verdict stands and
+    _sync has nothing to do (plans change with the node clock; evictions and undos are left out)."""
+    if memo is None or ssn.evicting or evicted or undone:
+        return None
+    version = memo.learner.version if memo.learner is not None else -1
+    return (memo.share.clock.clock, version, ssn.nodes.clock, len(ssn.plans))
+
+
+def _hold(
+    gpus: NodeGpus, request: GpuRequest, taken: Taken, node: str, now: float, fast: bool
+) -> GpuHold | None:
+    """What a pod given ``taken`` holds, as its annotations will say (those are written at close)."""
+    if fast and request.family == SHARE:
+        return share_hold(gpus, request, taken)
+    return pod_hold(device_annotations(gpus, request, taken, node, now), request)
 
 
 def _column(names: tuple[str, ...], name: str) -> int | None:

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from extender.core.gpu_frag import Floats, FragMeasure, Mix, Shape, placement_score
 from extender.core.gpu_frag_cache import FragCache, row_keys
-from extender.core.gpu_memo import CardMemo
+from extender.core.gpu_memo import Applied, CardMemo
 from extender.core.gpu_share import ShareCards
-from extender.core.gpus import Card, NodeGpus
+from extender.core.gpus import SHARE, Card, GpuHold, NodeGpus
+from extender.core.model import Node
 
 MODELS = ("A", "B")
 _SHAPE = st.builds(
@@ -153,3 +154,93 @@ def test_the_memo_keeps_its_figures_when_the_mix_is_rebuilt_alike() -> None:
     for i in range(40, 64):
         memo.learn(f"p{i}", one, 5000, 1.0)  # type: ignore[arg-type]
     assert memo.frag() is not first
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["A", "B"])), min_size=1, max_size=4),
+    st.lists(_SHAPE.filter(lambda s: s.gpu), min_size=1, max_size=3),
+    st.lists(_SHAPE, min_size=1, max_size=3),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["free", "free", "sync", "put", "off"]),
+            st.integers(0, 3),
+            st.integers(0, 3),
+            st.sampled_from([0, 500, 1000, 2000, 3000, 4000, 8000]),
+            st.sampled_from([0, 1 << 19, 1 << 20, 1 << 30]),
+        ),
+        max_size=30,
+    ),
+)
+def test_the_memo_figures_follow_cpu_and_memory_as_a_fresh_computation(
+    nodes: list[tuple[int, str]],
+    learned: list[Shape],
+    asked: list[Shape],
+    changes: list[tuple[str, int, int, int, int]],
+) -> None:
+    """deviceshare's memo counts a change of a row's cpu or memory left only where a figure depends on
+    it (FragCache.plenty): a placement's or an undo's (set_free) and a new snapshot's (sync), up and down
+    across that point; every row's rise, card and score, over every row (rise) and one row alone
+    (figures), equal the plain computation afresh."""
+    table = [
+        Node(
+            name=f"n{i}",
+            allocatable={"cpu": 8000, "memory": 1 << 30},
+            labels={"nvidia.com/gpu.product": model},
+            gpus=NodeGpus(share=tuple(Card(key=str(c), index=c, memory=1000) for c in range(n)))
+            if n
+            else None,
+        )
+        for i, (n, model) in enumerate(nodes)
+    ]
+    rows = len(table)
+    memo = CardMemo()
+
+    def sync(cpu: npt.NDArray[np.int64], memory: npt.NDArray[np.int64]) -> None:
+        memo.sync(
+            nodes=table,
+            node_pos={n.name: i for i, n in enumerate(table)},
+            holds={},
+            at=None,
+            cpu=cpu,
+            memory=memory,
+            group_of=lambda uid: "",
+            model_label="nvidia.com/gpu.product",
+        )
+
+    sync(np.full(rows, 4000, dtype=np.int64), np.full(rows, 1 << 30, dtype=np.int64))
+    for i, shape in enumerate(learned):
+        memo.learn(f"p{i}", shape, 5000, 1.0)  # type: ignore[arg-type]
+    held: list[tuple[str, Applied]] = []
+    for t, (kind, r, c, cpu, memory) in enumerate([("free", 0, 0, 4000, 1 << 30), *changes]):
+        row = r % rows
+        if kind == "free":
+            memo.set_free(row, cpu, memory)
+        elif kind == "sync":
+            new_cpu, new_memory = memo.cpu.copy(), memo.memory.copy()
+            new_cpu[row], new_memory[(row + c) % rows] = cpu, memory
+            sync(new_cpu, new_memory)
+        elif kind == "put" and memo.share.cards[row]:
+            uid = f"h{t}"
+            a = Applied(
+                row=row,
+                family=SHARE,
+                taken=((c % int(memo.share.cards[row]), 250, 0),),
+                whole=False,
+                group="",
+            )
+            memo.put(uid, (table[row].name, GpuHold(family=SHARE, cards=((str(c), 250, 0),))), a)  # type: ignore[arg-type]
+            held.append((uid, a))
+        elif kind == "off" and held:
+            memo.take_off(held.pop(c % len(held))[0])  # type: ignore[arg-type]
+        frag = memo.frag()
+        assert frag is not None
+        mix = Mix(memo.learner.mix() if memo.learner else (), memo.models, per_model=False)
+        for shape in (asked[t % len(asked)], asked[(t + 1) % len(asked)]):
+            want = _plain(memo.share, memo.cpu, memo.memory, memo.model, mix, shape)
+            if t % 2:  # one row alone first, the others later
+                one = frag.figures(shape, row)
+                assert one == (float(want[0][row]), int(want[1][row]), float(want[2][row]))
+            got = frag.rise(shape)
+            for name, a_, b_ in zip(("rise", "card", "score"), got, want, strict=True):
+                assert np.array_equal(a_, b_), (name, a_, b_)
