@@ -5,10 +5,10 @@ HTTP, TLS or mutual TLS; webhooks: always TLS; metrics: plain HTTP for Prometheu
 serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), with the TLS of
 :mod:`extender.serve_tls` (the webhook listener also serves the read-only forecast endpoint,
 extender.server.forecast_api), and owns every background task in one TaskGroup: the informers, the Event
-writer, the forecaster, the TLS reload, the conf reload, leader election and the leader-only tasks, which
-run per term (:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the
-controllers, the start-up writes). If any root task dies, the process exits non-zero rather than serve a
-stale cache.
+writer, the forecaster, the TLS reload, the conf reload, the heap's freezes (extender.process.heap), leader
+election and the leader-only tasks, which run per term (:class:`controllers.leader.terms.Terms`: the
+scheduling loop, the status writer, the controllers, the start-up writes). If any root task dies, the
+process exits non-zero rather than serve a stale cache.
 
 SIGTERM/SIGINT is a handover: every ``/readyz`` turns 503, a leader stops its leader-only tasks and
 releases the Lease at once (a standby takes over without waiting out the lease), and admission and
@@ -46,6 +46,7 @@ from controllers.reconcilers.conf_reload import ConfWatcher
 from extender import serve_tls
 from extender.core.errors import ConfigError
 from extender.plugins.registry import SchedulerConf, load_conf
+from extender.process import heap
 from extender.process.logs import configure
 from extender.process.preflight import kubeconfig_problem, listen_problem, one_line
 from extender.process.settings import ServeSettings
@@ -342,6 +343,10 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
+            synced = [i.synced.wait for i in proc.informers]
+            tasks.append(
+                tg.create_task(heap.keep_settled(lambda: asyncio.gather(*(w() for w in synced))), name="heap")
+            )
             if settings.scheduling.forecast_interval > 0:
                 tasks.append(tg.create_task(proc.forecaster.run(), name="forecaster"))
             for t in tasks:  # each runs forever: ending at all is a death

@@ -8,13 +8,20 @@ that already hold a plan (kube-scheduler's hot path: the answer is the plan, by 
 p50/p99/max while cycles run, the cycles' own times, how long a new pod waits for its plan, and one
 inline cycle after one new gang with the backlog present.
 
+``--running N`` adds N bound, Running pods (in 10-pod gangs with their PodGroups) over the nodes, the
+heap of a full cluster; ``--heap frozen`` then settles it as ``pumice serve`` does once its informers
+have listed (extender.process.heap), ``--heap as-is`` leaves the collector alone. The full collections
+that ran while the callers were busy, and their wall time, are printed.
+
     .venv/bin/python hack/bench/filter_under_load.py                 # 5 000 nodes, 10 000 pending
+    .venv/bin/python hack/bench/filter_under_load.py --running 100000 --heap as-is
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import sys
 import time
@@ -32,6 +39,7 @@ from controllers.state.cache import ClusterCache
 from controllers.state.cluster import cluster_state
 from extender.core.model import PodUID
 from extender.plugins.registry import load_conf
+from extender.process import heap
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
 from hack.bench.extender_bench import StubExecutor, node, pct
@@ -67,6 +75,35 @@ def add_gang(cache: ClusterCache, name: str, cpu: str) -> list[dict[str, Any]]:
     return pods
 
 
+def add_running(cache: ClusterCache, count: int, nodes: int) -> None:
+    """``count`` bound, Running pods in 10-pod gangs, round robin over the nodes (100m cpu each)."""
+    for g in range(count // 10):
+        pg, pods = gang_pods(f"running-{g:06d}", "100m")
+        pg["status"] = {"phase": "Running", "running": 10}
+        cache.upsert_podgroup(pg)
+        for i, p in enumerate(pods):
+            p["spec"]["nodeName"] = f"node-{(g * 10 + i) % nodes:05d}"
+            p["status"] = {"phase": "Running"}
+            cache.upsert_pod(p)
+
+
+class FullCollections:
+    """The collector's full (generation 2) passes while counting: how many, and their wall time."""
+
+    def __init__(self) -> None:
+        self.count, self.seconds, self._start, self.on = 0, 0.0, 0.0, False
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if not self.on or info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._start
+
+
 async def run(args: argparse.Namespace) -> None:
     state = cluster_state(frozenset({"volcano"}))
     cache = state.cache
@@ -74,6 +111,9 @@ async def run(args: argparse.Namespace) -> None:
     cache.replace_queues([{"metadata": {"name": "default"}, "spec": {"weight": 1}}])
     for g in range(args.pending // 10):
         add_gang(cache, f"stuck-{g:05d}", "64")  # more than any node's 32 cpu
+    add_running(cache, args.running, args.nodes)
+    if args.heap == "frozen":
+        heap.settle()
     sched = build_scheduler(state, load_conf(), StubExecutor())
     t0 = time.perf_counter()
     sched.loop.cycle()
@@ -132,6 +172,8 @@ async def run(args: argparse.Namespace) -> None:
 
     lat: list[float] = []
     cycles_before, seconds_before = sched.shared.stats.cycles, sched.shared.stats.cycle_seconds
+    full = FullCollections()
+    full.on = True
     async with aiohttp.ClientSession() as http:
 
         async def caller() -> None:
@@ -149,6 +191,7 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.sleep(args.seconds)
         stop.set()
         await asyncio.gather(*tasks)
+    full.on = False
     loop_task.cancel()
     await runner.cleanup()
     n = sched.shared.stats.cycles - cycles_before
@@ -159,6 +202,10 @@ async def run(args: argparse.Namespace) -> None:
         f"max {max(lat) * 1000:.1f} ms; target (#24) p99 < 5 ms while cycles run"
     )
     print(f"  cycles meanwhile: {n}, mean {spent / max(n, 1) * 1000:.1f} ms (run off the event loop)")
+    print(
+        f"  heap {args.heap} ({args.running} running pods): {full.count} full collections meanwhile, "
+        f"{full.seconds * 1000:.0f} ms wall in all"
+    )
     if to_plan:
         print(f"  new pod -> planned: p50 {pct(to_plan, 0.5):.0f} ms, p99 {pct(to_plan, 0.99):.0f} ms")
 
@@ -171,6 +218,10 @@ def main() -> None:
     p.add_argument("--every", type=float, default=0.1)
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--incremental", type=int, default=9, help="new gangs, each followed by a cycle, timed")
+    p.add_argument("--running", type=int, default=0, help="bound Running pods besides (10-pod gangs)")
+    p.add_argument(
+        "--heap", choices=("frozen", "as-is"), default="frozen", help="as pumice serve does, or not"
+    )
     asyncio.run(run(p.parse_args()))
 
 
