@@ -6,7 +6,7 @@ and started later), ``unknown``, ``willNotStart``, ``errorP50``/``errorP90`` (se
 ``fractionP50``/``fractionP90`` (of the actual wait), ``acceptance`` and ``acceptanceAllJobs`` (medians
 of the error over the larger of the wait and ten minutes), ``forecasts``, ``cpuMeanSeconds``,
 ``cpuMaxSeconds``, and ``estimates`` (``job``, ``queue``, ``submit``, ``outlook``, ``estimated``,
-``actual``: virtual seconds, null when not known).
+``actual``: virtual seconds, null when not known; ``startedAtOnce``: it had started when estimated).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def accuracy_document(a: Accuracy) -> dict[str, Any]:
                 "outlook": e.outlook,
                 "estimated": e.estimated,
                 "actual": e.actual,
+                "startedAtOnce": e.at_once,
             }
             for e in a.estimates
         ],

@@ -10,11 +10,13 @@ to it: as in a live cluster, a job that arrives later and goes first is part of 
 ``--runtime-noise F``: each job then runs its declared duration times a factor drawn uniformly from
 ``1-F`` to ``1+F`` (seeded), while the forecast is still told the declared one, as when users guess.
 
-The figures (:class:`Accuracy`) are over the jobs that had to wait: those that did not start at once
-and got an estimate and later a start. Per job, the absolute error of the estimated start, in seconds
-and as a fraction of the job's actual wait; medians and 90th percentiles of both; and the acceptance
-figure, the median of the error over the larger of the wait and ten minutes (a tenth of it is the
-larger of 10 % of the wait and 60 s), also over every job (those started at once count with no error).
+The figures (:class:`Accuracy`) are over the jobs that had to wait: those that had not started when their
+estimate was taken and got an estimate and later a start. What happened decides, not the estimate: a job the
+forecast expected to start at once (its outlook ``Running``: the room of a job past its expected runtime
+counts as free now) but that started later waited, and its error counts. Per job, the absolute error of the
+estimated start, in seconds and as a fraction of the job's actual wait; medians and 90th percentiles of both;
+and the acceptance figure, the median of the error over the larger of the wait and ten minutes (a tenth of it
+is the larger of 10 % of the wait and 60 s), also over every job (those started at once count with no error).
 Jobs whose estimate was ``Unknown`` or ``WillNotStart`` are counted apart.
 """
 
@@ -63,6 +65,7 @@ class Estimate:
     outlook: str
     estimated: float | None  # the start shown (None: Unknown, WillNotStart)
     actual: float | None  # its first start (None: it never started)
+    at_once: bool = False  # it had started when its estimate was taken: nothing was estimated
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,7 +75,7 @@ class Accuracy:
 
     noise: float
     jobs: int  # jobs submitted while the run went on
-    waited: int  # of them, with a start estimated at submission (not at once) and a start
+    waited: int  # of them, not started at submission, with a start estimated then and a start
     unknown: int
     never: int
     error_p50: float | None  # seconds
@@ -112,6 +115,7 @@ class ForecastTraceRun(TraceRun):
         self.declared = {k: told[(js.spec.namespace, js.spec.name)] for k, js in self.jobs.items()}
         self._new: list[GroupKey] = []
         self.shown: dict[GroupKey, tuple[str, float | None]] = {}
+        self.at_once: set[GroupKey] = set()  # started by the time their estimate was taken
         self.cpu: list[float] = []
 
     def _submit(self, js: JobState) -> None:
@@ -150,6 +154,7 @@ class ForecastTraceRun(TraceRun):
             js = self.jobs[key]
             if js.started is not None:
                 self.shown[key] = (Outlook.RUNNING.value, js.started)
+                self.at_once.add(key)
                 continue
             g = f.groups.get(key)
             if g is None:
@@ -173,6 +178,7 @@ class ForecastTraceRun(TraceRun):
                     outlook=outlook,
                     estimated=at,
                     actual=js.first_start,
+                    at_once=key in self.at_once,
                 )
             )
         return summarize(rows, noise=self.noise, cpu=self.cpu)
@@ -186,7 +192,7 @@ def summarize(rows: Sequence[Estimate], *, noise: float, cpu: Sequence[float]) -
         error = abs(r.estimated - r.actual)
         wait = r.actual - r.submit
         accepted_all.append(error / max(wait, FLOOR))
-        if r.outlook == Outlook.RUNNING.value:
+        if r.at_once:
             continue  # started at once: nothing was estimated
         errors.append(error)
         if wait > 0:

@@ -15,7 +15,7 @@ import pytest
 
 from controllers.simulate.cluster import SimCluster
 from controllers.simulate.forecast import ForecastInput, ForecastSettings, forecast
-from controllers.simulate.forecast_trace import ForecastTraceRun
+from controllers.simulate.forecast_trace import Estimate, ForecastTraceRun, summarize
 from controllers.simulate.trace import parse_trace
 from extender.core.model import GroupKey
 from extender.forecast.model import Forecast, Outlook
@@ -206,3 +206,43 @@ def test_with_exact_runtimes_and_nothing_arriving_later_the_forecast_is_exact() 
     assert acc.jobs == 40 and acc.waited > 20 and acc.unknown == acc.never == 0
     late = [e for e in acc.estimates if e.submit >= 39 and e.outlook != "Running"]
     assert late and all(abs((e.estimated or 0) - (e.actual or 0)) < 1.0 for e in late)
+
+
+def test_a_job_expected_to_start_at_once_that_started_later_counts_as_waiting() -> None:
+    """What happened decides which jobs waited, not the estimate: a job shown ``Running`` (expected to start
+    at once, behind a job past its expected runtime) that started ten minutes later waited, and its error
+    counts; a job that had started when it was estimated counts only among all jobs."""
+    rows = [
+        Estimate(job="a", queue="q", submit=0.0, outlook="Running", estimated=0.0, actual=600.0),
+        Estimate(job="b", queue="q", submit=0.0, outlook="Estimated", estimated=300.0, actual=300.0),
+        Estimate(job="c", queue="q", submit=0.0, outlook="Running", estimated=0.0, actual=0.0, at_once=True),
+    ]
+    acc = summarize(rows, noise=0.3, cpu=[])
+    assert acc.waited == 2 and acc.error_p50 == 300.0
+    assert acc.acceptance == 0.5  # the errors over max(wait, 10 min): 600/600 and 0/600
+    assert acc.acceptance_all == 0.0  # ... and with c's, none
+
+
+OVERRUN = """
+nodes: [{name: n, count: 1, allocatable: {cpu: "8", memory: 32Gi}}]
+queues: [{name: a, weight: 1}]
+jobs:
+  - {name: first, submit: 0, queue: a, duration: DUR, tasks: [{name: w, replicas: 1, requests: {cpu: 8}}]}
+  - {name: second, submit: 700, queue: a, duration: 60, tasks: [{name: w, replicas: 1, requests: {cpu: 8}}]}
+"""
+
+
+def test_a_job_behind_one_past_its_declared_runtime_is_measured_as_waiting() -> None:
+    """``first`` is declared to run 10 minutes and runs 15. ``second``, submitted at 700 s, is shown
+    ``Running`` (the room of a job past its expected runtime counts as free now) and starts at 900 s: it
+    waited 200 s, and the error is 200 s."""
+    import yaml
+
+    ran, told = (parse_trace(yaml.safe_load(OVERRUN.replace("DUR", d))) for d in ("900", "600"))
+    run_ = ForecastTraceRun(ran, load_conf(None), declared=told)
+    run_.run()
+    acc = run_.accuracy()
+    second = next(e for e in acc.estimates if e.job.endswith("/second"))
+    shown = (second.outlook, second.estimated, second.actual, second.at_once)
+    assert shown == ("Running", 700.0, 900.0, False)
+    assert acc.waited == 1 and acc.error_p50 == 200.0
