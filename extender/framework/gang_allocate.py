@@ -148,8 +148,7 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailu
     if problems:
         ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_PODS, "; ".join(problems))
         return
-    alike = failures.shape(g, need, task_need, waiting) if failures is not None else None
-    known = failures.recall(alike) if failures is not None else None
+    known = failures.recall(g, need, task_need, waiting) if failures is not None else None
     if known is not None:
         ssn.result.unschedulable[g.key] = known  # as the attempt below would end (see gang_failures)
         return
@@ -227,4 +226,4 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailu
     why = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
     ssn.result.unschedulable[g.key] = why
     if failures is not None:
-        failures.remember(alike, why)
+        failures.remember(g, need, task_need, waiting, why)

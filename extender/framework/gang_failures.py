@@ -10,13 +10,13 @@ get the same answers: the same pods placed in the same order, the same first ref
 behind a full cluster then costs one attempt per shape and commit, not one per group: the live cycle, the
 simulator and the forecast (whose every step is a cycle) alike.
 
-A gang's *shape* (:meth:`GangFailures.shape`) is what :func:`extender.framework.gang_allocate._allocate_whole`
+A gang's *shape* (``GangFailures._shape``) is what :func:`extender.framework.gang_allocate._allocate_whole`
 reads of it: its queue (capacity and share checks, queue node masks and limits, queue scores),
 ``minMember``, what still counts toward it, each task's minimum and what it still needs, and its waiting
 pods in the order they are tried, each by task and :func:`extender.framework.place.shape` (request vector,
 node constraints, nodes kube-scheduler refused for it, its own scoring table, NUMA and GPU asks).
 
-Where it applies (:func:`applies` for the session, :meth:`GangFailures.shape` for the group), and why only
+Where it applies (:func:`applies` for the session, ``GangFailures._shape`` for the group), and why only
 there, since these read more of a pod or group than its shape:
 
 - no ``pod_fit`` plugin (``deviceshare`` tracks which pod holds which card, ``numaaware`` the cells taken,
@@ -63,18 +63,43 @@ def applies(ssn: Session) -> bool:
 
 
 class GangFailures:
-    """The gangs that failed since the last commit, by shape, with why (one allocate action's)."""
+    """The gangs that failed since the last commit, by shape, with why (one allocate action's). A gang's
+    shape is made only while some failure is remembered, so gangs that fit pay nothing for it."""
 
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
         self.on = applies(ssn)
-        self._failed: dict[Shape, tuple[int, Unschedulable]] = {}
+        self._failed: dict[Shape, Unschedulable] = {}
+        self._at = -1  # ssn.commits when the failures in _failed were remembered
 
-    def shape(
+    def recall(
+        self, g: PodGroup, need: int, task_need: Mapping[str, int], waiting: Sequence[Pod]
+    ) -> Unschedulable | None:
+        """Why a gang of ``g``'s shape failed, when one did since the last commit (``waiting``: its waiting
+        pods in the order they are tried)."""
+        if not self._failed or self._at != self._ssn.commits:
+            return None
+        shape = self._shape(g, need, task_need, waiting)
+        return None if shape is None else self._failed.get(shape)
+
+    def remember(
+        self, g: PodGroup, need: int, task_need: Mapping[str, int], waiting: Sequence[Pod], why: Unschedulable
+    ) -> None:
+        """``g`` failed with ``why`` (asked of the state the attempt started from, which its discard has put
+        back). A shape made now may tell more than one made before the attempt (the inter-pod rules may
+        have come into play): a key more precise than needed only keeps later gangs from matching it."""
+        shape = self._shape(g, need, task_need, waiting)
+        if shape is None:
+            return
+        if self._at != self._ssn.commits:
+            self._failed.clear()
+            self._at = self._ssn.commits
+        self._failed[shape] = why
+
+    def _shape(
         self, g: PodGroup, need: int, task_need: Mapping[str, int], waiting: Sequence[Pod]
     ) -> Shape | None:
-        """What ``g``'s attempt reads of it, with ``waiting`` in the order tried; None when that is not all
-        it reads (see the module docstring)."""
+        """What ``g``'s attempt reads of it; None when that is not all it reads (see the module docstring)."""
         ssn = self._ssn
         if not self.on or g.sub_group_policy or ssn.domain is not None or ssn.reservation is not None:
             return None
@@ -86,14 +111,3 @@ class GangFailures:
             tuple(sorted(task_need.items())),
             tuple((p.task, place.shape(ssn, p)) for p in waiting),
         )
-
-    def recall(self, shape: Shape | None) -> Unschedulable | None:
-        """Why a gang of ``shape`` failed, when one did since the last commit."""
-        if shape is None:
-            return None
-        got = self._failed.get(shape)
-        return got[1] if got is not None and got[0] == self._ssn.commits else None
-
-    def remember(self, shape: Shape | None, why: Unschedulable) -> None:
-        if shape is not None:
-            self._failed[shape] = (self._ssn.commits, why)

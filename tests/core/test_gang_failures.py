@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.labels import TASK_TOPOLOGY_AFFINITY, TASK_TOPOLOGY_ANTI_AFFINITY
 from extender.core.model import PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
 from extender.core.snapshot import Snapshot, build_snapshot
@@ -86,16 +87,18 @@ def random_cluster(seed: int) -> Snapshot:
         cpu, memory, gpus, size, min_member = rng.choice(shapes)
         name = f"g{g:02d}"
         min_task = {"a": rng.randint(0, 1), "b": rng.randint(0, 1)} if rng.random() < 0.2 else None
-        groups.append(
-            podgroup(
-                name,
-                min_member,
-                queue=rng.choice(("default", "default", "small")),
-                phase=rng.choice(("Inqueue", "Inqueue", "Inqueue", "Pending")),
-                min_task_member=min_task,
-                created=f"2024-01-01T00:00:{g:02d}Z",
-            )
+        group = podgroup(
+            name,
+            min_member,
+            queue=rng.choice(("default", "default", "small")),
+            phase=rng.choice(("Inqueue", "Inqueue", "Inqueue", "Pending")),
+            min_task_member=min_task,
+            created=f"2024-01-01T00:00:{g:02d}Z",
         )
+        if rng.random() < 0.3:  # task-topology: pack the pods of task a together (or keep them apart)
+            which = rng.choice((TASK_TOPOLOGY_AFFINITY, TASK_TOPOLOGY_ANTI_AFFINITY))
+            group["metadata"]["annotations"] = {which: "a"}
+        groups.append(group)
         spec: dict[str, Any] = {"cpu": cpu, "memory": memory, "gpus": gpus}
         rules = rng.random()
         if rules < 0.1:
@@ -151,8 +154,8 @@ def recalled(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     seen: list[bool] = []
     real = gang_failures.GangFailures.recall
 
-    def spy(self: gang_failures.GangFailures, shape: gang_failures.Shape | None) -> Any:
-        got = real(self, shape)
+    def spy(self: gang_failures.GangFailures, *args: Any) -> Any:
+        got = real(self, *args)
         seen.append(got is not None)
         return got
 
