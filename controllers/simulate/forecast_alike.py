@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodPhase, PodUID
 from extender.framework.hooks import build_hooks
 from extender.plugins.registry import SchedulerConf
@@ -185,34 +187,34 @@ def _beyond_the_room(
     many pods, each at least as large, of a room that only shrinks), or starts and takes its ``need`` pods'
     requests from the room; a group cut here still counts for those behind it (it fails: so do they).
 
-    What the smaller ones ahead take is kept per shape (requests and need) as the line is walked: a group
-    that may take room adds its pods to the sum of every shape it is no larger than (found once per pair
-    of shapes, of which a family has a handful), so each group costs its own resources, not the shapes
-    seen before it times theirs."""
-    taken: dict[Shape, dict[str, int]] = {}  # per shape: what its room-only groups so far take
-    used: dict[Shape, dict[str, int]] = {}  # per shape: what the room-only groups so far no larger take
-    bigger: dict[Shape, list[dict[str, int]]] = {}  # per shape: the ``used`` of the shapes no smaller
-    seen: dict[Shape, Alike] = {}
-    out: list[GroupKey] = []
-    for key in line:
+    Computed as arrays over the line and the family's few shapes (requests and need): how many room-only
+    groups of each shape are ahead of each group (a running count), those of the shapes no larger than
+    its own summed with their pods' requests, against the room."""
+    if not line:
+        return []
+    index: dict[Shape, int] = {}
+    shapes: list[Alike] = []
+    at = np.empty(len(line), dtype=np.intp)
+    room_only = np.empty(len(line), dtype=np.int64)
+    for i, key in enumerate(line):
         a = alike[key]
         shape = (tuple(sorted(a.requests.items())), a.need)
-        mine = used.get(shape)
-        if mine is None:
-            mine = used[shape] = {}
-            mine_bigger = bigger[shape] = [mine]  # a shape is no larger than itself
-            for s, b in seen.items():
-                if _smaller(b, a):
-                    for r, v in taken.get(s, {}).items():
-                        mine[r] = mine.get(r, 0) + v
-                    bigger[s].append(mine)
-                if _smaller(a, b):
-                    mine_bigger.append(used[s])
-            seen[shape] = a
-        if any(v > 0 and total.get(r, 0) - mine.get(r, 0) < a.need * v for r, v in a.requests.items()):
-            out.append(key)
-        if a.room_only:
-            for sums in (taken.setdefault(shape, {}), *bigger[shape]):
-                for r, v in a.requests.items():
-                    sums[r] = sums.get(r, 0) + a.need * v
-    return out
+        k = index.get(shape)
+        if k is None:
+            k = index[shape] = len(shapes)
+            shapes.append(a)
+        at[i] = k
+        room_only[i] = a.room_only
+    names = sorted({r for a in shapes for r in a.requests})
+    req = np.array([[a.requests.get(r, 0) for r in names] for a in shapes], dtype=np.int64)
+    need = np.array([a.need for a in shapes], dtype=np.int64)
+    # smaller[b, a]: shape b is no larger than shape a (one of a fails whenever one of b ahead does).
+    smaller = np.array([[_smaller(b, a) for a in shapes] for b in shapes], dtype=np.int64)
+    ahead = np.zeros((len(line), len(shapes)), dtype=np.int64)
+    ahead[np.arange(len(line)), at] = room_only
+    ahead = np.cumsum(ahead, axis=0) - ahead  # room-only groups of each shape before each group
+    used = (ahead * smaller[:, at].T) @ (need[:, None] * req)  # what those no larger take, per group
+    room = np.array([total.get(r, 0) for r in names], dtype=np.int64)
+    mine = req[at]
+    short = (mine > 0) & (room - used < need[at, None] * mine)
+    return [line[i] for i in np.flatnonzero(np.any(short, axis=1)).tolist()]

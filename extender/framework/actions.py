@@ -30,6 +30,7 @@ from extender.core.model import GroupKey, Pod, PodGroup, PodUID, Queue, QueueSta
 from extender.core.timestamps import epoch
 from extender.framework import place
 from extender.framework.gang_allocate import allocate_group
+from extender.framework.gang_failures import GangFailures
 from extender.framework.gangs import (
     admitted_by_queue,
     counts_toward_gang,
@@ -176,6 +177,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
     if args.reserve_after > 0:
         ssn.reservation = reserve(ssn, args.reserve_after)
     turns = Turns(ssn, admitted_by_queue(ssn, lambda g: unplanned_waiting(ssn, g), with_waiting(ssn)))
+    failures = GangFailures(ssn)
     several_queues = sum(q.state == QueueState.OPEN for q in snap.queues.values()) > 1
     while (qname := turns.queue()) is not None:
         queue = snap.queues[qname]
@@ -193,7 +195,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
         elif queue.state != QueueState.OPEN:
             pass  # nor does it add extra pods to what runs
         elif not _gang_whole(ssn, g):
-            allocate_group(ssn, g, queue)
+            allocate_group(ssn, g, queue, failures)
             if g.key in ssn.result.ready and unplanned_waiting(ssn, g):
                 turns.push(g)
         elif several_queues and ssn.now - epoch(g.created) < args.fair_window:

@@ -6,7 +6,9 @@ otherwise, so a gang never holds part of the cluster it cannot use (Volcano's ga
 Pods are tried in task order (:func:`extender.framework.gangs.ordered_waiting`); a pod alike to one that
 failed is not tried again (within the statement free capacity and queue usage only shrink), except one
 whose inter-pod rules may loosen as others are placed, retried after any progress. Runs of identical pods
-go through :func:`extender.framework.place.place_run`, landing where the loop would.
+go through :func:`extender.framework.place.place_run`, landing where the loop would. Across gangs, one alike
+to a gang that failed since the last commit fails the same way without an attempt
+(:mod:`extender.framework.gang_failures`, where it applies).
 
 When a plugin names network-topology domains for the gang (``gang_domains``, Volcano's HyperNode
 gradients), the gang is tried inside each candidate in turn and the first that holds it is kept.
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.framework import place
+from extender.framework.gang_failures import GangFailures
 from extender.framework.gangs import gang_need, ordered_waiting
 from extender.framework.plugin import GangDomains
 from extender.framework.reasons import NOT_ENOUGH_PODS, NOT_ENOUGH_RESOURCES
@@ -70,13 +73,17 @@ def _run(
     return pending[i:j]
 
 
-def allocate_group(ssn: Session, g: PodGroup, queue: Queue) -> None:
+def allocate_group(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailures | None = None) -> None:
     """Plan the gang minimum of ``g`` all at once, or nothing (recording why); inside one of the
     network topology domains a plugin names for it, when one does (:func:`_allocate_in_domains`); sub-group
-    by sub-group when it has a ``subGroupPolicy`` (:mod:`extender.framework.subgroup_allocate`)."""
+    by sub-group when it has a ``subGroupPolicy`` (:mod:`extender.framework.subgroup_allocate`).
+    ``failures``: the action's memory of gangs that failed since the last commit (a gang alike to one of
+    them fails again without an attempt; :mod:`extender.framework.gang_failures`)."""
     whole = allocate_subgroups if g.sub_group_policy else _allocate_whole
     domains = ssn.gang_domains(g)
-    if domains is None:
+    if domains is None and not g.sub_group_policy:
+        _allocate_whole(ssn, g, queue, failures)
+    elif domains is None:
         whole(ssn, g, queue)
     else:
         _allocate_in_domains(ssn, g, queue, domains, whole)
@@ -115,8 +122,9 @@ def _allocate_in_domains(
     ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
 
 
-def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue) -> None:
-    """Plan the gang minimum of ``g`` all at once, or nothing (recording why)."""
+def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailures | None = None) -> None:
+    """Plan the gang minimum of ``g`` all at once, or nothing (recording why, and remembering it in
+    ``failures`` when given)."""
     snap = ssn.snapshot
     members = [snap.pods[u] for u in snap.members.get(g.key, ())]
     need, task_need = gang_need(ssn, g, members)
@@ -139,6 +147,10 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue) -> None:
             )
     if problems:
         ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_PODS, "; ".join(problems))
+        return
+    known = failures.recall(g, need, task_need, waiting) if failures is not None else None
+    if known is not None:
+        ssn.result.unschedulable[g.key] = known  # as the attempt below would end (see gang_failures)
         return
     stmt = ssn.statement()
     placed = 0
@@ -211,4 +223,7 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue) -> None:
         return
     stmt.discard()
     msg = f"gang {have + placed}/{g.min_member} placeable: {first_problem or 'no room'}"
-    ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
+    why = Unschedulable(NOT_ENOUGH_RESOURCES, msg)
+    ssn.result.unschedulable[g.key] = why
+    if failures is not None:
+        failures.remember(g, need, task_need, waiting, why)

@@ -74,22 +74,28 @@ class Session:
         cache_keys: bool = True,
         batch: bool = True,
         fast_victims: bool = True,
+        remember_failures: bool = True,
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        """``hooks``: the conf's plugins by hook (:func:`~extender.framework.hooks.build_hooks` of its
-        tiers). ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
-        computation, and ``batch`` off places every pod by itself (the caches and batches are exact: the
-        tests compare). ``now``: the cycle's clock (seconds since the epoch), for rules that look at
-        time. Every plugin is opened last, with the session complete. ``clock``: a monotonic clock to time
-        each plugin's ``open`` with (``open_seconds``, for metrics); no rule reads it."""
+        """``hooks``: the conf's plugins by hook (:func:`~extender.framework.hooks.build_hooks` of its tiers).
+        ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
+        computation, ``batch`` off places every pod by itself, and ``remember_failures`` off tries every gang
+        (the caches, batches and memory are exact: the tests compare). ``now``: the cycle's clock (seconds
+        since the epoch), for rules that look at time. Every plugin is opened last, with the session complete.
+        ``clock``: a monotonic clock to time each plugin's ``open`` with (``open_seconds``, for metrics); no
+        rule reads it."""
         self.hooks = hooks
         self.snapshot = snapshot
         self.now = now
         self.tiers = hooks.tiers
         self.plugins = hooks.plugins
-        # Whether a run of identical pods may be placed as a batch (see extender.framework.place).
+        # Whether a run of identical pods may be placed as a batch (see extender.framework.place), and
+        # whether allocate fails a gang alike to one that failed since the last commit without an attempt
+        # (extender.framework.gang_failures); ``commits``: statements committed so far.
         self.batchable = batch and hooks.batchable
+        self.remember_failures = remember_failures
+        self.commits = 0
         # Column-major: fit checks and scores read a resource column over many nodes, placements write one
         # short row.
         self.free: npt.NDArray[np.int64] = np.asfortranarray(snapshot.free)

@@ -127,6 +127,8 @@ class Statement:
 
     def commit(self) -> None:
         result = self.ssn.result
+        if self.ops or self.evicted:
+            self.ssn.commits += 1  # the working state moved for good (see extender.framework.gang_failures)
         for pod, _, _, why in self.evicted:
             result.evictions[pod.uid] = why
         self.evicted.clear()
