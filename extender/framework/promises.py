@@ -180,7 +180,11 @@ def _elastic_by_queue(ssn: Session) -> dict[str, Vector]:
     row_of: dict[GroupKey, int] = {}
     groups: list[PodGroup] = []
     rows: list[int] = []
-    asks: list[Resources] = []
+    # Pods of a task share one requests mapping (extender.core.parse), so the matrix is built over the
+    # distinct mappings (by identity: all alive for the call) and gathered per pod.
+    ask_of: dict[int, int] = {}
+    distinct: list[Resources] = []
+    asks: list[int] = []
     pods = snap.pods
     for p, _row in snap.residents.all():
         if p.scheduler_name not in snap.scheduler_names or p.deleting:
@@ -197,13 +201,18 @@ def _elastic_by_queue(ssn: Session) -> dict[str, Vector]:
             groups.append(found)
         rows.append(i)
         # The snapshot's own pod where it has one (its request row), else the resident as cached.
-        asks.append((pods.get(p.uid) or p).requests)
+        ask = (pods.get(p.uid) or p).requests
+        j = ask_of.get(id(ask))
+        if j is None:
+            j = ask_of[id(ask)] = len(distinct)
+            distinct.append(ask)
+        asks.append(j)
     out: dict[str, Vector] = {}
     if not groups:
         return out
     index = snap.index
     held = np.zeros((len(groups), len(index)), dtype=np.int64)
-    np.add.at(held, np.asarray(rows, dtype=np.intp), index.matrix(asks))
+    np.add.at(held, np.asarray(rows, dtype=np.intp), index.matrix(distinct)[np.asarray(asks, dtype=np.intp)])
     past = np.maximum(held - index.matrix([g.min_resources for g in groups]), 0)
     for g, v, any_past in zip(groups, past, past.any(axis=1).tolist(), strict=True):
         if any_past:
