@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,21 +145,6 @@ def test_failing_alike_gangs_unattempted_changes_nothing(seed: int, which: int) 
     assert remembered.unschedulable == tried.unschedulable
     assert remembered.ready == tried.ready
     assert remembered.admitted == tried.admitted
-
-
-@pytest.fixture
-def recalled(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """For every gang the memory was asked about: whether it answered (a spy)."""
-    seen: list[bool] = []
-    real = gang_failures.GangFailures.recall
-
-    def spy(self: gang_failures.GangFailures, *args: Any) -> Any:
-        got = real(self, *args)
-        seen.append(got is not None)
-        return got
-
-    monkeypatch.setattr(gang_failures.GangFailures, "recall", spy)
-    return seen
 
 
 def _full_cluster(waiting: int, conf: str | None = None) -> CycleResult:

@@ -23,16 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.api import labels as L
-from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
-from extender.core.snapshot import Snapshot, build_snapshot
-from extender.framework.hooks import build_hooks
-from extender.framework.result import CycleResult
-from extender.framework.session import Session
+from extender.core.snapshot import Snapshot
 from extender.framework.victim_memo import NodeVictims
-from extender.plugins.registry import SchedulerConf
 from tests.core.builders import (
     HOSTNAME,
-    NOW,
     VOLCANO_CI_CONF,
     Raw,
     conf_of,
@@ -41,19 +35,11 @@ from tests.core.builders import (
     podgroup,
     priority_class,
     queue,
+    snapshot,
 )
 
-ACTIONS = "enqueue, allocate, backfill, preempt, reclaim"
-
-
-def _conf(tiers: str, arguments: str = "") -> str:
-    text = f'actions: "{ACTIONS}"\ntiers:\n{tiers}'
-    if arguments:
-        text += "configurations:\n" + "".join(
-            f"- name: {name}\n  arguments: {{{arguments}}}\n" for name in ("preempt", "reclaim")
-        )
-    return text
-
+# The conf text, cycle and comparison of the fast-path test this one extends.
+from tests.core.test_victim_paths import _conf, _cycle, _same, _time
 
 CONFS = (
     VOLCANO_CI_CONF,
@@ -77,14 +63,11 @@ CONFS = (
     _conf(
         "- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
         "- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]\n",
-        arguments="minRuntime: 20m",
+        preempt="minRuntime: 20m",
+        reclaim="minRuntime: 20m",
     ),
 )
 PRIORITY_CLASSES = [priority_class("low", 10), priority_class("mid", 100), priority_class("high", 1000)]
-
-
-def _time(rng: random.Random) -> str:
-    return f"2024-01-01T00:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
 
 
 def random_full_cluster(seed: int) -> Snapshot:
@@ -165,22 +148,7 @@ def random_full_cluster(seed: int) -> Snapshot:
             pods.append(
                 pod(f"{name}-{i}", group=name, cpu=f"{milli}m", memory="1Gi", created=_time(rng), **at)
             )
-    return build_snapshot(
-        nodes=[parse_node(n) for n in nodes],
-        pods=[parse_pod(p) for p in pods],
-        podgroups=[parse_podgroup(g) for g in groups],
-        queues=[parse_queue(q) for q in queues],
-        priority_classes=[parse_priority_class(pc) for pc in PRIORITY_CLASSES],
-    )
-
-
-def _cycle(snap: Snapshot, conf: SchedulerConf, *, fast: bool) -> CycleResult:
-    ssn = Session(snap, build_hooks(conf.tiers()), fast_victims=fast, now=NOW)
-    for act in conf.actions:
-        act(ssn)
-    for plugin in ssn.plugins:
-        plugin.close(ssn)
-    return ssn.result
+    return snapshot(nodes, pods, groups, queues, priority_classes=PRIORITY_CLASSES)
 
 
 @contextmanager
@@ -188,15 +156,6 @@ def _memo_off() -> Iterator[None]:
     """Nothing the memo keeps is ever found: every node's victims are worked out afresh."""
     with mock.patch.object(NodeVictims, "get", return_value=None):
         yield
-
-
-def _same(a: CycleResult, b: CycleResult) -> None:
-    assert list(a.evictions.items()) == list(b.evictions.items())
-    assert list(a.placements.items()) == list(b.placements.items())
-    assert a.pipelined == b.pipelined
-    assert a.unschedulable == b.unschedulable
-    assert a.ready == b.ready
-    assert a.admitted == b.admitted
 
 
 @settings(max_examples=300, deadline=None)

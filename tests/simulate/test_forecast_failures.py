@@ -5,7 +5,6 @@ clusters with many alike gangs behind running jobs."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -60,23 +59,14 @@ def test_forecasts_with_and_without_the_memory_are_the_same(seed: int, prefilter
     assert _seen(remembered) == _seen(tried)
 
 
-def test_the_memory_answers_in_a_forecast(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memory_answers_in_a_forecast(recalled: list[bool]) -> None:
     """One 8-cpu node busy for an hour and eight gangs of a 9-cpu pod that never fit, one of 4 cpus:
     the 9-cpu gangs after the first are failed from memory (with the prefilter off they are looked at)."""
-    answered: list[bool] = []
-    real = gang_failures.GangFailures.recall
-
-    def spy(self: gang_failures.GangFailures, *args: Any) -> object:
-        got = real(self, *args)
-        answered.append(got is not None)
-        return got
-
-    monkeypatch.setattr(gang_failures.GangFailures, "recall", spy)
     objects: list[Raw] = [node("n0", cpu="8"), *running("r0", "8", "n0")]
     runtimes: dict[str, float] = {"r0": 60 * MIN, "small": 10 * MIN}
     for i in range(8):
         objects += _waiting(f"big{i}", 1, "9", "default", minute=i, least=1)
     objects += _waiting("small", 1, "4", "default", minute=9, least=1)
     f = run(objects, runtimes, settings=ForecastSettings(prefilter=False))
-    assert any(answered)
+    assert any(recalled)
     assert {k.partition("/")[2]: g.outlook.value for k, g in f.groups.items()}["small"] == "Estimated"
