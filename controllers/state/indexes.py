@@ -31,8 +31,9 @@ from typing import Any, Final
 
 from controllers.state.meta import (
     ObjectMeta,
+    OwnerFields,
     OwnerRef,
-    owner_references,
+    owner_fields,
     raw_metadata,
     read_meta,
     string_field,
@@ -161,16 +162,10 @@ class _NoBody(dict[str, Any]):
 _NO_BODY: Final = _NoBody()
 
 
-def _interned(refs: tuple[OwnerRef, ...]) -> tuple[OwnerRef, ...]:
+def _interned(refs: tuple[OwnerFields, ...]) -> tuple[OwnerRef, ...]:
+    _i = sys.intern
     return tuple(
-        OwnerRef(
-            api_version=sys.intern(r.api_version),
-            kind=sys.intern(r.kind),
-            name=sys.intern(r.name),
-            uid=sys.intern(r.uid),
-            controller=r.controller,
-        )
-        for r in refs
+        OwnerRef(api_version=_i(a), kind=_i(k), name=_i(n), uid=_i(u), controller=c) for a, k, n, u, c in refs
     )
 
 
@@ -188,15 +183,15 @@ def _lean(meta: Mapping[str, Any], shared: Shared[Any]) -> ObjectMeta:
     annotation would be dropped at once). Repeated strings are interned; the owner references and the
     label, shared with the pods before it that have equal ones (a gang's)."""
     job = _string(meta.get("labels"), L.JOB_NAME_KEY)
-    refs = owner_references(meta)
+    refs = owner_fields(meta)
     return ObjectMeta(
         namespace=sys.intern(string_field(meta, "namespace")),
         name=string_field(meta, "name"),
         uid=string_field(meta, "uid"),
         resource_version=string_field(meta, "resourceVersion"),
         labels=_EMPTY if job is None else shared.share(("label", job), lambda: _Label(sys.intern(job))),
-        # (OwnerRef is frozen: equal references hash alike.)
-        owner_references=shared.share(refs, lambda: _interned(refs)) if refs else (),
+        # (keyed by their fields: equal fields make equal references)
+        owner_references=shared.share(("refs", refs), lambda: _interned(refs)) if refs else (),
         deletion_timestamp=string_field(meta, "deletionTimestamp"),
         creation_timestamp=sys.intern(string_field(meta, "creationTimestamp")),
     )

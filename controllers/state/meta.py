@@ -122,6 +122,26 @@ def string_field(meta: Mapping[str, Any], key: str) -> str:
     return _str(meta.get(key))
 
 
+OwnerFields = tuple[str, str, str, str, bool]  # an OwnerRef's fields, in order
+
+
+def owner_fields(meta: Mapping[str, Any]) -> tuple[OwnerFields, ...]:
+    """The fields of each owner reference :func:`read_meta` reads (equal fields: equal references), without
+    making the references (a key to share equal ones by)."""
+    refs = meta.get("ownerReferences")
+    return tuple(
+        (
+            _str(r.get("apiVersion")),
+            _str(r.get("kind")),
+            _str(r.get("name")),
+            _str(r.get("uid")),
+            r.get("controller") is True,
+        )
+        for r in (refs if isinstance(refs, list) else ())
+        if isinstance(r, (dict, Mapping))
+    )
+
+
 def owner_references(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
     """The owner references of a metadata mapping, as :func:`read_meta` reads them."""
     refs = meta.get("ownerReferences")
