@@ -1,5 +1,6 @@
 """How the cluster cache parses the objects it holds many of, so that each costs little: pods with their
-labels shared among pods with equal ones (a gang's, a ReplicaSet's: :mod:`controllers.state.shared`), and
+labels shared among pods with equal ones (a gang's, a ReplicaSet's: :mod:`controllers.state.shared`) and
+their spec read once for pods with equal ones (:mod:`extender.core.pod_spec`), and
 PodGroups parsed and packed page by page (:mod:`controllers.state.packed`), so that 11 000 raw PodGroups
 are never all held decoded at once.
 
@@ -19,17 +20,20 @@ from controllers.state.staged import Staged
 from controllers.state.unreadable import Failure
 from extender.core.model import Pod, PodGroup
 from extender.core.parse import parse_pod, parse_podgroup
+from extender.core.pod_spec import SpecMemo
 
 Obj = dict[str, Any]
 ListedGroup = tuple[PodGroup, bytes | Obj]  # the model and the raw object packed
 
 
 def pod_parser() -> Callable[[Obj], Pod]:
-    """:func:`parse_pod`, the labels of each pod shared with a recent pod that had equal ones."""
+    """:func:`parse_pod`, the labels of each pod shared with a recent pod that had equal ones, and what
+    its spec alone decides read once per distinct spec (:class:`~extender.core.pod_spec.SpecMemo`)."""
     labels: Shared[Mapping[str, str]] = Shared()
+    specs = SpecMemo()
 
     def parse(obj: Obj) -> Pod:
-        pod = parse_pod(obj)
+        pod = parse_pod(obj, specs)
         shared = labels.share(tuple(pod.labels.items()), lambda: pod.labels)
         return pod if shared is pod.labels else dataclasses.replace(pod, labels=shared)
 

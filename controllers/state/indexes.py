@@ -29,7 +29,15 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from controllers.state.meta import ObjectMeta, OwnerRef, read_meta
+from controllers.state.meta import (
+    ObjectMeta,
+    OwnerFields,
+    OwnerRef,
+    owner_fields,
+    raw_metadata,
+    read_meta,
+    string_field,
+)
 from controllers.state.pod_facts import pod_facts
 from controllers.state.shared import Shared
 from controllers.state.store import Index, Kind, ObjectStore, Stored
@@ -91,16 +99,23 @@ def namespace_of(s: Stored) -> str:
 def workload_of(s: Stored, scheduler_names: frozenset[str]) -> tuple[str, Owner] | None:
     """The owner key and owner of a pod of ``scheduler_names`` owned by a workload, unless it joined a
     group someone else made (Spark, LeaderWorkerSet: a group name that is not the owner's)."""
-    spec = s.obj.get("spec")
+    return _workload(s.obj, s.meta.raw, s.meta.namespace, scheduler_names)
+
+
+def _workload(
+    obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, scheduler_names: frozenset[str]
+) -> tuple[str, Owner] | None:
+    """:func:`workload_of` from the raw object and its raw metadata (``namespace``: as read_meta reads it)."""
+    spec = obj.get("spec")
     if not isinstance(spec, Mapping) or spec.get("schedulerName") not in scheduler_names:
         return None
-    owner = workload_owner(s.meta.raw)
+    owner = workload_owner(meta)
     if owner is None:
         return None
-    named = named_group(s.meta.raw)
+    named = named_group(meta)
     if named is not None and named != owner_group_name(owner):
         return None
-    return owner_key(_ns(s), owner), owner
+    return owner_key(namespace or "default", owner), owner
 
 
 def workload_index(scheduler_names: frozenset[str]) -> Index:
@@ -147,50 +162,59 @@ class _NoBody(dict[str, Any]):
 _NO_BODY: Final = _NoBody()
 
 
-def _interned(refs: tuple[OwnerRef, ...]) -> tuple[OwnerRef, ...]:
+def _interned(refs: tuple[OwnerFields, ...]) -> tuple[OwnerRef, ...]:
+    _i = sys.intern
     return tuple(
-        OwnerRef(
-            api_version=sys.intern(r.api_version),
-            kind=sys.intern(r.kind),
-            name=sys.intern(r.name),
-            uid=sys.intern(r.uid),
-            controller=r.controller,
-        )
-        for r in refs
+        OwnerRef(api_version=_i(a), kind=_i(k), name=_i(n), uid=_i(u), controller=c) for a, k, n, u, c in refs
     )
 
 
-def _lean(meta: ObjectMeta, shared: Shared[Any]) -> ObjectMeta:
-    """What is read of a pod's metadata once its body is not kept: identity, versions, timestamps, owners
-    (``VCJOB``, the job controller) and the job-name label (``JOB_LABEL``). Repeated strings are interned;
-    the owner references and the label, shared with the pods before it that have equal ones (a gang's)."""
-    job = meta.labels.get(L.JOB_NAME_KEY)
-    refs = meta.owner_references
+def _string(m: object, key: str) -> str | None:
+    """``m[key]`` when ``m`` is a mapping and that is a string (what read_meta keeps of labels and
+    annotations), else None."""
+    v = m.get(key) if isinstance(m, (dict, Mapping)) else None
+    return v if isinstance(v, str) else None
+
+
+def _lean(meta: Mapping[str, Any], shared: Shared[Any]) -> ObjectMeta:
+    """What is read of a pod's metadata (``meta``: the raw mapping) once its body is not kept: identity,
+    versions, timestamps, owners (``VCJOB``, the job controller) and the job-name label (``JOB_LABEL``),
+    read straight from the raw mapping as :func:`read_meta` reads them (its copies of every label and
+    annotation would be dropped at once). Repeated strings are interned; the owner references and the
+    label, shared with the pods before it that have equal ones (a gang's)."""
+    job = _string(meta.get("labels"), L.JOB_NAME_KEY)
+    refs = owner_fields(meta)
     return ObjectMeta(
-        namespace=sys.intern(meta.namespace),
-        name=meta.name,
-        uid=meta.uid,
-        resource_version=meta.resource_version,
+        namespace=sys.intern(string_field(meta, "namespace")),
+        name=string_field(meta, "name"),
+        uid=string_field(meta, "uid"),
+        resource_version=string_field(meta, "resourceVersion"),
         labels=_EMPTY if job is None else shared.share(("label", job), lambda: _Label(sys.intern(job))),
-        # (OwnerRef is frozen: equal references hash alike.)
-        owner_references=shared.share(refs, lambda: _interned(refs)) if refs else (),
-        deletion_timestamp=meta.deletion_timestamp,
-        creation_timestamp=sys.intern(meta.creation_timestamp),
+        # (keyed by their fields: equal fields make equal references)
+        owner_references=shared.share(("refs", refs), lambda: _interned(refs)) if refs else (),
+        deletion_timestamp=string_field(meta, "deletionTimestamp"),
+        creation_timestamp=sys.intern(string_field(meta, "creationTimestamp")),
     )
 
 
 def pod_record(scheduler_names: frozenset[str]) -> Callable[[Any], Stored]:
     """How the store holds a pod: whole when the workload-group controller looks after it (it reads the
-    spec and the metadata), else its lean metadata and facts (see controllers.state.pod_facts)."""
+    spec and the metadata), else its lean metadata and facts (see controllers.state.pod_facts). Whether
+    it is a workload's is read from the raw metadata first, so a lean pod's is read once, leanly."""
 
     shared: Shared[Any] = Shared()
 
     def record(obj: Any) -> Stored:
-        meta = read_meta(obj)
-        full = Stored(obj, meta, pod_facts(obj, meta.annotations))
-        if workload_of(full, scheduler_names) is not None:
-            return full
-        return Stored(_NO_BODY, _lean(meta, shared), full.pod)
+        raw = raw_metadata(obj)
+        if _workload(obj, raw, string_field(raw, "namespace"), scheduler_names) is not None:
+            meta = read_meta(obj)
+            return Stored(obj, meta, pod_facts(obj, meta.annotations))
+        task = _string(raw.get("annotations"), L.TASK_SPEC_ANNOTATION)
+        return Stored(
+            _NO_BODY,
+            _lean(raw, shared),
+            pod_facts(obj, _EMPTY if task is None else {L.TASK_SPEC_ANNOTATION: task}),
+        )
 
     return record
 

@@ -111,13 +111,49 @@ def _owner(ref: object) -> OwnerRef | None:
     )
 
 
+def raw_metadata(obj: object) -> Mapping[str, Any]:
+    """An object's metadata mapping as :func:`read_meta` takes it (its ``raw``): empty when not one."""
+    meta = obj.get("metadata") if isinstance(obj, (dict, Mapping)) else None
+    return meta if isinstance(meta, (dict, Mapping)) else _EMPTY
+
+
+def string_field(meta: Mapping[str, Any], key: str) -> str:
+    """One string of a metadata mapping as :func:`read_meta` reads it (``""``: absent or not a string)."""
+    return _str(meta.get(key))
+
+
+OwnerFields = tuple[str, str, str, str, bool]  # an OwnerRef's fields, in order
+
+
+def owner_fields(meta: Mapping[str, Any]) -> tuple[OwnerFields, ...]:
+    """The fields of each owner reference :func:`read_meta` reads (equal fields: equal references), without
+    making the references (a key to share equal ones by)."""
+    refs = meta.get("ownerReferences")
+    return tuple(
+        (
+            _str(r.get("apiVersion")),
+            _str(r.get("kind")),
+            _str(r.get("name")),
+            _str(r.get("uid")),
+            r.get("controller") is True,
+        )
+        for r in (refs if isinstance(refs, list) else ())
+        if isinstance(r, (dict, Mapping))
+    )
+
+
+def owner_references(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    """The owner references of a metadata mapping, as :func:`read_meta` reads them."""
+    refs = meta.get("ownerReferences")
+    return tuple(o for o in map(_owner, refs if isinstance(refs, list) else ()) if o is not None)
+
+
 def read_meta(obj: object) -> ObjectMeta:
     """The metadata view of a raw object (never raises)."""
     meta = obj.get("metadata") if isinstance(obj, (dict, Mapping)) else None
     if not isinstance(meta, (dict, Mapping)):
         return ObjectMeta()
-    refs = meta.get("ownerReferences")
-    owners = tuple(o for o in map(_owner, refs if isinstance(refs, list) else ()) if o is not None)
+    owners = owner_references(meta)
     generation = meta.get("generation")
     return ObjectMeta(
         namespace=_str(meta.get("namespace")),

@@ -223,7 +223,7 @@ def _pod_total(spec: Obj, name: str) -> int:
     return max([total, *(_limit(c, name) or 0 for c in _containers(spec, "initContainers"))])
 
 
-def _names_a_family(spec: Obj) -> bool:
+def names_a_family(spec: Obj) -> bool:
     """Whether any container (or init container) names a resource of these families (all ``volcano.sh/``)
     in its limits or requests: without one, :func:`gpu_request` has nothing to read."""
     for key in ("containers", "initContainers"):
@@ -240,7 +240,7 @@ def _names_a_family(spec: Obj) -> bool:
 
 def gpu_request(annotations: Obj, spec: Obj) -> GpuRequest | None:
     """What the pod asks of cards, or None (no GPU resource of these families: the common case)."""
-    if not _names_a_family(spec):
+    if not names_a_family(spec):
         return None
     policy = str(annotations.get(POLICY_ANNOTATION) or "")
     problem = (

@@ -11,7 +11,6 @@ can log and skip it and a handler can answer 400. Defaults are the API server's 
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from collections.abc import Mapping
@@ -46,10 +45,13 @@ from extender.core.model import (
     Taint,
 )
 from extender.core.numa import numa_request
-from extender.core.parse_affinity import label_selector, node_constraints, pod_affinity
+from extender.core.parse_affinity import label_selector, pod_affinity
+from extender.core.pod_spec import SpecMemo, read_spec
+
+# (pod_requests lived here before pod_spec; its callers import it from here)
+from extender.core.pod_spec import pod_requests as pod_requests
 from extender.core.quantity import to_units
 from extender.core.quota import NAMESPACE_WEIGHT_KEY, QuotaEntry, ResourceQuota, request_resource
-from extender.core.resources import add
 from extender.core.subgroups import parse_sub_group_policy
 from extender.core.timestamps import epoch
 from extender.core.workloads import pod_group_name
@@ -60,34 +62,6 @@ HIERARCHY_ANNOTATION: Final = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 
 
-def pod_requests(spec: Obj) -> dict[str, int]:
-    """What a pod asks of its node: sum over containers, at least the largest init container, plus
-    overhead, plus one ``pods`` slot (kube-scheduler's NodeResourcesFit accounting)."""
-    total: dict[str, int] = {}
-    for i, c in enumerate(_list(spec, "containers", "spec")):
-        where = f"spec.containers[{i}]"
-        requests = _map(_item(c, where), "resources", where).get("requests")
-        total = add(total, _resources(requests, f"{where}.resources.requests"))
-    for i, c in enumerate(_list(spec, "initContainers", "spec")):
-        where = f"spec.initContainers[{i}]"
-        init = _resources(
-            _map(_item(c, where), "resources", where).get("requests"), f"{where}.resources.requests"
-        )
-        for k, v in init.items():
-            if v > total.get(k, 0):
-                total[k] = v
-    total = add(total, _resources(spec.get("overhead"), "spec.overhead"))
-    total["pods"] = 1
-    return _shared_requests(tuple((k, v) for k, v in total.items() if v))
-
-
-# One dict per distinct request (pods of a task ask alike): shared by the pods that ask it, which is why
-# a Pod's ``requests`` is a Mapping nobody writes to. A memo of a pure function.
-@functools.lru_cache(maxsize=4096)
-def _shared_requests(items: tuple[tuple[str, int], ...]) -> dict[str, int]:
-    return dict(items)
-
-
 _i = sys.intern
 
 
@@ -96,7 +70,9 @@ def _task(ann: Obj, labels: Mapping[str, str]) -> str:
     return str(ann.get(L.TASK_SPEC_ANNOTATION) or "") or labels.get(L.TASK_SPEC_ANNOTATION, "")
 
 
-def parse_pod(obj: Obj) -> Pod:
+def parse_pod(obj: Obj, memo: SpecMemo | None = None) -> Pod:
+    """The Pod model of ``obj``; ``memo`` remembers the parts its spec alone decides (see
+    :mod:`extender.core.pod_spec`: the same Pod with or without it, only sooner)."""
     meta = _meta(obj, "Pod")
     spec = _map(obj, "spec", "Pod")
     status = _map(obj, "status", "Pod")
@@ -115,36 +91,39 @@ def parse_pod(obj: Obj) -> Pod:
     # are interned: a cache of 100 000 pods then holds each once, not once per pod.
     labels = {_i(str(k)): _i(str(v)) for k, v in _map(meta, "labels", "metadata").items()}
     namespace = _i(str(meta.get("namespace") or "default"))
+    # (read here, where its first field was read, so that a pod with several bad fields names the same one)
+    parts = read_spec(spec) if memo is None else memo.read(spec)
+    scheduled_at, refused = _scheduling(status)
     return Pod(
         uid=PodUID(uid),
         namespace=namespace,
         name=str(meta["name"]),
-        scheduler_name=_i(str(spec.get("schedulerName") or "default-scheduler")),
-        requests=pod_requests(spec),
+        scheduler_name=parts.scheduler_name,
+        requests=parts.requests,
         group_name=_i(str(group)) if group else None,
         queue_name=_i(str(ann.get(L.QUEUE_NAME_ANNOTATION) or "")) or None,
         task=_i(_task(ann, labels)),
         node_name=_i(str(spec.get("nodeName") or "")),
         phase=phase,
-        priority=_int(spec, "priority", "spec", 0),
-        constraints=node_constraints(spec),
+        priority=parts.priority,
+        constraints=parts.constraints,
         created=_i(str(meta.get("creationTimestamp") or "")),
         deleting=bool(meta.get("deletionTimestamp")),
         gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
         planned_node=_i(str(ann.get(L.PLANNED_NODE_ANNOTATION) or "")),
         expected_runtime=_positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
         cooldown=_cooldown(labels, ann),
-        scheduled_at=_scheduled_at(status),
-        scheduler_refused=_scheduler_refused(status),
+        scheduled_at=scheduled_at,
+        scheduler_refused=refused,
         labels=labels,
         affinity=pod_affinity(spec, namespace, labels),
         scoring=_pod_scoring(ann),
         numa=numa_request(ann, spec),
-        gpu=(gpu := gpu_request(ann, spec)),
+        gpu=(gpu := gpu_request(ann, spec) if parts.asks_devices else None),
         gpu_hold=pod_hold(ann, gpu),
         preemptable=_preemptable(ann, labels),
-        preemption_policy=_i(str(spec.get("preemptionPolicy") or "")),
-        priority_class=_i(str(spec.get("priorityClassName") or "")),
+        preemption_policy=parts.preemption_policy,
+        priority_class=parts.priority_class,
     )
 
 
@@ -187,21 +166,20 @@ def _cooldown(labels: Mapping[str, str], ann: Obj) -> float | None:
     return _positive_duration(labels, key) or _positive_duration(ann, key)
 
 
-def _scheduled_at(status: Obj) -> float:
-    """When the pod's PodScheduled condition turned True (what Volcano's cdp counts from), else 0."""
+def _scheduling(status: Obj) -> tuple[float, bool]:
+    """When the pod's PodScheduled condition turned True (what Volcano's cdp counts from; the first such
+    condition's, else 0), and whether kube-scheduler's last attempt at the pod failed (a PodScheduled False:
+    Unschedulable, or SchedulerError when an extender could not be reached). One pass over the conditions."""
+    at: float | None = None
+    refused = False
     for c in _list(status, "conditions", "status"):
-        if isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "True":
-            return epoch(str(c.get("lastTransitionTime") or ""))
-    return 0.0
-
-
-def _scheduler_refused(status: Obj) -> bool:
-    """Whether kube-scheduler's last attempt at the pod failed (PodScheduled False: Unschedulable, or
-    SchedulerError when an extender could not be reached)."""
-    return any(
-        isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "False"
-        for c in _list(status, "conditions", "status")
-    )
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled":
+            state = c.get("status")
+            if state == "True" and at is None:
+                at = epoch(str(c.get("lastTransitionTime") or ""))
+            elif state == "False":
+                refused = True
+    return (0.0 if at is None else at), refused
 
 
 def parse_node(obj: Obj) -> Node:
