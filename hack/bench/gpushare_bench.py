@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import random
 import sys
@@ -44,6 +45,7 @@ from extender.core.snapshot import build_node_table, build_snapshot
 from extender.framework.conf import DEFAULT_CONF
 from extender.framework.cycle import run_cycle
 from extender.plugins.registry import load_conf
+from extender.process import heap
 
 BASE = DEFAULT_CONF  # Volcano's default conf
 DEVICESHARE = """\
@@ -117,6 +119,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--policies", default=",".join(CONFS), help="comma-separated: " + ", ".join(CONFS))
     ap.add_argument("--profile", type=int, default=0, metavar="LINES", help="profile each warm cycle")
+    ap.add_argument("--heap", choices=("frozen", "as-is"), default="frozen", help="as serve does, or not")
     a = ap.parse_args()
     policies = [p for p in a.policies.split(",") if p]
     unknown = [p for p in policies if p not in CONFS]
@@ -164,11 +167,14 @@ def main() -> None:
     log = HoldLog()
     for uid, held in holds.items():
         log.set(uid, held)
-    print(f"  target: a warm cycle with deviceshare < {TARGET_MS:.0f} ms (issue #24)")
+    if a.heap == "frozen":  # the cluster's objects, as pumice serve freezes them once listed
+        heap.settle()
+    print(f"  target: a warm cycle with deviceshare < {TARGET_MS:.0f} ms (issue #24); heap {a.heap}")
     for policy in policies:
         label, text = CONFS[policy]
         conf = load_conf(text)
         best: dict[str, tuple[float, float]] = {}
+        full = {"cold": 0, "warm": 0}  # full collections inside the timed cycles
         placed = 0
         for round_ in range(a.repeat + (1 if a.profile else 0)):
             profiling = round_ == a.repeat
@@ -193,9 +199,11 @@ def main() -> None:
                         print(f"  {label}: the warm cycle's profile by {order}")
                         pstats.Stats(profile, stream=sys.stdout).sort_stats(order).print_stats(a.profile)
                     continue
+                before = gc.get_stats()[2]["collections"]
                 t0, c0 = time.perf_counter(), time.process_time()
                 result = run_cycle(snap, conf, 0.0)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                full[phase] += gc.get_stats()[2]["collections"] - before
                 if profiling:
                     continue
                 old = best.get(phase, (float("inf"), float("inf")))
@@ -205,7 +213,7 @@ def main() -> None:
             goal = f"  (target < {TARGET_MS:.0f} ms)" if phase == "warm" and policy != "off" else ""
             print(
                 f"  {label:34s} {phase} cycle {wall * 1000:7.1f} ms wall {cpu * 1000:7.1f} ms cpu"
-                f"  {cpu * 1000 / n_pods:5.2f} ms/pod  placed {placed}{goal}"
+                f"  {cpu * 1000 / n_pods:5.2f} ms/pod  placed {placed}  full collections {full[phase]}{goal}"
             )
 
 

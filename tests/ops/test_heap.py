@@ -51,7 +51,7 @@ def test_a_cycle_made_garbage_while_frozen_goes_at_the_next_thaw() -> None:
     assert gone() is None
 
 
-async def test_keep_settled_waits_for_the_lists_then_thaws_once_per_period(
+async def test_keep_settled_freezes_while_listing_then_thaws_once_per_period(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[bool] = []
@@ -72,15 +72,19 @@ async def test_keep_settled_waits_for_the_lists_then_thaws_once_per_period(
         now[0] += 1.0  # each look at the clock: a second later
         return now[0]
 
-    task = asyncio.create_task(heap.keep_settled(listed.wait, refreeze=0.001, thaw=5.0, clock=clock))
-    await asyncio.sleep(0.02)
-    assert calls == [] and freezes == []  # nothing before the informers have listed
+    task = asyncio.create_task(
+        heap.keep_settled(listed.wait, listing=0.001, refreeze=0.001, thaw=5.0, clock=clock)
+    )
+    await asyncio.sleep(0.05)
+    assert calls == [] and len(freezes) > 1  # while the informers list: freezes, no collection
+    listing = len(freezes)
     listed.set()
     await asyncio.wait_for(enough.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert freezes == [0]  # once listed: a freeze, no collection walking everything
+    # Once listed one more freeze, no collection walking everything; the settles come after it.
+    assert len(freezes) > listing and set(freezes) == {0}
     assert calls[0] is False
     thaws = [i for i, t in enumerate(calls) if t]
     assert thaws and all(b - a >= 2 for a, b in itertools.pairwise(thaws))
