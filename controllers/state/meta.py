@@ -99,18 +99,6 @@ class ObjectMeta:
             return True
 
 
-def _owner(ref: object) -> OwnerRef | None:
-    if not isinstance(ref, (dict, Mapping)):
-        return None
-    return OwnerRef(
-        api_version=_str(ref.get("apiVersion")),
-        kind=_str(ref.get("kind")),
-        name=_str(ref.get("name")),
-        uid=_str(ref.get("uid")),
-        controller=ref.get("controller") is True,
-    )
-
-
 def raw_metadata(obj: object) -> Mapping[str, Any]:
     """An object's metadata mapping as :func:`read_meta` takes it (its ``raw``): empty when not one."""
     meta = obj.get("metadata") if isinstance(obj, (dict, Mapping)) else None
@@ -126,8 +114,8 @@ OwnerFields = tuple[str, str, str, str, bool]  # an OwnerRef's fields, in order
 
 
 def owner_fields(meta: Mapping[str, Any]) -> tuple[OwnerFields, ...]:
-    """The fields of each owner reference :func:`read_meta` reads (equal fields: equal references), without
-    making the references (a key to share equal ones by)."""
+    """The fields of each owner reference (those that are mappings), as :func:`read_meta` makes its
+    references of them; equal fields make equal references, so the store shares equal ones by them."""
     refs = meta.get("ownerReferences")
     return tuple(
         (
@@ -142,18 +130,14 @@ def owner_fields(meta: Mapping[str, Any]) -> tuple[OwnerFields, ...]:
     )
 
 
-def owner_references(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
-    """The owner references of a metadata mapping, as :func:`read_meta` reads them."""
-    refs = meta.get("ownerReferences")
-    return tuple(o for o in map(_owner, refs if isinstance(refs, list) else ()) if o is not None)
-
-
 def read_meta(obj: object) -> ObjectMeta:
     """The metadata view of a raw object (never raises)."""
-    meta = obj.get("metadata") if isinstance(obj, (dict, Mapping)) else None
-    if not isinstance(meta, (dict, Mapping)):
+    meta = raw_metadata(obj)
+    if meta is _EMPTY:
         return ObjectMeta()
-    owners = owner_references(meta)
+    owners = tuple(
+        OwnerRef(api_version=a, kind=k, name=n, uid=u, controller=c) for a, k, n, u, c in owner_fields(meta)
+    )
     generation = meta.get("generation")
     return ObjectMeta(
         namespace=_str(meta.get("namespace")),

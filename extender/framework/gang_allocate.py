@@ -81,12 +81,12 @@ def allocate_group(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailur
     them fails again without an attempt; :mod:`extender.framework.gang_failures`)."""
     whole = allocate_subgroups if g.sub_group_policy else _allocate_whole
     domains = ssn.gang_domains(g)
-    if domains is None and not g.sub_group_policy:
-        _allocate_whole(ssn, g, queue, failures)
-    elif domains is None:
-        whole(ssn, g, queue)
-    else:
+    if domains is not None:
         _allocate_in_domains(ssn, g, queue, domains, whole)
+    elif g.sub_group_policy:
+        allocate_subgroups(ssn, g, queue)
+    else:
+        _allocate_whole(ssn, g, queue, failures)
 
 
 def _allocate_in_domains(
