@@ -268,7 +268,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         per term, retried rather than fatal: creating the queues goes through our own webhooks, which the
         API server may not reach yet (a Service whose endpoints still lag this pod's readiness). Then the
         webhook configurations again whenever the CA changes (the Secrets rotated)."""
-        await asyncio.gather(*(i.synced.wait() for i in proc.informers))
+        await proc.listed()
         log.info("caches synced")
         first = True
         while True:
@@ -343,10 +343,7 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
             if conf_watch is not None:
                 tasks.append(tg.create_task(conf_watch.run(), name="conf-reload"))
             tasks.append(tg.create_task(proc.events.run(), name="events"))
-            synced = [i.synced.wait for i in proc.informers]
-            tasks.append(
-                tg.create_task(heap.keep_settled(lambda: asyncio.gather(*(w() for w in synced))), name="heap")
-            )
+            tasks.append(tg.create_task(heap.keep_settled(proc.listed), name="heap"))
             if settings.scheduling.forecast_interval > 0:
                 tasks.append(tg.create_task(proc.forecaster.run(), name="forecaster"))
             for t in tasks:  # each runs forever: ending at all is a death

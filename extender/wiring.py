@@ -219,12 +219,16 @@ class Process:
             Duty("hypernode-problems", self.hypernode_problems.run),
         ]
 
+    async def listed(self) -> None:
+        """Returns once every informer has listed (its first LIST handed over)."""
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+
     async def begin_term(self) -> None:
         """A term begins, once every informer has listed: after a grace for what the previous leader set
         in motion (a bind kube-scheduler was making on its answer) to show in the watch, rebuild from the
         cluster what was in flight (pods kube-scheduler holds as unschedulable), cycle, and have every
         reconciler look at every object."""
-        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        await self.listed()
         if self.leadership.enabled and not self.leadership.predecessor_quiet:
             # Taken from a release (or a free Lease): the last binds of the replica that let go may still
             # be on their way to the watch. From a lapsed lease there is nothing to wait for: its holder

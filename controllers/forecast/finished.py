@@ -61,11 +61,11 @@ def runtime_handler(book: RuntimeBook, default_queue: str) -> Handler:
         if run is not None:
             book.observe(run)
 
-    def replace(jobs: Sequence[Obj]) -> None:
+    def count(jobs: Sequence[Obj]) -> None:
         for job in jobs:
             upsert(job)
 
-    return Handler(replace=replace, upsert=upsert, remove=lambda _: None, listing=lambda: _Counting(upsert))
+    return Handler(replace=count, upsert=upsert, remove=lambda _: None, listing=lambda: _Counting(count))
 
 
 class _Counting:
@@ -73,12 +73,11 @@ class _Counting:
     informer would keep every page for ``replace`` (11 000 vcjobs decoded at once, ~70 MiB) while the other
     handlers of the watch take pages; a job seen again is counted once, so a LIST cut short undoes nothing."""
 
-    def __init__(self, upsert: Callable[[Obj], None]) -> None:
-        self._upsert = upsert
+    def __init__(self, count: Callable[[Sequence[Obj]], None]) -> None:
+        self._count = count
 
     def page(self, objs: Sequence[Obj], /) -> None:
-        for job in objs:
-            self._upsert(job)
+        self._count(objs)
 
     def done(self) -> None:
         return None

@@ -75,13 +75,17 @@ class RowClock:
         return np.flatnonzero(self.stamp > at)
 
 
+def row_key(arrays: Sequence[npt.NDArray[Any]], row: int) -> bytes:
+    """One row's :func:`row_keys` key (the same bytes), with no array built."""
+    return b"".join([a[row].tobytes() for a in arrays])
+
+
 def row_keys(arrays: Sequence[npt.NDArray[Any]], rows: npt.NDArray[np.intp]) -> list[bytes]:
     """Per row of ``rows``, the bytes of that row of every array (1-d arrays: one value per row; 2-d: a
     row of values) one after the other: with arrays of fixed shapes and dtypes, rows with equal keys are
     equal in every array."""
-    if len(rows) == 1:  # (one row, the common case after a placement: no array built)
-        r = int(rows[0])
-        return [b"".join([a[r].tobytes() for a in arrays])]
+    if len(rows) == 1:  # (one row, the common case after a placement)
+        return [row_key(arrays, int(rows[0]))]
     n = len(rows)
     parts = [np.ascontiguousarray(a[rows]).reshape(n, -1).view(np.uint8) for a in arrays]
     m = np.ascontiguousarray(np.concatenate(parts, axis=1))

@@ -21,13 +21,14 @@ leaves them as they were.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core.gpu_cards import CardUse, Choice
 from extender.core.gpu_frag import Cards
-from extender.core.gpu_frag_cache import RowClock, row_keys
+from extender.core.gpu_frag_cache import RowClock, row_key, row_keys
 from extender.core.gpus import BINPACK, MEMORY, NUMBER, SPREAD, GpuRequest, NodeGpus
 
 Ints = npt.NDArray[np.int64]
@@ -115,19 +116,20 @@ class ShareCards:
         idle = self.valid[rows] & (self.sharers[rows] == 0) & (self.whole[rows] == 0)
         return Cards(self.memory[rows], self.avail(rows), idle, cpu[rows], memory[rows], model[rows])
 
+    def _frag_arrays(
+        self, cpu: Ints, memory: Ints, model: npt.NDArray[np.intp]
+    ) -> tuple[npt.NDArray[Any], ...]:
+        """Every array :meth:`frag_cards` reads, per row."""
+        return (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
+
     def frag_states(self, rows: Rows, cpu: Ints, memory: Ints, model: npt.NDArray[np.intp]) -> list[bytes]:
         """Each of ``rows``' state as bytes: rows with equal states are equal in :meth:`frag_cards`."""
-        arrays = (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
-        return row_keys(arrays, rows)
+        return row_keys(self._frag_arrays(cpu, memory, model), rows)
 
     def frag_state(self, cpu: Ints, memory: Ints, model: npt.NDArray[np.intp]) -> Callable[[int], bytes]:
         """One row's :meth:`frag_states` (the same bytes), for arrays changed in place only."""
-        arrays = (self.memory, self.valid, self.used, self.sharers, self.whole, cpu, memory, model)
-
-        def state(row: int) -> bytes:
-            return b"".join([a[row].tobytes() for a in arrays])
-
-        return state
+        arrays = self._frag_arrays(cpu, memory, model)
+        return lambda row: row_key(arrays, row)
 
     # --- judging ---------------------------------------------------------------------------------------
     def judge(
