@@ -380,7 +380,8 @@ def _victims_exact(
                 rest = _rest_of_gang(ssn, r, chosen)
                 if rest is None:
                     continue
-                everyone = [ssn.snapshot.pods[u] for u in chosen] + [m.pod for m in rest]
+                # (running.by_uid: a chosen victim of a settled group is not among the snapshot's pods)
+                everyone = [running.by_uid[u].pod for u in chosen] + [m.pod for m in rest]
                 if len(mode.hook(ssn, ask.pod, everyone)) < len(everyone):
                     continue
                 unit, whole = rest, True
