@@ -10,7 +10,6 @@ Invariant: what is parsed equals what :func:`~extender.core.parse.parse_pod` and
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,10 +31,12 @@ def pod_parser() -> Callable[[Obj], Pod]:
     labels: Shared[Mapping[str, str]] = Shared()
     specs = SpecMemo()
 
+    def share(read: dict[str, str]) -> Mapping[str, str]:
+        return labels.share(tuple(read.items()), lambda: read)
+
     def parse(obj: Obj) -> Pod:
-        pod = parse_pod(obj, specs)
-        shared = labels.share(tuple(pod.labels.items()), lambda: pod.labels)
-        return pod if shared is pod.labels else dataclasses.replace(pod, labels=shared)
+        # (the labels shared before the Pod is made: replacing them in a made Pod cost a second Pod)
+        return parse_pod(obj, specs, share)
 
     return parse
 

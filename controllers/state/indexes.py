@@ -42,6 +42,7 @@ from controllers.state.pod_facts import pod_facts
 from controllers.state.shared import Shared
 from controllers.state.store import Index, Kind, ObjectStore, Stored
 from extender.api import labels as L
+from extender.core.maker import maker
 from extender.core.workloads import Owner, named_group, owner_group_name, workload_owner
 from extender.flows.cron import CRONJOB_KIND
 from extender.flows.model import JOBFLOW_KIND
@@ -120,6 +121,8 @@ def _workload(
 
 def workload_index(scheduler_names: frozenset[str]) -> Index:
     def key(s: Stored) -> str | None:
+        if s.body is _NO_BODY:
+            return None  # a pod held lean: pod_record found it no workload's (and it has no spec to read)
         found = workload_of(s, scheduler_names)
         return found[0] if found is not None else None
 
@@ -176,6 +179,10 @@ def _string(m: object, key: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
+_make_meta: Final = maker(ObjectMeta)  # (ObjectMeta(**fields), sooner: made for every pod listed)
+_UNSET: Final = ObjectMeta()  # (its defaults: what a lean pod's view leaves unset, as before)
+
+
 def _lean(meta: Mapping[str, Any], shared: Shared[Any]) -> ObjectMeta:
     """What is read of a pod's metadata (``meta``: the raw mapping) once its body is not kept: identity,
     versions, timestamps, owners (``VCJOB``, the job controller) and the job-name label (``JOB_LABEL``),
@@ -183,17 +190,28 @@ def _lean(meta: Mapping[str, Any], shared: Shared[Any]) -> ObjectMeta:
     annotation would be dropped at once). Repeated strings are interned; the owner references and the
     label, shared with the pods before it that have equal ones (a gang's)."""
     job = _string(meta.get("labels"), L.JOB_NAME_KEY)
+    label = _EMPTY if job is None else shared.share(("label", job), lambda: _Label(sys.intern(job)))
     refs = owner_fields(meta)
-    return ObjectMeta(
-        namespace=sys.intern(string_field(meta, "namespace")),
-        name=string_field(meta, "name"),
-        uid=string_field(meta, "uid"),
-        resource_version=string_field(meta, "resourceVersion"),
-        labels=_EMPTY if job is None else shared.share(("label", job), lambda: _Label(sys.intern(job))),
-        # (keyed by their fields: equal fields make equal references)
-        owner_references=shared.share(("refs", refs), lambda: _interned(refs)) if refs else (),
-        deletion_timestamp=string_field(meta, "deletionTimestamp"),
-        creation_timestamp=sys.intern(string_field(meta, "creationTimestamp")),
+    get = meta.get  # (string_field's reads, inline: this runs for every pod of a LIST)
+    ns, name, uid, version, deleted, created = (
+        get("namespace"), get("name"), get("uid"), get("resourceVersion"), get("deletionTimestamp"),
+        get("creationTimestamp"),
+    )  # fmt: skip
+    return _make_meta(
+        {
+            "namespace": sys.intern(ns if isinstance(ns, str) else ""),
+            "name": name if isinstance(name, str) else "",
+            "uid": uid if isinstance(uid, str) else "",
+            "resource_version": version if isinstance(version, str) else "",
+            "generation": 0,
+            "labels": label,
+            "annotations": _UNSET.annotations,
+            # (keyed by their fields: equal fields make equal references)
+            "owner_references": shared.share(("refs", refs), lambda: _interned(refs)) if refs else (),
+            "deletion_timestamp": deleted if isinstance(deleted, str) else "",
+            "creation_timestamp": sys.intern(created if isinstance(created, str) else ""),
+            "raw": _UNSET.raw,
+        }
     )
 
 

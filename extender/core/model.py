@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NewType
+from typing import Final, NewType
 
 from extender.core.gpus import GpuHold, GpuRequest, NodeGpus
 
@@ -27,6 +27,18 @@ class PodPhase(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     UNKNOWN = "Unknown"
+
+
+_POD_PHASES: Final[dict[object, PodPhase]] = {p.value: p for p in PodPhase}
+
+
+def pod_phase(raw: object) -> PodPhase:
+    """A pod's ``status.phase`` as read: absent or empty is Pending, one that names no phase Unknown
+    (``PodPhase(raw or "Pending")`` with ValueError read as Unknown, looked up in a dict: read per pod)."""
+    try:
+        return _POD_PHASES.get(raw or "Pending", PodPhase.UNKNOWN)
+    except TypeError:  # (unhashable: a list or an object; PodPhase() finds no member equal to one either)
+        return PodPhase.UNKNOWN
 
 
 class GroupPhase(StrEnum):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from extender.api import labels as L
@@ -29,6 +29,7 @@ from extender.core.fields import positive_duration as _positive_duration
 from extender.core.fields import resource_list as _resources
 from extender.core.gpus import gpu_request, node_gpus, pod_hold
 from extender.core.hypernodes import parse_network_topology
+from extender.core.maker import maker
 from extender.core.model import (
     Condition,
     GroupPhase,
@@ -36,13 +37,13 @@ from extender.core.model import (
     NodeGroupAffinity,
     Pod,
     PodGroup,
-    PodPhase,
     PodScoring,
     PodUID,
     PriorityClass,
     Queue,
     QueueState,
     Taint,
+    pod_phase,
 )
 from extender.core.numa import numa_request
 from extender.core.parse_affinity import label_selector, pod_affinity
@@ -63,6 +64,7 @@ HIERARCHY_WEIGHTS_ANNOTATION: Final = "volcano.sh/hierarchy-weights"
 
 
 _i = sys.intern
+_make_pod: Final = maker(Pod)  # (Pod(**fields), sooner: made for every pod listed)
 
 
 def _task(ann: Obj, labels: Mapping[str, str]) -> str:
@@ -70,9 +72,14 @@ def _task(ann: Obj, labels: Mapping[str, str]) -> str:
     return str(ann.get(L.TASK_SPEC_ANNOTATION) or "") or labels.get(L.TASK_SPEC_ANNOTATION, "")
 
 
-def parse_pod(obj: Obj, memo: SpecMemo | None = None) -> Pod:
+def parse_pod(
+    obj: Obj,
+    memo: SpecMemo | None = None,
+    share_labels: Callable[[dict[str, str]], Mapping[str, str]] | None = None,
+) -> Pod:
     """The Pod model of ``obj``; ``memo`` remembers the parts its spec alone decides (see
-    :mod:`extender.core.pod_spec`: the same Pod with or without it, only sooner)."""
+    :mod:`extender.core.pod_spec`: the same Pod with or without it, only sooner); ``share_labels`` hands
+    back an equal mapping to hold instead of the labels read (one held for pods with equal labels)."""
     meta = _meta(obj, "Pod")
     spec = _map(obj, "spec", "Pod")
     status = _map(obj, "status", "Pod")
@@ -82,48 +89,48 @@ def parse_pod(obj: Obj, memo: SpecMemo | None = None) -> Pod:
         raise InvalidObject("Pod.metadata.uid: required")
     # The group it names, else its workload's (see extender.core.workloads), else None (implicit).
     group = pod_group_name(meta)
-    try:
-        phase = PodPhase(status.get("phase") or "Pending")
-    except ValueError:
-        phase = PodPhase.UNKNOWN
+    phase = pod_phase(status.get("phase"))
     gates = _list(spec, "schedulingGates", "spec")
     # The strings many pods repeat (namespaces, nodes, groups, label keys and values, creation seconds)
     # are interned: a cache of 100 000 pods then holds each once, not once per pod.
-    labels = {_i(str(k)): _i(str(v)) for k, v in _map(meta, "labels", "metadata").items()}
+    read = {_i(str(k)): _i(str(v)) for k, v in _map(meta, "labels", "metadata").items()}
+    labels = read if share_labels is None else share_labels(read)
     namespace = _i(str(meta.get("namespace") or "default"))
     # (read here, where its first field was read, so that a pod with several bad fields names the same one)
     parts = read_spec(spec) if memo is None else memo.read(spec)
     scheduled_at, refused = _scheduling(status)
-    return Pod(
-        uid=PodUID(uid),
-        namespace=namespace,
-        name=str(meta["name"]),
-        scheduler_name=parts.scheduler_name,
-        requests=parts.requests,
-        group_name=_i(str(group)) if group else None,
-        queue_name=_i(str(ann.get(L.QUEUE_NAME_ANNOTATION) or "")) or None,
-        task=_i(_task(ann, labels)),
-        node_name=_i(str(spec.get("nodeName") or "")),
-        phase=phase,
-        priority=parts.priority,
-        constraints=parts.constraints,
-        created=_i(str(meta.get("creationTimestamp") or "")),
-        deleting=bool(meta.get("deletionTimestamp")),
-        gated=any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
-        planned_node=_i(str(ann.get(L.PLANNED_NODE_ANNOTATION) or "")),
-        expected_runtime=_positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
-        cooldown=_cooldown(labels, ann),
-        scheduled_at=scheduled_at,
-        scheduler_refused=refused,
-        labels=labels,
-        affinity=pod_affinity(spec, namespace, labels),
-        scoring=_pod_scoring(ann),
-        numa=numa_request(ann, spec),
-        gpu=(gpu := gpu_request(ann, spec) if parts.asks_devices else None),
-        gpu_hold=pod_hold(ann, gpu),
-        preemptable=_preemptable(ann, labels),
-        preemption_policy=parts.preemption_policy,
-        priority_class=parts.priority_class,
+    return _make_pod(
+        {
+            "uid": PodUID(uid),
+            "namespace": namespace,
+            "name": str(meta["name"]),
+            "scheduler_name": parts.scheduler_name,
+            "requests": parts.requests,
+            "group_name": _i(str(group)) if group else None,
+            "queue_name": _i(str(ann.get(L.QUEUE_NAME_ANNOTATION) or "")) or None,
+            "task": _i(_task(ann, labels)),
+            "node_name": _i(str(spec.get("nodeName") or "")),
+            "phase": phase,
+            "priority": parts.priority,
+            "constraints": parts.constraints,
+            "created": _i(str(meta.get("creationTimestamp") or "")),
+            "deleting": bool(meta.get("deletionTimestamp")),
+            "gated": any(isinstance(g, Mapping) and g.get("name") == L.GANG_SCHEDULING_GATE for g in gates),
+            "planned_node": _i(str(ann.get(L.PLANNED_NODE_ANNOTATION) or "")),
+            "expected_runtime": _positive_duration(ann, (L.EXPECTED_RUNTIME_ANNOTATION,)),
+            "cooldown": _cooldown(labels, ann),
+            "scheduled_at": scheduled_at,
+            "scheduler_refused": refused,
+            "labels": labels,
+            "affinity": pod_affinity(spec, namespace, labels),
+            "scoring": _pod_scoring(ann),
+            "numa": numa_request(ann, spec),
+            "gpu": (gpu := gpu_request(ann, spec) if parts.asks_devices else None),
+            "gpu_hold": pod_hold(ann, gpu),
+            "preemptable": _preemptable(ann, labels),
+            "preemption_policy": parts.preemption_policy,
+            "priority_class": parts.priority_class,
+        }
     )
 
 
@@ -173,7 +180,8 @@ def _scheduling(status: Obj) -> tuple[float, bool]:
     at: float | None = None
     refused = False
     for c in _list(status, "conditions", "status"):
-        if isinstance(c, Mapping) and c.get("type") == "PodScheduled":
+        # (dict first: the same answer, without the ABC's slower check for the dicts a decode gives)
+        if isinstance(c, (dict, Mapping)) and c.get("type") == "PodScheduled":
             state = c.get("status")
             if state == "True" and at is None:
                 at = epoch(str(c.get("lastTransitionTime") or ""))
