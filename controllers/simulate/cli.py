@@ -87,7 +87,7 @@ def _run_trace(trace: Trace, confs: list[tuple[str, SchedulerConf]], args: argpa
             if args.forecast:  # the forecast's accuracy (controllers.simulate.forecast_trace)
                 noise = args.runtime_noise
                 fr = ForecastTraceRun(
-                    noisy(trace, noise), conf, declared=trace, noise=noise, resume=args.resume, until=until,
+                    noisy(trace, noise), conf, noise=noise, resume=args.resume, until=until,
                     progress=bar.update_to,
                 )  # fmt: skip
                 runs.append((label, fr.run()))

@@ -92,6 +92,13 @@ def _resources(requests: Mapping[str, str]) -> Obj:
 def vcjob(job: TraceJob) -> Obj:
     """The Volcano Job a trace job stands for (one container per pod, asking for the task's requests;
     where its pods may go in the task template, as a user writes it)."""
+    # What users declare goes on the pods as on a cluster, where the starvation guard (``reserveAfter``)
+    # reads when their nodes free up and the forecast how long they run.
+    runtime_note: Obj = (
+        {}
+        if job.expected_runtime is None
+        else {"metadata": {"annotations": {L.EXPECTED_RUNTIME_ANNOTATION: f"{job.expected_runtime:.3f}s"}}}
+    )
     spec: Obj = {
         "minAvailable": job.min_available,
         "queue": job.queue,
@@ -102,6 +109,7 @@ def vcjob(job: TraceJob) -> Obj:
                 "replicas": t.replicas,
                 **({} if t.min_available is None else {"minAvailable": t.min_available}),
                 "template": {
+                    **runtime_note,
                     "spec": {
                         "containers": [{"name": "main", "image": "sim", "resources": _resources(t.requests)}],
                         **t.placement,

@@ -98,21 +98,19 @@ class ForecastTraceRun(TraceRun):
         trace: Trace,
         conf: SchedulerConf,
         *,
-        declared: Trace | None = None,
         noise: float = 0.0,
         settings: ForecastSettings = ForecastSettings(),  # noqa: B008  # frozen
         resume: bool = False,
         until: float | None = None,
         progress: Callable[[float], None] = lambda _t: None,
     ) -> None:
-        """``trace``: the jobs as they run; ``declared``: as the forecast is told (default: the same)."""
         super().__init__(trace, conf, resume=resume, until=until, progress=self._after)
         self._outer = progress
         self.conf = conf
         self.noise = noise
         self.settings = settings
-        told = {(j.namespace, j.name): j.duration for j in (declared or trace).jobs}
-        self.declared = {k: told[(js.spec.namespace, js.spec.name)] for k, js in self.jobs.items()}
+        # What each job's pods declare (the trace's duration unless it says otherwise, never the noisy one).
+        self.declared = {k: js.spec.expected_runtime for k, js in self.jobs.items()}
         self._new: list[GroupKey] = []
         self.shown: dict[GroupKey, tuple[str, float | None]] = {}
         self.at_once: set[GroupKey] = set()  # started by the time their estimate was taken

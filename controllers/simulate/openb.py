@@ -242,6 +242,7 @@ def openb_trace(nodes_csv: Path, pods_csv: Path, *, seed: int, arrive: float) ->
                 queue="default",
                 priority_class="",
                 duration=None,
+                expected_runtime=None,
                 min_available=1,
                 tasks=(
                     Task(

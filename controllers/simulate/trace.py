@@ -22,6 +22,8 @@ A trace is one YAML document (``kind: Trace`` optional)::
         queue: team-a
         priorityClassName: urgent
         duration: 2h             # how long it runs once its gang is whole; absent (or forever): never ends
+        expectedRuntime: 2h      # what its pods declare (pumice.dev/expected-runtime, read by the starvation
+                                 # guard and the forecast); default: the duration; none: they say nothing
         minAvailable: 4          # default: every task's minAvailable (else replicas), summed
         tasks:
           - {name: worker, replicas: 4, requests: {nvidia.com/gpu: "8", cpu: "32"}}
@@ -126,6 +128,7 @@ class TraceJob:
     queue: str
     priority_class: str
     duration: float | None  # None: it never ends
+    expected_runtime: float | None  # what its pods declare (pumice.dev/expected-runtime); None: nothing
     min_available: int
     tasks: tuple[Task, ...]
     failures: tuple[float, ...] = ()
@@ -232,6 +235,7 @@ _JOB: Final = (
     "queue",
     "priorityClassName",
     "duration",
+    "expectedRuntime",
     "minAvailable",
     "tasks",
     "failures",
@@ -287,13 +291,15 @@ def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> Trace
     min_available = read.count(m.get("minAvailable", default_min), f"{where}.minAvailable", 1)
     if min_available > whole:
         raise TraceError(f"{where}.minAvailable: {min_available} is more than its {whole} pods")
+    duration = read.forever(m.get("duration"), f"{where}.duration")
     return TraceJob(
         name=name,
         namespace=str(m.get("namespace") or "default"),
         submit=submit,
         queue=str(m.get("queue") or "default"),
         priority_class=str(m.get("priorityClassName") or ""),
-        duration=read.forever(m.get("duration"), f"{where}.duration"),
+        duration=duration,
+        expected_runtime=_expected_runtime(m.get("expectedRuntime", duration), f"{where}.expectedRuntime"),
         min_available=min_available,
         tasks=tasks,
         failures=tuple(
@@ -304,6 +310,14 @@ def _job(m: Mapping[str, Any], where: str, *, name: str, submit: float) -> Trace
         if m.get("networkTopology") is None
         else _network_topology(m["networkTopology"], f"{where}.networkTopology"),
     )
+
+
+def _expected_runtime(v: object, where: str) -> float | None:
+    """What a job's pods declare: a duration, or ``none`` for pods that say nothing (``forever`` and a
+    missing duration say nothing either)."""
+    if v is None or v == "none":
+        return None
+    return read.forever(v, where) or None
 
 
 def _draw(v: object, rng: np.random.Generator, where: str, parse: Any) -> Any:

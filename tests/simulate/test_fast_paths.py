@@ -107,7 +107,7 @@ def test_the_gpu_sharing_example_reports_the_same_under_each_of_its_confs(conf: 
 
 def test_the_forecast_accuracy_report_is_the_same() -> None:
     def accuracy(trace: Trace, conf: SchedulerConf) -> Any:
-        run = ForecastTraceRun(trace, conf, declared=trace)
+        run = ForecastTraceRun(trace, conf)
         jobs = run.run().jobs
         return jobs, dataclasses.replace(run.accuracy(), cpu_mean=0.0, cpu_max=0.0)  # CPU: not a result
 

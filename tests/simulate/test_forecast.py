@@ -227,7 +227,8 @@ OVERRUN = """
 nodes: [{name: n, count: 1, allocatable: {cpu: "8", memory: 32Gi}}]
 queues: [{name: a, weight: 1}]
 jobs:
-  - {name: first, submit: 0, queue: a, duration: DUR, tasks: [{name: w, replicas: 1, requests: {cpu: 8}}]}
+  - {name: first, submit: 0, queue: a, duration: 900, expectedRuntime: 600,
+     tasks: [{name: w, replicas: 1, requests: {cpu: 8}}]}
   - {name: second, submit: 700, queue: a, duration: 60, tasks: [{name: w, replicas: 1, requests: {cpu: 8}}]}
 """
 
@@ -238,8 +239,7 @@ def test_a_job_behind_one_past_its_declared_runtime_is_measured_as_waiting() -> 
     waited 200 s, and the error is 200 s."""
     import yaml
 
-    ran, told = (parse_trace(yaml.safe_load(OVERRUN.replace("DUR", d))) for d in ("900", "600"))
-    run_ = ForecastTraceRun(ran, load_conf(None), declared=told)
+    run_ = ForecastTraceRun(parse_trace(yaml.safe_load(OVERRUN)), load_conf(None))
     run_.run()
     acc = run_.accuracy()
     second = next(e for e in acc.estimates if e.job.endswith("/second"))
