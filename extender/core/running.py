@@ -263,9 +263,24 @@ class _Grouped(Mapping[K, list[Running]]):
         self._sorted: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
 
     def __getitem__(self, k: K) -> list[Running]:
+        out = self._list(k)
+        if out is None:
+            raise KeyError(k)
+        return out
+
+    @overload
+    def get(self, k: K, /) -> list[Running] | None: ...
+    @overload
+    def get(self, k: K, /, default: list[Running] | _T) -> list[Running] | _T: ...
+    def get(self, k: K, /, default: object = None) -> object:
+        # (Mapping.get goes through a KeyError for every key without pods: the preemptor's own group.)
+        out = self._list(k)
+        return default if out is None else out
+
+    def _list(self, k: K) -> list[Running] | None:
         n = self._number(k)
         if n is None:
-            raise KeyError(k)
+            return None
         out = self._lists.get(n)
         if out is None:
             if self._sorted is None:
@@ -274,7 +289,7 @@ class _Grouped(Mapping[K, list[Running]]):
             order, labels = self._sorted
             lo, hi = np.searchsorted(labels, [n, n + 1]).tolist()
             if hi <= lo:
-                raise KeyError(k)
+                return None
             out = self._lists[n] = [self._at(i) for i in order[lo:hi].tolist()]
         return out
 
