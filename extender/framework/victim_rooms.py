@@ -12,13 +12,16 @@ Two ways to the same answer, kept in ``Session.victim_rooms`` for the cycle:
 - the plain one (:func:`plain_rooms`, the session's ``fast_victims`` off) walks every running pod for
   every (mode, queue) and sorts every candidate;
 - the fast one adds up the candidates' requests per node with numpy over the running index's arrays
-  (a mask of the queues the mode takes from, one segmented sum over the pods sorted by node), and sorts a
-  node's candidates only when the search looks at that node (a few dozen nodes per pod, not the cluster).
+  (once a cycle, what each queue's pods free per node; then per mode and queue the sum over the queues
+  it takes from, or the total less the few it does not; with a ``minRuntime``, a segmented sum over the
+  pods old enough), and sorts a node's candidates only when the search looks at that node (a few dozen
+  nodes per pod, not the cluster).
 
-They agree exactly (tests/core/test_victim_paths.py compares them over random clusters): the sums are of
-integers (any order gives the same), the candidate test is the same per pod, and a row's victim order
-is the global one restricted to that row (three stable sorts, last key first, applied to the row's pods
-in index order give the order the same sorts give them among all pods).
+They agree exactly (tests/core/test_victim_rooms.py compares the rooms, tests/core/test_victim_paths.py
+the decisions, over random clusters): the sums are of integers (any order gives the same), the candidate
+test is the same per pod, and a row's victim order is the global one restricted to that row (three
+stable sorts, last key first, applied to the row's pods in index order give the order the same sorts
+give them among all pods).
 """
 
 from __future__ import annotations
