@@ -50,15 +50,11 @@ class RunningIndex:
         self.protected: set[PodUID] = set()
         releasing: list[tuple[int, Pod]] = []
         names = snap.scheduler_names
-        groups, others = snap.groups, snap.other_groups
-        request_row = snap.request_row
-        # Per running pod, by place: the pod, its node row, its group's number, its row of the snapshot's
-        # request matrix (-1: none there). Per group met, by number: its key, PodGroup and queue's number.
+        # Per running pod, by place: the pod, its node row and its group's number. Per group met, by
+        # number: its key, PodGroup and queue's number.
         pods: list[Pod] = []
         rows: list[int] = []
         gids: list[int] = []
-        sources: list[int] = []
-        position: dict[PodUID, int] = {}
         self._keys: list[GroupKey] = []
         self._gangs: list[PodGroup] = []
         queue_number: dict[str, int] = {}
@@ -67,6 +63,7 @@ class RunningIndex:
         # looked up again for every pod naming it (never cached: an implicit group may own that key).
         by_name: dict[tuple[str, str], int] = {}
         by_key: dict[GroupKey, int] = {}
+        keep_pod, keep_row, keep_gid = pods.append, rows.append, gids.append
         for p, row in snap.residents.all():
             # (Pod.holds_resources, written out: this loop runs over every pod on every node.)
             if not p.node_name or p.phase in _FINISHED:
@@ -76,29 +73,20 @@ class RunningIndex:
                 continue
             if p.scheduler_name not in names:
                 continue
-            name = (p.namespace, p.group_name or f"podgroup-{p.uid}")
-            gid = by_name.get(name)
+            gid = by_name.get((p.namespace, p.group_name or f"podgroup-{p.uid}"))
             if gid is None:
-                key = GroupKey(f"{name[0]}/{name[1]}")  # pod_group_key
-                gid = by_key.get(key)
+                gid = self._number(snap, p, by_name, by_key, queue_number, group_queue)
                 if gid is None:
-                    g = groups.get(key) or others.get(key)
-                    if g is None:
-                        if p.group_name:
-                            continue  # its PodGroup is gone: not ours to judge
-                        g = implicit_group(p, snap.default_queue)
-                    gid = by_key[key] = len(self._keys)
-                    self._keys.append(key)
-                    self._gangs.append(g)
-                    group_queue.append(queue_number.setdefault(g.queue, len(queue_number)))
-                by_name[name] = gid
-            position[p.uid] = len(pods)
-            pods.append(p)
-            rows.append(row)
-            gids.append(gid)
-            sources.append(request_row.get(p.uid, -1))
-            if not p.preemptable:
-                self.protected.add(p.uid)
+                    continue  # its PodGroup is gone: not ours to judge
+            keep_pod(p)
+            keep_row(row)
+            keep_gid(gid)
+        # (Built after the loop: one pass each, in C, over what the loop kept.)
+        request_row = snap.request_row
+        uids = [p.uid for p in pods]
+        position: dict[PodUID, int] = dict(zip(uids, range(len(uids)), strict=True))
+        sources = [request_row.get(u, -1) for u in uids]
+        self.protected.update(p.uid for p in pods if not p.preemptable)
         self._groups: dict[GroupKey, PodGroup] = dict(zip(self._keys, self._gangs, strict=True))
         self._group_number = by_key
         self._priorities: dict[GroupKey, int] = {}
@@ -123,6 +111,33 @@ class RunningIndex:
         self.members: Mapping[GroupKey, list[Running]] = _Grouped(
             self.at, self.groups, self._group_number.get, self._keys.__getitem__
         )
+
+    def _number(
+        self,
+        snap: Snapshot,
+        p: Pod,
+        by_name: dict[tuple[str, str], int],
+        by_key: dict[GroupKey, int],
+        queue_number: dict[str, int],
+        group_queue: list[int],
+    ) -> int | None:
+        """The number of running pod ``p``'s group, met for the first time under this name (None: its
+        PodGroup is gone)."""
+        name = (p.namespace, p.group_name or f"podgroup-{p.uid}")
+        key = GroupKey(f"{name[0]}/{name[1]}")  # pod_group_key
+        gid = by_key.get(key)
+        if gid is None:
+            g = snap.groups.get(key) or snap.other_groups.get(key)
+            if g is None:
+                if p.group_name:
+                    return None
+                g = implicit_group(p, snap.default_queue)
+            gid = by_key[key] = len(self._keys)
+            self._keys.append(key)
+            self._gangs.append(g)
+            group_queue.append(queue_number.setdefault(g.queue, len(queue_number)))
+        by_name[name] = gid
+        return gid
 
     def at(self, pos: int) -> Running:
         """The running pod in place ``pos``."""
@@ -248,9 +263,24 @@ class _Grouped(Mapping[K, list[Running]]):
         self._sorted: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
 
     def __getitem__(self, k: K) -> list[Running]:
+        out = self._list(k)
+        if out is None:
+            raise KeyError(k)
+        return out
+
+    @overload
+    def get(self, k: K, /) -> list[Running] | None: ...
+    @overload
+    def get(self, k: K, /, default: list[Running] | _T) -> list[Running] | _T: ...
+    def get(self, k: K, /, default: object = None) -> object:
+        # (Mapping.get goes through a KeyError for every key without pods: the preemptor's own group.)
+        out = self._list(k)
+        return default if out is None else out
+
+    def _list(self, k: K) -> list[Running] | None:
         n = self._number(k)
         if n is None:
-            raise KeyError(k)
+            return None
         out = self._lists.get(n)
         if out is None:
             if self._sorted is None:
@@ -259,7 +289,7 @@ class _Grouped(Mapping[K, list[Running]]):
             order, labels = self._sorted
             lo, hi = np.searchsorted(labels, [n, n + 1]).tolist()
             if hi <= lo:
-                raise KeyError(k)
+                return None
             out = self._lists[n] = [self._at(i) for i in order[lo:hi].tolist()]
         return out
 

@@ -148,7 +148,7 @@ def _evict_for_waiting(ssn: Session, mode: Mode, args: EvictArgs) -> None:
         return
     _count_releasing(ssn)
     snap = ssn.snapshot
-    failed: set[tuple[object, ...]] = set()
+    failed: set[int] = set()
     for qname in sorted(by_queue, key=lambda n: ssn.queue_key(snap.queues[n])):
         queue = snap.queues[qname]
         if mode is _RECLAIM and ssn.overused(queue) is not None:
@@ -204,7 +204,7 @@ def _gang_in(
     waiting: list[Pod],
     need: int,
     task_need: dict[str, int],
-    failed: set[tuple[object, ...]],
+    failed: set[int],
 ) -> bool:
     """Place ``g``'s gang minimum (``need`` pods, ``task_need`` per task) evicting what ``mode`` allows,
     inside the node ``rows`` when given; committed if whole, else nothing changes."""
@@ -244,7 +244,7 @@ def _evicting_pods(ssn: Session, mode: Mode, args: EvictArgs, g: PodGroup, queue
     (a failed shape is remembered only within the unit's try: another HyperNode may hold it)."""
 
     def place_pods(unit: Unit, stmt: Statement) -> str | None:
-        failed: set[tuple[object, ...]] = set()
+        failed: set[int] = set()
         placed = 0
         for i, p in enumerate(unit.pods):
             if placed >= unit.need or placed + len(unit.pods) - i < unit.need:
@@ -290,24 +290,14 @@ def _make_room(
     g: PodGroup,
     queue: Queue,
     p: Pod,
-    failed: set[tuple[object, ...]],
+    failed: set[int],
 ) -> bool:
     """Place ``p`` in ``stmt``, evicting what ``mode`` allows; False (and nothing changed) if it cannot.
     A pod with ``preemptionPolicy: Never`` takes only room that needs no victim."""
-    req = ssn.vector(p.uid)
-    shape = (
-        queue.name,
-        ssn.snapshot.group_priority(g),
-        req.tobytes(),
-        p.constraints,
-        p.affinity is None,
-        p.numa,
-        p.gpu,
-        p.preemption_policy,
-        p.priority_class,
-    )
+    shape = _shape(ssn, g, queue, p)
     if p.affinity is None and shape in failed:
         return False
+    req = ssn.vector(p.uid)
     if mode is _RECLAIM and ssn.preemptive_reject(queue, req) is not None:
         failed.add(shape)
         return False
@@ -380,6 +370,33 @@ def _make_room(
         ask = replace(ask, queue_check=True)  # the queue refuses it on the cheapest node: look again
     failed.add(shape)
     return False
+
+
+def _shape(ssn: Session, g: PodGroup, queue: Queue, p: Pod) -> int:
+    """A number for what a failed placement of ``p`` is remembered by: its queue, its group's priority, its
+    request and constraints, the same number for the same of these. Worked out once a cycle per pod (the
+    gangs of a full cluster ask ~20 000 times, and a tuple holding the constraints hashes them anew)."""
+    key = ("shape", p.uid, queue.name)
+    known = ssn.victim_rooms.get(key)
+    if isinstance(known, int):
+        return known
+    numbers = ssn.victim_rooms.get(("shapes",))
+    if not isinstance(numbers, dict):
+        numbers = ssn.victim_rooms[("shapes",)] = {}
+    shape = (
+        queue.name,
+        ssn.snapshot.group_priority(g),
+        ssn.vector(p.uid).tobytes(),
+        p.constraints,
+        p.affinity is None,
+        p.numa,
+        p.gpu,
+        p.preemption_policy,
+        p.priority_class,
+    )
+    out: int = numbers.setdefault(shape, len(numbers))
+    ssn.victim_rooms[key] = out
+    return out
 
 
 def _message(ssn: Session, mode: Mode, g: PodGroup, queue: Queue, p: Pod, node: str) -> str:

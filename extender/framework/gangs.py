@@ -5,10 +5,13 @@ they are placed."""
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
+from typing import Final
 
 from extender.core import subgroups
 from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, QueueState
 from extender.framework.session import Session
+
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 def task_order(p: Pod) -> tuple[int, str, str]:
@@ -29,7 +32,15 @@ def counts_toward_gang(ssn: Session, p: Pod) -> bool:
 
 
 def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
-    have = sum(counts_toward_gang(ssn, p) for p in members)
+    plans = ssn.plans
+    # (counts_toward_gang written out: preempt and reclaim ask it of every waiting gang, twice a cycle)
+    have = sum(
+        1
+        for p in members
+        if p.phase == PodPhase.SUCCEEDED
+        or (p.node_name and p.phase not in _FINISHED and not p.deleting)
+        or p.uid in plans
+    )
     task_need: dict[str, int] = {}
     for task, minimum in g.min_task_member.items():
         got = sum(counts_toward_gang(ssn, p) for p in members if p.task == task)
@@ -71,15 +82,25 @@ def with_waiting(ssn: Session) -> Container[GroupKey]:
 
 def unplanned_waiting(ssn: Session, g: PodGroup) -> bool:
     """Whether group ``g`` has a waiting pod without a plan."""
-    snap = ssn.snapshot
-    return any(snap.pods[u].waiting and u not in ssn.plans for u in snap.members.get(g.key, ()))
+    pods, plans = ssn.snapshot.pods, ssn.plans
+    # (Pod.waiting written out)
+    return any(
+        not (p := pods[u]).node_name and p.phase not in _FINISHED and not p.deleting and u not in plans
+        for u in ssn.snapshot.members.get(g.key, ())
+    )
 
 
 def ordered_waiting(ssn: Session, members: Sequence[Pod], task_need: Mapping[str, int]) -> list[Pod]:
     """The waiting pods without a plan in the order they are placed: each task's pods up to what its
     ``minTaskMember`` still needs first, then the rest, each by priority and age (a task's extra pods must
     not take the room another task's minimum needs)."""
-    waiting = [p for p in members if p.waiting and p.uid not in ssn.plans]
+    plans = ssn.plans
+    # (Pod.waiting written out)
+    waiting = [
+        p
+        for p in members
+        if not p.node_name and p.phase not in _FINISHED and not p.deleting and p.uid not in plans
+    ]
     if ssn.hooks.task_order:
         # Plugins' keys (task-topology) between priority and age, as in Volcano's usual tiers.
         waiting.sort(key=lambda p: (-p.priority, *ssn.task_key(p), p.created, p.name))

@@ -29,7 +29,7 @@ Volcano's per-task loop over thousands of nodes and pods in one cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,10 @@ from extender.framework.plugin import Rows, Scores
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
+
+# Changes since a clock past which the rows changed are found by a pass over every row's clock rather
+# than from the log (a set of a few dozen ints is cheaper than a pass over thousands of rows; more is not).
+_LOGGED: Final = 64
 
 
 class NodeCache:
@@ -60,6 +64,10 @@ class NodeCache:
         # vector the fit mask (or summed scores) as of some clock.
         self._clock = 0
         self._row_clock = np.zeros(self._nodes, dtype=np.int64)
+        # The row each change touched, in order: change ``i`` (the clock going to ``i + 1``) is
+        # ``_log[i]``, so the rows changed after clock ``start`` are those from ``_log[start]`` on (a
+        # clock a caller holds is one the clock had: never inside a batch of ``touched_rows``).
+        self._log: list[int] = []
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
@@ -78,11 +86,13 @@ class NodeCache:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
         self._clock += 1
         self._row_clock[node] = self._clock
+        self._log.append(node)
 
     def touched_rows(self, nodes: Sequence[int]) -> None:
         """Record that these rows of ``free`` changed (one change each)."""
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
+        self._log.extend(nodes)
 
     @property
     def clock(self) -> int:
@@ -110,7 +120,11 @@ class NodeCache:
         last = self._rows_since
         if last is not None and last[0] == start and last[1] == self._clock:
             return last[2], last[3]
-        rows = np.flatnonzero(self._row_clock > start)
+        if self._clock - start <= _LOGGED:
+            # A few changes since (a placement, an eviction): their rows, not a pass over every row.
+            rows = np.array(sorted(set(self._log[start:])), dtype=np.intp)
+        else:
+            rows = np.flatnonzero(self._row_clock > start)
         free = self.free[rows]
         self._rows_since = (start, self._clock, rows, free)
         return rows, free

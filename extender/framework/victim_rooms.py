@@ -12,17 +12,21 @@ Two ways to the same answer, kept in ``Session.victim_rooms`` for the cycle:
 - the plain one (:func:`plain_rooms`, the session's ``fast_victims`` off) walks every running pod for
   every (mode, queue) and sorts every candidate;
 - the fast one adds up the candidates' requests per node with numpy over the running index's arrays
-  (a mask of the queues the mode takes from, one segmented sum over the pods sorted by node), and sorts a
-  node's candidates only when the search looks at that node (a few dozen nodes per pod, not the cluster).
+  (once a cycle, what each queue's pods free per node; then per mode and queue the sum over the queues
+  it takes from, or the total less the few it does not; with a ``minRuntime``, a segmented sum over the
+  pods old enough), and sorts a node's candidates only when the search looks at that node (a few dozen
+  nodes per pod, not the cluster).
 
-They agree exactly (tests/core/test_victim_paths.py compares them over random clusters): the sums are of
-integers (any order gives the same), the candidate test is the same per pod, and a row's victim order
-is the global one restricted to that row (three stable sorts, last key first, applied to the row's pods
-in index order give the order the same sorts give them among all pods).
+They agree exactly (tests/core/test_victim_rooms.py compares the rooms, tests/core/test_victim_paths.py
+the decisions, over random clusters): the sums are of integers (any order gives the same), the candidate
+test is the same per pod, and a row's victim order is the global one restricted to that row (three
+stable sorts, last key first, applied to the row's pods in index order give the order the same sorts
+give them among all pods).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
@@ -224,10 +228,12 @@ class _BySegments:
         self.starts = np.flatnonzero(first)
         self.rows = sorted_rows[self.starts]
         self.requests = running.requests[self.order]
-        protected = np.zeros(len(sorted_rows), dtype=np.bool_)
-        protected[[running.by_uid[u].pos for u in running.protected]] = True
-        self.protected = protected[self.order]
+        # Per pod (index order): whether it may never be a victim.
+        self.protected_at = np.zeros(len(sorted_rows), dtype=np.bool_)
+        self.protected_at[[running.by_uid[u].pos for u in running.protected]] = True
+        self.protected = self.protected_at[self.order]
         self._young: dict[float, npt.NDArray[np.bool_]] = {}
+        self._by_queue: _ByQueue | None = None
 
     def young(self, ssn: Session, min_runtime: float) -> npt.NDArray[np.bool_]:
         """Per pod (row order), whether it has existed for less than ``min_runtime`` seconds."""
@@ -241,6 +247,63 @@ class _BySegments:
                 count=len(self.order),
             )
         return out
+
+    def by_queue(self, running: RunningIndex) -> _ByQueue:
+        if self._by_queue is None:
+            self._by_queue = _ByQueue(running, self)
+        return self._by_queue
+
+
+class _ByQueue:
+    """What the pods that may be victims (not protected) free per node row, one queue at a time, and in
+    all: a mode's room for a preemptor queue is then the sum over the few queues it takes from, or the
+    total less the few it does not (reclaim takes from every queue but one), instead of a pass over every
+    running pod per (mode, queue). Sums of integers, per row: the same in any order (int64 wraps, and
+    the true totals fit, so the total less a part is the rest exactly)."""
+
+    def __init__(self, running: RunningIndex, seg: _BySegments) -> None:
+        n_queues = len(running.queue_names)
+        free = np.flatnonzero(~seg.protected)  # places in row order, the row order kept
+        rows_pos = np.searchsorted(seg.rows, running.rows[seg.order[free]])  # place in seg.rows
+        queues = running.queues[seg.order[free]]
+        by = np.argsort(queues, kind="stable")  # (queue, row), stable: rows ascending within a queue
+        q, r = queues[by], rows_pos[by]
+        requests = seg.requests[free[by]]
+        first = np.ones(len(by), dtype=np.bool_)
+        first[1:] = (q[1:] != q[:-1]) | (r[1:] != r[:-1])
+        starts = np.flatnonzero(first)
+        sums = np.add.reduceat(requests, starts, axis=0) if len(starts) else requests[:0]
+        counts = np.diff(np.r_[starts, len(by)])
+        seg_q = q[starts]
+        bounds = np.searchsorted(seg_q, np.arange(n_queues + 1))
+        # Per queue number: its rows (places in seg.rows), what its pods free there and how many.
+        self.parts = [
+            (r[starts[a:b]], sums[a:b], counts[a:b]) for a, b in itertools.pairwise(bounds.tolist())
+        ]
+        # In all, per row (``free`` is in row order: one segmented sum).
+        self.total = np.zeros((len(seg.rows), seg.requests.shape[1]), dtype=np.int64)
+        self.total_count = np.zeros(len(seg.rows), dtype=np.intp)
+        if len(free):
+            row_first = np.flatnonzero(np.r_[True, rows_pos[1:] != rows_pos[:-1]])
+            self.total[rows_pos[row_first]] = np.add.reduceat(seg.requests[free], row_first, axis=0)
+            self.total_count[rows_pos[row_first]] = np.diff(np.r_[row_first, len(free)])
+
+    def room(self, allowed: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+        """Per row of ``seg.rows``: what the pods of the ``allowed`` queues free, and how many they are."""
+        taken = np.flatnonzero(allowed).tolist()
+        if 2 * len(taken) <= len(allowed):
+            room = np.zeros_like(self.total)
+            count = np.zeros_like(self.total_count)
+            sign = 1
+        else:
+            room, count = self.total.copy(), self.total_count.copy()
+            taken, sign = np.flatnonzero(~allowed).tolist(), -1
+        for qn in taken:
+            at, sums, counts = self.parts[qn]
+            # (a queue's rows are distinct: plain fancy-index arithmetic adds each once)
+            room[at] += sign * sums
+            count[at] += sign * counts
+        return room, count
 
 
 def _segments(ssn: Session) -> _BySegments:
@@ -260,15 +323,20 @@ def _fast(ssn: Session, candidate_queue: CandidateQueue, min_runtime: float, que
         dtype=np.bool_,
         count=len(running.queue_names),
     )
-    chosen_sorted = allowed[running.queues[seg.order]] & ~seg.protected
-    if min_runtime > 0:
-        chosen_sorted &= ~seg.young(ssn, min_runtime)
-    chosen = np.zeros(len(seg.order), dtype=np.bool_)
-    chosen[seg.order] = chosen_sorted
     r = len(ssn.snapshot.index)
     if not len(seg.starts):
+        chosen = np.zeros(len(seg.order), dtype=np.bool_)
         return _Summed(ssn, np.zeros(0, dtype=np.intp), np.zeros((0, r), dtype=np.int64), chosen)
-    count = np.add.reduceat(chosen_sorted.astype(np.intp), seg.starts)
-    room = np.add.reduceat(np.where(chosen_sorted[:, None], seg.requests, 0), seg.starts, axis=0)
+    if min_runtime <= 0:
+        # Who may be a victim depends on the queue only: the sums per queue, worked out once a cycle.
+        chosen = allowed[running.queues] & ~seg.protected_at
+        room, count = seg.by_queue(running).room(allowed)
+    else:
+        chosen_sorted = allowed[running.queues[seg.order]] & ~seg.protected
+        chosen_sorted &= ~seg.young(ssn, min_runtime)
+        chosen = np.zeros(len(seg.order), dtype=np.bool_)
+        chosen[seg.order] = chosen_sorted
+        count = np.add.reduceat(chosen_sorted.astype(np.intp), seg.starts)
+        room = np.add.reduceat(np.where(chosen_sorted[:, None], seg.requests, 0), seg.starts, axis=0)
     some = count > 0
     return _Summed(ssn, seg.rows[some], np.ascontiguousarray(room[some]), chosen)

@@ -244,8 +244,16 @@ def best_first(rows: npt.NDArray[np.intp], scores: Scores, k: int) -> npt.NDArra
     """The first ``k`` of ``rows`` (ascending) by highest score, then lowest row: what a full sort on
     (-score, row) begins with, found by partitioning (the search looks at a few dozen of thousands)."""
     n = len(rows)
-    if n <= k or np.isnan(scores).any():
+    if n <= k:
         return rows[np.lexsort((rows, -scores))][:k]
+    top = scores.max()
+    if top != top:  # a NaN (max passes it on): the full sort's own order
+        return rows[np.lexsort((rows, -scores))][:k]
+    # Usually many nodes share the best score (nodes alike, filled alike): the first k rows scoring it.
+    at_top = np.flatnonzero(scores == top)
+    if len(at_top) >= k:
+        out: npt.NDArray[np.intp] = rows[at_top[:k]]
+        return out
     # The k-th highest score: every row above it is among the first k, and the lowest rows scoring it
     # fill the rest (rows ascending: the first ones met).
     kth = np.partition(scores, n - k)[n - k]

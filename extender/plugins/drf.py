@@ -72,12 +72,14 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.api.labels import ROOT_QUEUE
-from extender.core.model import GroupKey, Pod, PodGroup, Queue
+from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, Queue
 from extender.core.quota import DEFAULT_NAMESPACE_WEIGHT, namespace_weight
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot, pod_group_key
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
+
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 # Shares this close are equal (Volcano's shareDelta): float noise must not decide an eviction.
 SHARE_DELTA: Final = 1e-6
@@ -144,7 +146,8 @@ class DrfPlugin(Plugin):
         loose: list[tuple[int, Vector]] = []  # (group, vector) of pods without a row
         pods, request_row = snap.pods, snap.request_row
         for i, key in enumerate(keys):
-            holding = [u for u in snap.members[key] if pods[u].holds_resources]
+            # (Pod.holds_resources written out: this runs over every pod of every group.)
+            holding = [u for u in snap.members[key] if (p := pods[u]).node_name and p.phase not in _FINISHED]
             if not holding:
                 continue
             holders.append(i)
