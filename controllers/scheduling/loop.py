@@ -25,10 +25,11 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from controllers.scheduling.apply import Applied, Applier, stale_groups
+from controllers.scheduling.revote import capped_keeper, with_revote
 from controllers.scheduling.shared import SchedulingState
 from controllers.scheduling.writes import Writes
 from extender.core.model import GroupKey
@@ -94,7 +95,8 @@ class Loop:
         s = self.shared
         work = self._work()
         left_out = s.pending.left_out()
-        snap = s.cache.snapshot(work - left_out, dict(s.refused), s.pending.aside(), s.pending.revote())
+        snap = s.cache.snapshot(work - left_out, dict(s.refused), s.pending.aside())
+        snap = with_revote(snap, s.cache, s.pending.revote())
         self._cycled_at = self._versions()
         s.progress.started(s.cache.version)
         return snap, left_out
@@ -187,25 +189,8 @@ class Loop:
 
     def _keep_capped(self) -> Callable[[GroupKey], bool] | None:
         """Which settled groups stay out when room frees, voted on again without their pods: the capped
-        ones (see extender.framework.capped), when the conf allows it."""
-        if not self._capped:
-            return None
-        cache, ledger = self.shared.cache, self.shared.ledger
-        figures: list[tuple[Mapping[str, Mapping[str, int]], Mapping[str, Mapping[str, int]], frozenset[str]]]
-        figures = []  # worked out on the first question (most cycles free no room and ask none)
-
-        def keep(key: GroupKey) -> bool:
-            if not figures:
-                kept = cache.elastic()
-                if kept is None:  # the book cannot tell: every group comes back
-                    figures.append(({}, {}, frozenset()))
-                else:
-                    names = frozenset(cache.node_table().index.names)
-                    figures.append((ledger.queue_usage(), kept, names))
-            usage, elastic, names = figures[0]
-            return bool(names) and cache.capped(key, usage, elastic, names)
-
-        return keep
+        ones (see controllers.scheduling.revote), when the conf allows it."""
+        return capped_keeper(self.shared.cache, self.shared.ledger) if self._capped else None
 
     def _retouch(self) -> None:
         """Touch again the pods touched ``retouch`` seconds ago and still waiting on that plan (see

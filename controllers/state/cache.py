@@ -15,33 +15,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from controllers.state.cache_copy import CacheCopy
+from controllers.state.cache_figures import CacheFigures
 from controllers.state.cache_ingest import Obj
-from controllers.state.elastic_book import ElasticBook
 from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
-from extender.core.hierarchy import parent_loop
 from extender.core.hypernodes import HyperNodeSet
-from extender.core.model import (
-    GroupKey,
-    GroupPhase,
-    Node,
-    Pod,
-    PodGroup,
-    PodUID,
-    Queue,
-    QueueState,
-    group_key,
-)
+from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
 from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
-from extender.framework.capped import surely_over
 
 _UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
-class ClusterCache(CacheCopy):
+class ClusterCache(CacheFigures):
     """The parsed objects (see :class:`CacheIngest`) and what the scheduler, the status writer, metrics and
     admission read of them."""
 
@@ -64,9 +51,6 @@ class ClusterCache(CacheCopy):
         self._termed: dict[PodUID, None] = {}
         # GPU pods' holds as they are stored, and deviceshare's memo across cycles.
         self._gpu = GpuHolds()
-        # What each group holds past its minimum, for enqueue's capability check (worked out again for the
-        # groups whose pods, PodGroup or plans changed: see controllers.state.elastic_book).
-        self._elastic = ElasticBook()
 
     def _quiet(self, uid: PodUID, old: Pod | None, new: Pod) -> None:
         """Tell the pending set of a change of a pod that gives its group nothing new to decide: bound
@@ -102,9 +86,7 @@ class ClusterCache(CacheCopy):
         # A pod that left its group (deleted) changed that group too: what a group left out of cycles
         # weighs (what its pods hold) and its status depend on it.
         was = self._index.ours(old) if old is not None else None
-        self._elastic.touch(was)
-        if pod is not None:
-            self._elastic.touch(self._index.ours(pod))
+        self._elastic.touch_all((was, None if pod is None else self._index.ours(pod)))
         if was is not None and (pod is None or self._index.ours(pod) != was):
             self._pending.group_changed(was)
 
@@ -245,59 +227,15 @@ class ClusterCache(CacheCopy):
         work: set[GroupKey] | frozenset[GroupKey],
         refused: Mapping[PodUID, frozenset[str]] | None = None,
         aside: Sequence[Aside] = (),
-        revote: AbstractSet[GroupKey] = frozenset(),
     ) -> Snapshot:
         """What a scheduling cycle needs: the groups in ``work`` with all their pods, over the ledger's
-        running totals and what the groups left out weigh (``aside``), with what each group holds past its
-        minimum (see controllers.state.elastic_book), and the PodGroups of ``revote`` alone, for enqueue
-        to vote on again (see extender.framework.capped)."""
-        snap = self._build(
+        running totals and what the groups left out weigh (``aside``), with the queues' elastic sums."""
+        return self._build(
             [self._pods[u] for k in work for u in self._members.get(k, ())],
             [self._podgroups[k] for k in work if k in self._podgroups],
             refused,
             aside,
             self.elastic(),
-        )
-        if revote:
-            snap = dataclasses.replace(snap, revote={k: self._podgroups[k] for k in revote})
-        return snap
-
-    def elastic(self) -> dict[str, dict[str, int]] | None:
-        """Per queue, what its PodGroups hold past their minimums (see controllers.state.elastic_book)."""
-        for key in self._ledger.take_planned_groups():
-            self._elastic.touch(key)
-        return self._elastic.refresh(
-            members=self._members,
-            pods=self._pods,
-            podgroups=self._podgroups,
-            plan_of=self._ledger.planned_node,
-            nodes=self._nodes.keys(),
-            nodes_version=self._nodes_version,
-        )
-
-    def capped(
-        self,
-        key: GroupKey,
-        usage: Mapping[str, Mapping[str, int]],
-        elastic: Mapping[str, Mapping[str, int]],
-        names: AbstractSet[str],
-    ) -> bool:
-        """Whether ``key`` is a capped group (see extender.framework.capped) for a cycle over the queues'
-        ``usage`` and ``elastic`` figures and a snapshot with resource columns ``names``."""
-        g = self._podgroups.get(key)
-        q = None if g is None else self._queues.get(g.queue)
-        if g is None or q is None or g.phase != GroupPhase.PENDING or q.state != QueueState.OPEN:
-            return False
-        if q.parent and parent_loop(self._queues, q.name) is not None:
-            return False
-        members = [self._pods[u] for u in self._members.get(key, ())]
-        if any(p.holds_resources for p in members):
-            return False
-        if g.priority_class not in self._priority_classes and any(p.priority for p in members):
-            return False
-        empty: Mapping[str, int] = {}
-        return surely_over(
-            q.capability, g.min_resources, usage.get(q.name, empty), elastic.get(q.name, empty), names
         )
 
     def status_snapshot(self, keys: Iterable[GroupKey] | None = None) -> Snapshot:

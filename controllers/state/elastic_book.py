@@ -27,7 +27,7 @@ random traces).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from extender.core.model import GroupKey, Pod, PodGroup, PodUID
 
@@ -47,9 +47,12 @@ class ElasticBook:
         if key is not None:
             self._dirty.add(key)
 
+    def touch_all(self, keys: Iterable[GroupKey | None]) -> None:
+        for key in keys:
+            self.touch(key)
+
     def refresh(
         self,
-        *,
         members: Mapping[GroupKey, Collection[PodUID]],
         pods: Mapping[PodUID, Pod],
         podgroups: Mapping[GroupKey, PodGroup],
