@@ -135,7 +135,8 @@ class Applier:
         reasons = {k: u for k, u in s.reasons.items() if k in left_out}
         reasons.update(result.unschedulable)
         s.reasons = reasons
-        s.pending.status_changed(snap.groups.keys() | (previous.keys() - reasons.keys()))
+        # (Groups voted on again without their pods got a reason too: extender.framework.capped.)
+        s.pending.status_changed(snap.groups.keys() | snap.revote.keys() | (previous.keys() - reasons.keys()))
         s.pending.after_cycle(snap.groups, result.aside, result.placed, stale)
         # By kind of reason only: the figures in a message move with every pod.
         waits = sorted(

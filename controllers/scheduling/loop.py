@@ -29,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controllers.scheduling.apply import Applied, Applier, stale_groups
+from controllers.scheduling.revote import capped_keeper, with_revote
 from controllers.scheduling.shared import SchedulingState
 from controllers.scheduling.writes import Writes
 from extender.core.model import GroupKey
 from extender.core.snapshot import Snapshot, pod_group_key
+from extender.framework.capped import capped_conf
 from extender.framework.cycle import run_cycle
 from extender.framework.result import CycleResult
 from extender.plugins.registry import SchedulerConf
@@ -77,6 +79,7 @@ class Loop:
         self._due = False
         self._timer: asyncio.TimerHandle | None = None
         self._evicts = _evicts(shared.conf)
+        self._capped = capped_conf(shared.conf)
         self._revisited = shared.clock()
         self._unreserved_seen = shared.ledger.unreserved_binds
 
@@ -93,6 +96,7 @@ class Loop:
         work = self._work()
         left_out = s.pending.left_out()
         snap = s.cache.snapshot(work - left_out, dict(s.refused), s.pending.aside())
+        snap = with_revote(snap, s.cache, s.pending.revote())
         self._cycled_at = self._versions()
         s.progress.started(s.cache.version)
         return snap, left_out
@@ -181,7 +185,12 @@ class Loop:
                 # unless touched once planned, as pods we refused are.
                 s.rejected.add(uid)
         self._retouch()
-        return s.pending.work() | s.cache.unfinished_except(s.pending.left_out())
+        return s.pending.work(self._keep_capped()) | s.cache.unfinished_except(s.pending.left_out())
+
+    def _keep_capped(self) -> Callable[[GroupKey], bool] | None:
+        """Which settled groups stay out when room frees, voted on again without their pods: the capped
+        ones (see controllers.scheduling.revote), when the conf allows it."""
+        return capped_keeper(self.shared.cache, self.shared.ledger) if self._capped else None
 
     def _retouch(self) -> None:
         """Touch again the pods touched ``retouch`` seconds ago and still waiting on that plan (see
@@ -220,6 +229,7 @@ class Loop:
         settled under the old rules are looked at again; plans already made stay (they are reservations)."""
         self.shared.conf = conf
         self._evicts = _evicts(conf)
+        self._capped = capped_conf(conf)
         self._due = True
         self.shared.pending.reset()
 

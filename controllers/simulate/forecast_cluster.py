@@ -82,6 +82,10 @@ class ForecastLoop(SimLoop):
         # live scheduler's settled groups): a group back in the work is prefiltered by it.
         self.asides: dict[GroupKey, Aside] = {}
 
+    def _keep_capped(self) -> None:
+        """Every settled group comes back when room frees, as it did: the prefilter below decides which
+        of them a cycle looks at (a capped group it would leave out must not be voted on either)."""
+
     def _report_unreserved(self) -> None:
         """Nothing to warn of: the pods the forecast is seeded with were bound in the live cluster, never
         through this simulated one's reservations (the live loop warns of a real unreserved bind)."""

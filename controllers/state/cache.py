@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from controllers.state.cache_copy import CacheCopy
+from controllers.state.cache_figures import CacheFigures
 from controllers.state.cache_ingest import Obj
 from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
@@ -28,7 +28,7 @@ from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table,
 _UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 
 
-class ClusterCache(CacheCopy):
+class ClusterCache(CacheFigures):
     """The parsed objects (see :class:`CacheIngest`) and what the scheduler, the status writer, metrics and
     admission read of them."""
 
@@ -70,6 +70,8 @@ class ClusterCache(CacheCopy):
         if pod is not None:
             self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
         super().assume_bound(uid, node)
+        if pod is not None:
+            self._elastic.touch(self._index.ours(pod))
         self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
 
     def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
@@ -84,6 +86,7 @@ class ClusterCache(CacheCopy):
         # A pod that left its group (deleted) changed that group too: what a group left out of cycles
         # weighs (what its pods hold) and its status depend on it.
         was = self._index.ours(old) if old is not None else None
+        self._elastic.touch_all((was, None if pod is None else self._index.ours(pod)))
         if was is not None and (pod is None or self._index.ours(pod) != was):
             self._pending.group_changed(was)
 
@@ -95,6 +98,7 @@ class ClusterCache(CacheCopy):
 
     def _group_stored(self, key: GroupKey, old: PodGroup | None, new: PodGroup | None) -> None:
         self._note_phase(key, new)
+        self._elastic.touch(key)
         super()._group_stored(key, old, new)
 
     def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> bool:
@@ -173,6 +177,7 @@ class ClusterCache(CacheCopy):
         podgroups: list[PodGroup],
         refused: Mapping[PodUID, frozenset[str]] | None = None,
         aside: Sequence[Aside] = (),
+        elastic: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Snapshot:
         wanted: set[str] = set()
         for a in aside:
@@ -209,6 +214,7 @@ class ClusterCache(CacheCopy):
             device_holds=holds,
             card_memo=self._gpu.memo,
             holds_at=holds_at,
+            elastic=elastic,
         )
 
     def _hypernodes_now(self) -> HyperNodeSet:
@@ -223,12 +229,13 @@ class ClusterCache(CacheCopy):
         aside: Sequence[Aside] = (),
     ) -> Snapshot:
         """What a scheduling cycle needs: the groups in ``work`` with all their pods, over the ledger's
-        running totals and what the groups left out weigh (``aside``)."""
+        running totals and what the groups left out weigh (``aside``), with the queues' elastic sums."""
         return self._build(
             [self._pods[u] for k in work for u in self._members.get(k, ())],
             [self._podgroups[k] for k in work if k in self._podgroups],
             refused,
             aside,
+            self.elastic(),
         )
 
     def status_snapshot(self, keys: Iterable[GroupKey] | None = None) -> Snapshot:

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from controllers.kube.informer import Handler
 from controllers.state.compact import ListedGroup, pod_parser, podgroups_listing
+from controllers.state.elastic_book import ElasticBook
 from controllers.state.ledger import Ledger
 from controllers.state.meta import read_meta
 from controllers.state.packed import PackedMap
@@ -94,6 +95,7 @@ class CacheIngest:
         self.version = 0
         self._nodes_version = 0
         self._node_table: tuple[int, NodeTable] | None = None
+        self._elastic = ElasticBook()  # told by the cache's writes: see controllers.state.cache_figures
 
     # --- change notification -------------------------------------------------------------------------
     def _changed(self, kind: str) -> None:

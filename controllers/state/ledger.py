@@ -84,6 +84,8 @@ class Ledger:
         self._queues: dict[str, dict[str, int]] = {}
         self._groups: dict[GroupKey, dict[PodUID, None]] = {}  # (a dict: a third of a set's size)
         self._plans: dict[PodUID, str] = {}
+        # Groups whose plans changed since the last ``take_planned_groups`` (the cache's elastic book).
+        self._planned_groups: set[GroupKey] = set()
         # Victim -> the waiting reservations that wait for it to leave; and every waiting reservation (the
         # victim timeout looks at these alone, not at every entry, once per cycle).
         self._awaited: dict[PodUID, set[PodUID]] = {}
@@ -143,6 +145,8 @@ class Ledger:
             else:
                 del self._plans[uid]
             self.plan_version += 1
+            if r.group is not None:
+                self._planned_groups.add(r.group)
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def plan(
@@ -280,6 +284,11 @@ class Ledger:
     def plans(self) -> dict[PodUID, str]:
         """A copy of every plan (a cycle's worker thread reads it while the loop changes the ledger)."""
         return dict(self._plans)
+
+    def take_planned_groups(self) -> set[GroupKey]:
+        """The groups whose plans changed since the last call (one reader: the cache)."""
+        out, self._planned_groups = self._planned_groups, set()
+        return out
 
     def plan_count(self) -> int:
         return len(self._plans)

@@ -9,7 +9,9 @@ queue (:class:`~controllers.state.aside_book.AsideBook`, summed per queue as gro
 
 - *settled*: the last cycle found it short of room or refused it admission. It stays out until one of its
   pods or its PodGroup changes, or room appears anywhere (a pod finished or a plan was released, a node,
-  queue or priority class changed);
+  queue or priority class changed). When room appears, a group its queue's capability is sure to refuse
+  (the scheduler says which: :mod:`extender.framework.capped`) stays out all the same, and the cycle votes
+  on its admission again from its PodGroup alone (:meth:`PendingSet.revote`);
 - *placed*: admitted, every waiting pod planned (kube-scheduler binds them next). It stays out until one of
   its pods or its PodGroup changes, its plans are released, nodes change (plans on a node that went are
   dropped) or queues change: room elsewhere gives it nothing to do. kube-scheduler binding one of its pods
@@ -57,6 +59,7 @@ class PendingSet:
         self._group_of: dict[PodUID, GroupKey] = {}  # the waiting index, inverted
         self._backlog: set[GroupKey] = set()
         self._settled = AsideBook()
+        self._revote: frozenset[GroupKey] = frozenset()  # see work()
         self._placed = AsideBook()
         self._fresh: set[GroupKey] = set()  # changed since the last drain: not left out by a cycle before it
         self._changed_pods: set[PodUID] = set()
@@ -164,16 +167,28 @@ class PendingSet:
         """The group has a waiting pod without a plan."""
         return any(not self._planned(u) for u in self._waiting.get(key, ()))
 
-    def work(self) -> set[GroupKey]:
+    def work(self, keep: Callable[[GroupKey], bool] | None = None) -> set[GroupKey]:
         """The groups a cycle starting now must look at: backlog groups that still hold a pod without a
         plan (the rest leave the backlog); every waiting group not placed if room was freed since the last
-        call (settled groups come back)."""
+        call (settled groups come back), but those settled groups ``keep`` says stay out: the cycle votes
+        for them again without their pods (:meth:`revote`; see extender.framework.capped)."""
+        self._revote = frozenset()
         if self._room:
-            self._settled.clear()
-            self._backlog.update(self._waiting.keys() - self._placed.keys())
+            if keep is None:
+                self._settled.clear()
+            else:
+                kept = frozenset(k for k in self._settled if keep(k))
+                for k in self._settled.keys() - kept:
+                    self._settled.remove(k)
+                self._revote = kept
+            self._backlog.update(self._waiting.keys() - self._placed.keys() - self._revote)
         self._room, self._fresh = False, set()
         self._backlog = {k for k in self._backlog if self.unplanned(k)}
         return set(self._backlog)
+
+    def revote(self) -> frozenset[GroupKey]:
+        """The settled groups the last :meth:`work` kept out though room was freed."""
+        return self._revote
 
     def settled(self) -> frozenset[GroupKey]:
         return frozenset(self._settled.keys())

@@ -123,6 +123,12 @@ class Snapshot:
     # in that cache's hold log (see extender.core.gpu_memo); None: a cycle starts from the holds alone.
     card_memo: CardMemo | None = None
     holds_at: HoldsAt | None = None
+    # Per queue, what its PodGroups hold past their minResources (Volcano's elastic resources), as
+    # ``Promises.elastic`` works it out from the residents, kept by a cache from cycle to cycle; None: the
+    # cycle works it out.
+    elastic: Mapping[str, Mapping[str, int]] | None = None
+    # PodGroups left out (with their pods) that enqueue votes for again (see extender.framework.capped).
+    revote: Mapping[GroupKey, PodGroup] = field(default_factory=dict)
 
     def request(self, uid: PodUID) -> Vector:
         """The request vector of pod ``uid`` (read-only: a row of ``requests``)."""
@@ -252,6 +258,7 @@ def build_snapshot(
     device_holds: Mapping[PodUID, tuple[str, GpuHold]] | None = None,
     card_memo: CardMemo | None = None,
     holds_at: HoldsAt | None = None,
+    elastic: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Snapshot:
     """A snapshot of everything given.
 
@@ -404,6 +411,7 @@ def build_snapshot(
         ),
         card_memo=card_memo,
         holds_at=holds_at,
+        elastic=elastic,
     )
 
 

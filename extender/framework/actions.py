@@ -84,6 +84,8 @@ def _by_shape(ssn: Session) -> bool:
 def enqueue(ssn: Session) -> None:
     snap = ssn.snapshot
     pending = [g for k, g in snap.groups.items() if k not in ssn.admitted]
+    # Groups a cache left out, pods and all, that this cycle votes for again (extender.framework.capped).
+    pending += [g for k, g in snap.revote.items() if k not in ssn.admitted and k not in snap.groups]
     refused: dict[tuple[str, tuple[tuple[str, int], ...]], str] | None = {} if _by_shape(ssn) else None
     for g in sorted(pending, key=ssn.job_key):
         problem = _queue_problem(ssn, g)

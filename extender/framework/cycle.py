@@ -107,7 +107,13 @@ def run_cycle(
 
 def leaves_placed_out(conf: CycleConf, ssn: Session) -> bool:
     """Whether ``conf`` lets a cache leave placed groups out (see ``_PLACED_PLUGINS``)."""
-    return set(conf.action_names) <= _PLACED_ACTIONS and all(p.name in _PLACED_PLUGINS for p in ssn.plugins)
+    return placed_safe(conf.action_names, [p.name for p in ssn.plugins])
+
+
+def placed_safe(actions: Sequence[str], plugins: Sequence[str]) -> bool:
+    """Whether these actions and plugins read the groups a cache leaves out only as the totals an Aside
+    carries (see ``_PLACED_PLUGINS``)."""
+    return set(actions) <= _PLACED_ACTIONS and all(name in _PLACED_PLUGINS for name in plugins)
 
 
 def placed(ssn: Session) -> list[GroupKey]:

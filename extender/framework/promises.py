@@ -14,7 +14,8 @@ what running groups hold beyond their ``minResources`` (Volcano's *elastic* reso
 without minResources counting all it holds). Reclaim can take that back down to the gang's minimum, so
 admission counts it as room: :meth:`Promises.elastic` sums it per queue over every pod of ours that holds
 a node or is planned (those of running groups the snapshot leaves out included, from its residents), once
-per cycle and only when asked (it walks every placed pod). Pods already being deleted are not counted
+per cycle and only when asked (it walks every placed pod, unless the snapshot carries a cache's per-group
+sums, kept from cycle to cycle: ``Snapshot.elastic``). Pods already being deleted are not counted
 (Volcano's Releasing tasks are not allocated), so the figure never overstates what reclaim can free.
 
 Invariants: ``inqueue`` is changed in place only and the entries of ``queue_inqueue`` replaced, never
@@ -148,7 +149,10 @@ class Promises:
         """What queue ``queue``'s groups hold beyond their minResources as the cycle opened (see above), or
         None when nothing. Fixed for the cycle, as Volcano's queue attribute is."""
         if self._elastic is None:
-            self._elastic = _elastic_by_queue(self._ssn)
+            kept = self._ssn.snapshot.elastic
+            self._elastic = (
+                _elastic_by_queue(self._ssn) if kept is None or not KEPT_ELASTIC else _elastic_kept(self._ssn)
+            )
         return self._elastic.get(queue)
 
     def aside(self, key: GroupKey) -> Aside:
@@ -169,6 +173,24 @@ class Promises:
             owed={} if owed is None else {n: int(owed[i]) for i, n in enumerate(names) if owed[i]},
             planned={n: int(planned[i]) for i, n in enumerate(names) if planned[i]},
         )
+
+
+# Whether a snapshot's ``elastic`` (a cache's sums, kept per group) is read instead of walking the
+# residents: off, every cycle walks them (the tests compare whole runs both ways).
+KEPT_ELASTIC = True
+
+
+def _elastic_kept(ssn: Session) -> dict[str, Vector]:
+    """:func:`_elastic_by_queue` from the sums a cache kept (``Snapshot.elastic``) over the snapshot's
+    resource columns: every amount is positive, so a queue has a column past exactly when one of its
+    groups does (see controllers.state.elastic_book)."""
+    snap = ssn.snapshot
+    out: dict[str, Vector] = {}
+    for queue, past in (snap.elastic or {}).items():
+        v = snap.index.vector(past)
+        if v.any():
+            out[queue] = v
+    return out
 
 
 def _elastic_by_queue(ssn: Session) -> dict[str, Vector]:

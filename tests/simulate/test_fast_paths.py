@@ -3,7 +3,10 @@ traces give the same report, job by job and pod by pod, with the shortcuts on an
 they replaced:
 
 - enqueue's refusal per (queue, minResources) between two admissions (``actions._by_shape``);
-- the queues' elastic resources summed as one matrix (``promises._elastic_by_queue``);
+- the queues' elastic resources summed as one matrix (``promises._elastic_by_queue``), and kept by the
+  cache per group from one cycle to the next (``controllers.state.elastic_book``, read by
+  ``promises._elastic_kept``; :func:`test_the_kept_elastic_figure_is_the_walked_one_in_every_cycle`
+  compares the two in every cycle, not only through what they decide);
 - the forecast's per-shape sums of room taken (``forecast_alike._beyond_the_room``).
 
 The plain formulas are the ones the unit tests hold the shortcuts to (``tests/core/test_elastic.py``,
@@ -30,7 +33,7 @@ from controllers.simulate.engine import TraceRun
 from controllers.simulate.forecast_trace import ForecastTraceRun
 from controllers.simulate.report import trace_document
 from controllers.simulate.trace import Trace, parse_trace
-from extender.framework import actions, promises
+from extender.framework import actions, capped, promises
 from extender.plugins.registry import SchedulerConf, load_conf
 from tests.core.test_elastic import _plain as plain_elastic
 from tests.simulate.test_forecast_alike import _beyond_plain
@@ -45,15 +48,26 @@ def _plain() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(actions, "SHAPE_ONLY_ENQUEUE", frozenset())
         mp.setattr(promises, "_elastic_by_queue", plain_elastic)
+        mp.setattr(promises, "KEPT_ELASTIC", False)
+        mp.setattr(capped, "KEEP_CAPPED", False)
         mp.setattr(forecast_alike, "_beyond_the_room", _beyond_plain)
         yield
 
 
 def _report(trace: Trace, conf: SchedulerConf) -> tuple[Any, ...]:
     """Everything a run reports: the document (figures, queues, series) and every job as recorded
-    (starts, ends, placements with GPU cards, reasons)."""
-    result = TraceRun(trace, conf).run()
-    return trace_document([("run", result)]), result.jobs, result.cycles
+    (starts, ends, placements with GPU cards, reasons); and every group's reason after each event time,
+    message included (a report shows only the reasons of jobs still waiting at its end)."""
+    run = TraceRun(trace, conf)
+    reasons: list[Any] = []
+
+    def look(t: float) -> None:
+        now = run.cluster.scheduler.shared.reasons
+        reasons.append((t, sorted((k, u.reason, u.message) for k, u in now.items())))
+
+    run.progress = look
+    result = run.run()
+    return trace_document([("run", result)]), result.jobs, result.cycles, reasons
 
 
 def _both_ways(
@@ -77,8 +91,22 @@ def _scaled(name: str, jobs: int, capability: dict[str, dict[str, str]] | None =
     return parse_trace(doc)
 
 
-def _conf(path: Path | None) -> SchedulerConf:
+def _conf(path: Path | str | None) -> SchedulerConf:
+    if isinstance(path, str):
+        return load_conf(CONFS[path])
     return load_conf(None if path is None else path.read_text())
+
+
+# Confs of the random traces beside the default and reclaim.conf: proportion alone as enqueue's vote
+# (the capped groups' conf, with and without overcommit's vote before it), drf with proportion, capacity
+# and capacity's queue hierarchy (enqueue's other capability votes, which keep every group in cycles).
+_TIERS = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+CONFS = {
+    "proportion": _TIERS + "- plugins:\n  - name: proportion\n  - name: predicates\n  - name: nodeorder\n",
+    "drf": _TIERS + "- plugins:\n  - name: drf\n  - name: proportion\n  - name: binpack\n",
+    "capacity": _TIERS + "- plugins:\n  - name: overcommit\n  - name: capacity\n  - name: nodeorder\n",
+    "hierarchy": _TIERS + "- plugins:\n  - name: capacity\n    enableHierarchy: true\n",
+}
 
 
 @pytest.mark.parametrize("conf", [None, RECLAIM], ids=["default", "reclaim"])
@@ -153,8 +181,33 @@ def _random_trace(seed: int) -> Trace:
     )
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32), st.sampled_from([None, RECLAIM]))
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([None, RECLAIM, *CONFS]))
 @example(99844, RECLAIM)  # a victim of a settled group, chosen with its gang: it crashed the exact search
-def test_random_traces_report_the_same(seed: int, conf: Path | None) -> None:
+def test_random_traces_report_the_same(seed: int, conf: Path | str | None) -> None:
     _both_ways(_random_trace(seed), _conf(conf))
+
+
+def _same_elastic(kept: dict[str, Any], walked: dict[str, Any]) -> bool:
+    return kept.keys() == walked.keys() and all((kept[q] == walked[q]).all() for q in kept)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([None, RECLAIM]))
+def test_the_kept_elastic_figure_is_the_walked_one_in_every_cycle(seed: int, conf: Path | None) -> None:
+    asked = 0
+    kept_elastic = promises._elastic_kept
+
+    def checked(ssn: Any) -> dict[str, Any]:
+        nonlocal asked
+        asked += 1
+        kept, walked = kept_elastic(ssn), plain_elastic(ssn)
+        assert _same_elastic(kept, walked), (kept, walked)
+        return kept
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(promises, "_elastic_kept", checked)
+        _report(_random_trace(seed), _conf(conf))
+        if seed % 4 == 0:  # the example with a queue at its cap: groups elastic and refused alike
+            _report(_scaled("gpu-fleet.yaml", 150, {"interns": {"nvidia.com/gpu": "16"}}), _conf(conf))
+            assert asked
