@@ -29,7 +29,7 @@ Volcano's per-task loop over thousands of nodes and pods in one cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -38,16 +38,28 @@ from extender.core import fit
 from extender.core.resources import Vector
 from extender.framework.hooks import Hooks
 from extender.framework.plugin import Rows, Scores
+from extender.framework.row_scores import RowScorer, RowScores
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
+
+
+# The row clock's log: how many changes it keeps, and up to how many since a clock it answers from.
+_LOGGED: Final = 4096
+_FEW: Final = 64
 
 
 class NodeCache:
     """The session's node fit and score caches (the Session's methods of the same names call these)."""
 
     def __init__(
-        self, ssn: Session, hooks: Hooks, free: npt.NDArray[np.int64], *, cache_scores: bool
+        self,
+        ssn: Session,
+        hooks: Hooks,
+        free: npt.NDArray[np.int64],
+        *,
+        cache_scores: bool,
+        fast_rows: bool = True,
     ) -> None:
         self._ssn = ssn
         self._fitters = hooks.node_fit
@@ -60,6 +72,10 @@ class NodeCache:
         # vector the fit mask (or summed scores) as of some clock.
         self._clock = 0
         self._row_clock = np.zeros(self._nodes, dtype=np.int64)
+        # The rows changed after clock ``_logged_from``, one entry (clock after, row) per change, so that
+        # "what changed since" a recent clock costs the changes, not a pass over every row's clock.
+        self._logged_from = 0
+        self._log: list[tuple[int, int]] = []
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
@@ -72,17 +88,44 @@ class NodeCache:
         # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
         self._alloc_columns: dict[int, tuple[Scores, Scores]] = {}
         self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
+        # One changed row brought up to date in plain floats (``one_row``, see row_scores), when every
+        # scorer can score a row so and no node_fit plugin takes part (the fit is then free capacity alone).
+        scorers = self._scorers
+        row_scorers = [p for p in scorers if isinstance(p, RowScorer)]
+        self.one_row = RowScores(ssn, self._alloc, free, row_scorers)
+        self._row_scores = fast_rows and len(row_scorers) == len(scorers)
+        self._row_fits = fast_rows and not self._fitters
 
     # --- the row clock ------------------------------------------------------------------------------
     def touched(self, node: int) -> None:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
         self._clock += 1
         self._row_clock[node] = self._clock
+        if len(self._log) >= _LOGGED:
+            self._log, self._logged_from = [], self._clock - 1
+        self._log.append((self._clock, node))
 
     def touched_rows(self, nodes: Sequence[int]) -> None:
         """Record that these rows of ``free`` changed (one change each)."""
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
+        if len(nodes) > _FEW or len(self._log) + len(nodes) > _LOGGED:
+            self._log, self._logged_from = [], self._clock  # (asked about an earlier clock: a pass)
+        else:
+            self._log.extend((self._clock, int(node)) for node in nodes)
+
+    def _logged_since(self, start: int) -> list[int] | None:
+        """The rows changed after clock ``start`` as the log has them (a row may repeat), or None when
+        the log does not reach back to ``start`` or more than a few changes followed it."""
+        if start < self._logged_from or self._clock - start > _FEW:
+            return None
+        log = self._log
+        out: list[int] = []
+        i = len(log) - 1
+        while i >= 0 and log[i][0] > start:
+            out.append(log[i][1])
+            i -= 1
+        return out
 
     @property
     def clock(self) -> int:
@@ -110,10 +153,22 @@ class NodeCache:
         last = self._rows_since
         if last is not None and last[0] == start and last[1] == self._clock:
             return last[2], last[3]
-        rows = np.flatnonzero(self._row_clock > start)
+        logged = self._logged_since(start)
+        if logged is None:
+            rows = np.flatnonzero(self._row_clock > start)
+        else:  # (ascending and distinct, as flatnonzero gives them)
+            rows = np.array(sorted(set(logged)), dtype=np.intp)
         free = self.free[rows]
         self._rows_since = (start, self._clock, rows, free)
         return rows, free
+
+    def _changed_row(self, start: int) -> int | None:
+        """The one row changed after clock ``start`` (it may have changed more than once), or None."""
+        logged = self._logged_since(start)
+        if not logged:
+            return None
+        row = logged[0]
+        return row if all(r == row for r in logged) else None
 
     def _stale(self, since: int) -> bool:
         # Past this many changed rows a full recompute is cheaper than indexing them (a changed row costs
@@ -134,8 +189,12 @@ class NodeCache:
         else:
             mask, start = cached
             if start < end:
-                rows, free = self._touched_since(start)
-                mask[rows] = self.fits_at(request, free, rows)
+                one = self._changed_row(start) if self._row_fits else None
+                if one is not None:
+                    mask[one] = self.one_row.fits(request, one)
+                else:
+                    rows, free = self._touched_since(start)
+                    mask[rows] = self.fits_at(request, free, rows)
         self._fit_masks[key] = (mask, end)
         return mask
 
@@ -196,8 +255,12 @@ class NodeCache:
         else:
             total, start = cached
             if start < end:
-                rows, free = self._touched_since(start)
-                total[rows] = self._sum_scores(request, free, rows)
+                one = self._changed_row(start) if self._row_scores else None
+                if one is not None:
+                    total[one] = self.one_row.total(request, one)
+                else:
+                    rows, free = self._touched_since(start)
+                    total[rows] = self._sum_scores(request, free, rows)
         self._scores[key] = (total, end)
         return total
 
@@ -235,6 +298,11 @@ class NodeCache:
         if memo is not None and memo[0] is free and memo[1] is rows and memo[2] is request:
             memo[3][column] = f
         return f
+
+    def row_fraction(self, request: Vector, row: int, column: int) -> float:
+        """:meth:`fraction` of node ``row`` alone with its free capacity now, as a float (bit for bit the
+        same; what :class:`~extender.framework.row_scores.RowScorer` plugins are made of)."""
+        return self.one_row.fraction(request, row, column)
 
     def _sum_scores(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None) -> Scores:
         # Summed in plugin order from zero, for all rows or a subset alike: the same floats either way
