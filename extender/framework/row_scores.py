@@ -16,6 +16,7 @@ A hypothesis test (tests/core/test_row_scores.py) compares both over random rows
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -58,7 +59,7 @@ class RowScores:
 
     def fits(self, request: Vector, row: int) -> bool:
         """Whether ``free[row]`` covers ``request`` in every resource (:func:`extender.core.fit.fits`)."""
-        return all(f >= r for f, r in zip(self._free[row].tolist(), request.tolist(), strict=True))
+        return not any(map(operator.lt, self._free[row].tolist(), request.tolist()))
 
     def total(self, request: Vector, row: int) -> float:
         """The summed scores of node ``row`` for ``request`` (every scorer a :class:`RowScorer`)."""
