@@ -28,6 +28,7 @@ Volcano's per-task loop over thousands of nodes and pods in one cycle.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -72,10 +73,12 @@ class NodeCache:
         # vector the fit mask (or summed scores) as of some clock.
         self._clock = 0
         self._row_clock = np.zeros(self._nodes, dtype=np.int64)
-        # The rows changed after clock ``_logged_from``, one entry (clock after, row) per change, so that
-        # "what changed since" a recent clock costs the changes, not a pass over every row's clock.
+        # The rows changed after clock ``_logged_from``, one entry per change (the row, and the clock after
+        # it, never decreasing), so that "what changed since" a recent clock costs the changes, not a pass
+        # over every row's clock. (Two lists of ints, not a list of pairs: no object for the collector.)
         self._logged_from = 0
-        self._log: list[tuple[int, int]] = []
+        self._log: list[int] = []
+        self._log_clocks: list[int] = []
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
@@ -102,30 +105,27 @@ class NodeCache:
         self._clock += 1
         self._row_clock[node] = self._clock
         if len(self._log) >= _LOGGED:
-            self._log, self._logged_from = [], self._clock - 1
-        self._log.append((self._clock, node))
+            self._log, self._log_clocks, self._logged_from = [], [], self._clock - 1
+        self._log.append(node)
+        self._log_clocks.append(self._clock)
 
     def touched_rows(self, nodes: Sequence[int]) -> None:
         """Record that these rows of ``free`` changed (one change each)."""
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
         if len(nodes) > _FEW or len(self._log) + len(nodes) > _LOGGED:
-            self._log, self._logged_from = [], self._clock  # (asked about an earlier clock: a pass)
+            # (asked about an earlier clock, a pass over every row's clock answers)
+            self._log, self._log_clocks, self._logged_from = [], [], self._clock
         else:
-            self._log.extend((self._clock, int(node)) for node in nodes)
+            self._log.extend([int(node) for node in nodes])
+            self._log_clocks.extend([self._clock] * len(nodes))
 
     def _logged_since(self, start: int) -> list[int] | None:
         """The rows changed after clock ``start`` as the log has them (a row may repeat), or None when
         the log does not reach back to ``start`` or more than a few changes followed it."""
         if start < self._logged_from or self._clock - start > _FEW:
             return None
-        log = self._log
-        out: list[int] = []
-        i = len(log) - 1
-        while i >= 0 and log[i][0] > start:
-            out.append(log[i][1])
-            i -= 1
-        return out
+        return self._log[bisect.bisect_right(self._log_clocks, start) :]
 
     @property
     def clock(self) -> int:
