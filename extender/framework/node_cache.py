@@ -28,9 +28,8 @@ Volcano's per-task loop over thousands of nodes and pods in one cycle.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -39,15 +38,11 @@ from extender.core import fit
 from extender.core.resources import Vector
 from extender.framework.hooks import Hooks
 from extender.framework.plugin import Rows, Scores
+from extender.framework.row_log import RowLog
 from extender.framework.row_scores import RowScorer, RowScores
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
-
-
-# The row clock's log: how many changes it keeps, and up to how many since a clock it answers from.
-_LOGGED: Final = 4096
-_FEW: Final = 64
 
 
 class NodeCache:
@@ -73,12 +68,7 @@ class NodeCache:
         # vector the fit mask (or summed scores) as of some clock.
         self._clock = 0
         self._row_clock = np.zeros(self._nodes, dtype=np.int64)
-        # The rows changed after clock ``_logged_from``, one entry per change (the row, and the clock after
-        # it, never decreasing), so that "what changed since" a recent clock costs the changes, not a pass
-        # over every row's clock. (Two lists of ints, not a list of pairs: no object for the collector.)
-        self._logged_from = 0
-        self._log: list[int] = []
-        self._log_clocks: list[int] = []
+        self._log = RowLog()  # the changes, so that "what changed since" a recent clock costs them alone
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
@@ -104,28 +94,13 @@ class NodeCache:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
         self._clock += 1
         self._row_clock[node] = self._clock
-        if len(self._log) >= _LOGGED:
-            self._log, self._log_clocks, self._logged_from = [], [], self._clock - 1
-        self._log.append(node)
-        self._log_clocks.append(self._clock)
+        self._log.touched(self._clock, node)
 
     def touched_rows(self, nodes: Sequence[int]) -> None:
         """Record that these rows of ``free`` changed (one change each)."""
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
-        if len(nodes) > _FEW or len(self._log) + len(nodes) > _LOGGED:
-            # (asked about an earlier clock, a pass over every row's clock answers)
-            self._log, self._log_clocks, self._logged_from = [], [], self._clock
-        else:
-            self._log.extend([int(node) for node in nodes])
-            self._log_clocks.extend([self._clock] * len(nodes))
-
-    def _logged_since(self, start: int) -> list[int] | None:
-        """The rows changed after clock ``start`` as the log has them (a row may repeat), or None when
-        the log does not reach back to ``start`` or more than a few changes followed it."""
-        if start < self._logged_from or self._clock - start > _FEW:
-            return None
-        return self._log[bisect.bisect_right(self._log_clocks, start) :]
+        self._log.touched_rows(self._clock, nodes)
 
     @property
     def clock(self) -> int:
@@ -153,7 +128,7 @@ class NodeCache:
         last = self._rows_since
         if last is not None and last[0] == start and last[1] == self._clock:
             return last[2], last[3]
-        logged = self._logged_since(start)
+        logged = self._log.after(start, self._clock)
         if logged is None:
             rows = np.flatnonzero(self._row_clock > start)
         else:  # (ascending and distinct, as flatnonzero gives them)
@@ -161,14 +136,6 @@ class NodeCache:
         free = self.free[rows]
         self._rows_since = (start, self._clock, rows, free)
         return rows, free
-
-    def _changed_row(self, start: int) -> int | None:
-        """The one row changed after clock ``start`` (it may have changed more than once), or None."""
-        logged = self._logged_since(start)
-        if not logged:
-            return None
-        row = logged[0]
-        return row if all(r == row for r in logged) else None
 
     def _stale(self, since: int) -> bool:
         # Past this many changed rows a full recompute is cheaper than indexing them (a changed row costs
@@ -189,7 +156,7 @@ class NodeCache:
         else:
             mask, start = cached
             if start < end:
-                one = self._changed_row(start) if self._row_fits else None
+                one = self._log.one(start, end) if self._row_fits else None
                 if one is not None:
                     mask[one] = self.one_row.fits(request, one)
                 else:
@@ -255,7 +222,7 @@ class NodeCache:
         else:
             total, start = cached
             if start < end:
-                one = self._changed_row(start) if self._row_scores else None
+                one = self._log.one(start, end) if self._row_scores else None
                 if one is not None:
                     total[one] = self.one_row.total(request, one)
                 else:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from extender.core import fit
 from extender.core.model import PodUID
 from extender.core.snapshot import Snapshot
-from extender.framework import node_cache
+from extender.framework import row_log
 from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins.registry import SchedulerConf
@@ -167,7 +167,7 @@ def test_the_row_log_answers_as_a_pass_over_the_clocks(
     steps: list[int | list[int]], logged: int, few: int
 ) -> None:
     # A short log and a low "few" make the log start afresh and give way to the pass, as a long cycle does.
-    with mock.patch.object(node_cache, "_LOGGED", logged), mock.patch.object(node_cache, "_FEW", few):
+    with mock.patch.object(row_log, "LOGGED", logged), mock.patch.object(row_log, "FEW", few):
         ssn = Session(
             snapshot([node(f"n{i:02d}") for i in range(20)], []), build_hooks(conf_of(None).tiers())
         )
