@@ -49,19 +49,22 @@ def _run(
     need: int,
     left: dict[str, int],
     retrying: int,
+    bases: dict[PodUID, tuple[object, ...]],
 ) -> Sequence[Pod]:
     """``pending[i]`` and the pods after it that allocate_group's loop would try next, one after the other,
     were each of them placed: the same task, base shape and no inter-pod rules, and none of the loop's
-    checks (gang complete, task complete, too few pods left, shape failed) stopping it first."""
+    checks (gang complete, task complete, too few pods left, shape failed) stopping it first. ``bases``
+    keeps the pods' base shapes (fixed for the cycle) across the calls for one group: a gang whose pods
+    are placed one by one asks for the run at each pod, which would otherwise cost the square of its size."""
     p = pending[i]
-    base = place.base_shape(ssn, p)
+    base = _base_shape(ssn, p, bases)
     task_left = left.get(p.task, 0)
     j = i + 1
     while j < len(pending):
         q = pending[j]
         done = placed + j - i  # placed once pods i..j-1 are
         task_left = max(0, task_left - 1)
-        if q.task != p.task or q.affinity is not None or place.base_shape(ssn, q) != base:
+        if q.task != p.task or q.affinity is not None or _base_shape(ssn, q, bases) != base:
             break
         if done >= need and task_left == 0:
             break  # the gang, or this task's minimum, is complete: the loop stops or passes over it
@@ -71,6 +74,13 @@ def _run(
             break  # (otherwise q's shape is p's, which has not failed)
         j += 1
     return pending[i:j]
+
+
+def _base_shape(ssn: Session, p: Pod, bases: dict[PodUID, tuple[object, ...]]) -> tuple[object, ...]:
+    base = bases.get(p.uid)
+    if base is None:
+        base = bases[p.uid] = place.base_shape(ssn, p)
+    return base
 
 
 def allocate_group(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailures | None = None) -> None:
@@ -163,6 +173,7 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailu
     # (same request, same node constraints, same inter-pod rules and labels) fails too, so it is not
     # tried again. A pod whose rules can loosen as others are placed is retried after any progress.
     failed: set[tuple[object, ...]] = set()
+    bases: dict[PodUID, tuple[object, ...]] = {}  # (see _run)
     why_not: dict[PodUID, str] = {}
     pending = waiting
     while pending:
@@ -183,7 +194,7 @@ def _allocate_whole(ssn: Session, g: PodGroup, queue: Queue, failures: GangFailu
             if not loosens and shape in failed:
                 continue
             if ssn.batchable and p.affinity is None:
-                run = _run(ssn, pending, i, failed, placed, need, left, len(retry))
+                run = _run(ssn, pending, i, failed, placed, need, left, len(retry), bases)
                 batched = place.place_run(ssn, stmt, queue, run) if len(run) > 1 else None
                 if batched:
                     # As the loop below would have, pod by pod; the next pod (if any of the run is left,

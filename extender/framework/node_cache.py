@@ -29,7 +29,7 @@ Volcano's per-task loop over thousands of nodes and pods in one cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -38,20 +38,24 @@ from extender.core import fit
 from extender.core.resources import Vector
 from extender.framework.hooks import Hooks
 from extender.framework.plugin import Rows, Scores
+from extender.framework.row_log import RowLog
+from extender.framework.row_scores import RowScorer, RowScores
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
-
-# Changes since a clock past which the rows changed are found by a pass over every row's clock rather
-# than from the log (a set of a few dozen ints is cheaper than a pass over thousands of rows; more is not).
-_LOGGED: Final = 64
 
 
 class NodeCache:
     """The session's node fit and score caches (the Session's methods of the same names call these)."""
 
     def __init__(
-        self, ssn: Session, hooks: Hooks, free: npt.NDArray[np.int64], *, cache_scores: bool
+        self,
+        ssn: Session,
+        hooks: Hooks,
+        free: npt.NDArray[np.int64],
+        *,
+        cache_scores: bool,
+        fast_rows: bool = True,
     ) -> None:
         self._ssn = ssn
         self._fitters = hooks.node_fit
@@ -64,10 +68,7 @@ class NodeCache:
         # vector the fit mask (or summed scores) as of some clock.
         self._clock = 0
         self._row_clock = np.zeros(self._nodes, dtype=np.int64)
-        # The row each change touched, in order: change ``i`` (the clock going to ``i + 1``) is
-        # ``_log[i]``, so the rows changed after clock ``start`` are those from ``_log[start]`` on (a
-        # clock a caller holds is one the clock had: never inside a batch of ``touched_rows``).
-        self._log: list[int] = []
+        self._log = RowLog()  # the changes, so that "what changed since" a recent clock costs them alone
         # (since, clock, rows, their free capacity): the last answer of _touched_since.
         self._rows_since: tuple[int, int, Rows, npt.NDArray[np.int64]] | None = None
         self._fit_masks: dict[bytes, tuple[fit.Mask, int]] = {}
@@ -80,19 +81,26 @@ class NodeCache:
         # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
         self._alloc_columns: dict[int, tuple[Scores, Scores]] = {}
         self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
+        # One changed row brought up to date in plain floats (``one_row``, see row_scores), when every
+        # scorer can score a row so and no node_fit plugin takes part (the fit is then free capacity alone).
+        scorers = self._scorers
+        row_scorers = [p for p in scorers if isinstance(p, RowScorer)]
+        self.one_row = RowScores(ssn, self._alloc, free, row_scorers)
+        self._row_scores = fast_rows and len(row_scorers) == len(scorers)
+        self._row_fits = fast_rows and not self._fitters
 
     # --- the row clock ------------------------------------------------------------------------------
     def touched(self, node: int) -> None:
         """Record that ``free[node]`` changed (Statement does, for every place and undo)."""
         self._clock += 1
         self._row_clock[node] = self._clock
-        self._log.append(node)
+        self._log.touched(self._clock, node)
 
     def touched_rows(self, nodes: Sequence[int]) -> None:
         """Record that these rows of ``free`` changed (one change each)."""
         self._clock += len(nodes)
         self._row_clock[nodes] = self._clock
-        self._log.extend(nodes)
+        self._log.touched_rows(self._clock, nodes)
 
     @property
     def clock(self) -> int:
@@ -120,11 +128,11 @@ class NodeCache:
         last = self._rows_since
         if last is not None and last[0] == start and last[1] == self._clock:
             return last[2], last[3]
-        if self._clock - start <= _LOGGED:
-            # A few changes since (a placement, an eviction): their rows, not a pass over every row.
-            rows = np.array(sorted(set(self._log[start:])), dtype=np.intp)
-        else:
+        logged = self._log.after(start, self._clock)
+        if logged is None:
             rows = np.flatnonzero(self._row_clock > start)
+        else:  # (ascending and distinct, as flatnonzero gives them)
+            rows = np.array(sorted(set(logged)), dtype=np.intp)
         free = self.free[rows]
         self._rows_since = (start, self._clock, rows, free)
         return rows, free
@@ -148,8 +156,12 @@ class NodeCache:
         else:
             mask, start = cached
             if start < end:
-                rows, free = self._touched_since(start)
-                mask[rows] = self.fits_at(request, free, rows)
+                one = self._log.one(start, end) if self._row_fits else None
+                if one is not None:
+                    mask[one] = self.one_row.fits(request, one)
+                else:
+                    rows, free = self._touched_since(start)
+                    mask[rows] = self.fits_at(request, free, rows)
         self._fit_masks[key] = (mask, end)
         return mask
 
@@ -210,8 +222,12 @@ class NodeCache:
         else:
             total, start = cached
             if start < end:
-                rows, free = self._touched_since(start)
-                total[rows] = self._sum_scores(request, free, rows)
+                one = self._log.one(start, end) if self._row_scores else None
+                if one is not None:
+                    total[one] = self.one_row.total(request, one)
+                else:
+                    rows, free = self._touched_since(start)
+                    total[rows] = self._sum_scores(request, free, rows)
         self._scores[key] = (total, end)
         return total
 
@@ -249,6 +265,11 @@ class NodeCache:
         if memo is not None and memo[0] is free and memo[1] is rows and memo[2] is request:
             memo[3][column] = f
         return f
+
+    def row_fraction(self, request: Vector, row: int, column: int) -> float:
+        """:meth:`fraction` of node ``row`` alone with its free capacity now, as a float (bit for bit the
+        same; what :class:`~extender.framework.row_scores.RowScorer` plugins are made of)."""
+        return self.one_row.fraction(request, row, column)
 
     def _sum_scores(self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None) -> Scores:
         # Summed in plugin order from zero, for all rows or a subset alike: the same floats either way

@@ -75,14 +75,17 @@ class Session:
         batch: bool = True,
         fast_victims: bool = True,
         remember_failures: bool = True,
+        fast_rows: bool = True,
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
         """``hooks``: the conf's plugins by hook (:func:`~extender.framework.hooks.build_hooks` of its tiers).
         ``cache_scores`` and ``cache_keys`` off make every score and every job and queue key a fresh
-        computation, ``batch`` off places every pod by itself, and ``remember_failures`` off tries every gang
-        (the caches, batches and memory are exact: the tests compare). ``now``: the cycle's clock (seconds
-        since the epoch), for rules that look at time. Every plugin is opened last, with the session complete.
+        computation, ``batch`` off places every pod by itself, ``remember_failures`` off tries every gang,
+        and ``fast_rows`` off brings cached fits and scores up to date through numpy alone, never one row
+        in plain floats (:mod:`~extender.framework.row_scores`); the caches, batches and memory are exact:
+        the tests compare. ``now``: the cycle's clock (seconds since the epoch), for rules that look at
+        time. Every plugin is opened last, with the session complete.
         ``clock``: a monotonic clock to time each plugin's ``open`` with (``open_seconds``, for metrics); no
         rule reads it."""
         self.hooks = hooks
@@ -105,7 +108,7 @@ class Session:
         self._vectors: dict[PodUID, Vector] = {}
         self._negative: set[PodUID] | None = None  # pods with a negative request (found on first use)
         # The parts (see the module docstring); the session's methods of their names call them.
-        self.nodes = NodeCache(self, hooks, self.free, cache_scores=cache_scores)
+        self.nodes = NodeCache(self, hooks, self.free, cache_scores=cache_scores, fast_rows=fast_rows)
         self.masks = NodeMasks(self, hooks)
         self.keys = OrderKeys(self, hooks, cache_keys=cache_keys)
         self.votes = Votes(self, hooks)

@@ -85,3 +85,19 @@ class BinpackPlugin(Plugin):
         dot /= sum(w for _, w in cols)
         dot *= 100
         return dot
+
+    def node_score_row(self, ssn: Session, request: Vector, row: int) -> float | None:
+        """:meth:`node_score` of node ``row`` alone in plain floats, step by step the same arithmetic
+        (see :mod:`extender.framework.row_scores`)."""
+        if not self.weight:
+            return None
+        cols = [(i, w) for i, w in self._weighted if request[i] > 0]
+        if not cols:
+            return None
+        dot = ssn.nodes.row_fraction(request, row, cols[0][0]) * cols[0][1]
+        for i, w in cols[1:]:
+            dot += ssn.nodes.row_fraction(request, row, i) * w
+        if self.weight != 1:
+            dot = self.weight * dot
+        dot /= sum(w for _, w in cols)
+        return dot * 100

@@ -146,6 +146,31 @@ class NodeorderPlugin(Plugin):
             score += t
         return score
 
+    def node_score_row(self, ssn: Session, request: Vector, row: int) -> float | None:
+        """:meth:`node_score` of node ``row`` alone in plain floats, step by step the same arithmetic
+        (see :mod:`extender.framework.row_scores`)."""
+        if not (self.least or self.most or self.balanced):
+            return None
+        cpu = ssn.nodes.row_fraction(request, row, 0)
+        mem = ssn.nodes.row_fraction(request, row, 1)
+        score: float | None = None
+        if self.least:
+            score = _weighted_one(self.least, ((1.0 - cpu) + (1.0 - mem)) / 2.0)
+        if self.most:
+            t = _weighted_one(self.most, (cpu + mem) / 2.0)
+            score = t if score is None else score + t
+        if self.balanced:
+            t = _weighted_one(self.balanced, 1.0 - abs(cpu - mem))
+            score = t if score is None else score + t
+        return score
+
+
+def _weighted_one(weight: int, value: float) -> float:
+    """:func:`_weighted` of one value."""
+    if weight != 1:
+        value = weight * value
+    return value * 100
+
 
 def _weighted(weight: int, value: Scores) -> Scores:
     """``weight * value * 100``, in place (a weight of 1 changes no float: the default weights skip it)."""
