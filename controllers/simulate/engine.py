@@ -113,7 +113,7 @@ def vcjob(job: TraceJob) -> Obj:
                     "spec": {
                         "containers": [{"name": "main", "image": "sim", "resources": _resources(t.requests)}],
                         **t.placement,
-                    }
+                    },
                 },
             }
             for t in job.tasks
