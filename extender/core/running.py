@@ -17,17 +17,16 @@ and groups of tens of thousands.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from typing import Final, NamedTuple, TypeVar, overload
+from typing import NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core import subgroups
-from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot, implicit_group
 
-_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 K = TypeVar("K")
 _T = TypeVar("_T")
 
@@ -64,10 +63,8 @@ class RunningIndex:
         by_name: dict[tuple[str, str], int] = {}
         by_key: dict[GroupKey, int] = {}
         keep_pod, keep_row, keep_gid = pods.append, rows.append, gids.append
-        for p, row in snap.residents.all():
-            # (Pod.holds_resources, written out: this loop runs over every pod on every node.)
-            if not p.node_name or p.phase in _FINISHED:
-                continue
+        # (Residents.bound: the bound, unfinished pods of Residents.all, in its order.)
+        for p, row in zip(*snap.residents.bound(), strict=True):
             if p.deleting:
                 releasing.append((row, p))
                 continue
