@@ -87,6 +87,7 @@ class RunningIndex:
         self._groups: dict[GroupKey, PodGroup] = dict(zip(self._keys, self._gangs, strict=True))
         self._group_number = by_key
         self._priorities: dict[GroupKey, int] = {}
+        self._uid_priorities: dict[PodUID, int] = {}
         # What pods already leaving will free, per node row, and who they are.
         self.releasing: npt.NDArray[np.int64] = np.zeros_like(snap.alloc)
         self.releasing_pods: dict[int, list[PodUID]] = {}
@@ -193,6 +194,14 @@ class RunningIndex:
             else:
                 out = max((r.pod.priority for r in self.members.get(key, ())), default=0)
             self._priorities[key] = out
+        return out
+
+    def group_priority_of(self, uid: PodUID) -> int:
+        """:meth:`group_priority` of running pod ``uid``'s group (kept by uid: the victim hooks ask it of
+        every candidate on every node the search looks at)."""
+        out = self._uid_priorities.get(uid)
+        if out is None:
+            out = self._uid_priorities[uid] = self.group_priority(self.by_uid[uid].group)
         return out
 
     def queue_of(self, pods: Sequence[Pod]) -> Mapping[PodUID, str]:
