@@ -145,23 +145,19 @@ class DrfPlugin(Plugin):
         holders: list[int] = []  # the groups with a pod holding resources
         loose: list[tuple[int, Vector]] = []  # (group, vector) of pods without a row
         pods, request_row = snap.pods, snap.request_row
-        keep_row, keep_of = rows.append, of.append
         for i, key in enumerate(keys):
-            holds = False
-            for u in snap.members[key]:
-                # (Pod.holds_resources written out, in one pass: this runs over every pod of every group.)
-                p = pods[u]
-                if not p.node_name or p.phase in _FINISHED:
-                    continue
-                holds = True
+            # (Pod.holds_resources written out: this runs over every pod of every group.)
+            holding = [u for u in snap.members[key] if (p := pods[u]).node_name and p.phase not in _FINISHED]
+            if not holding:
+                continue
+            holders.append(i)
+            for u in holding:
                 row = request_row.get(u)
                 if row is None:
                     loose.append((i, snap.request(u)))
                 else:
-                    keep_row(row)
-                    keep_of(i)
-            if holds:
-                holders.append(i)
+                    rows.append(row)
+                    of.append(i)
         held: npt.NDArray[np.int64] = np.zeros((len(keys), len(snap.index)), dtype=np.int64)
         if rows:
             group = np.asarray(of)
