@@ -30,6 +30,8 @@ class PodPhase(StrEnum):
 
 
 _POD_PHASES: Final[dict[object, PodPhase]] = {p.value: p for p in PodPhase}
+# (A module constant: an enum member read through its class costs more, in Python 3.11, than the test.)
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 def pod_phase(raw: object) -> PodPhase:
@@ -277,7 +279,7 @@ class Pod:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        return self.phase in _FINISHED
 
     @property
     def holds_resources(self) -> bool:

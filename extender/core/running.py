@@ -17,17 +17,16 @@ and groups of tens of thousands.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from typing import Final, NamedTuple, TypeVar, overload
+from typing import NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.core import subgroups
-from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, PodUID
+from extender.core.model import GroupKey, Pod, PodGroup, PodUID
 from extender.core.resources import Vector
 from extender.core.snapshot import Snapshot, implicit_group
 
-_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 K = TypeVar("K")
 _T = TypeVar("_T")
 
@@ -64,10 +63,8 @@ class RunningIndex:
         by_name: dict[tuple[str, str], int] = {}
         by_key: dict[GroupKey, int] = {}
         keep_pod, keep_row, keep_gid = pods.append, rows.append, gids.append
-        for p, row in snap.residents.all():
-            # (Pod.holds_resources, written out: this loop runs over every pod on every node.)
-            if not p.node_name or p.phase in _FINISHED:
-                continue
+        # (Residents.bound: the bound, unfinished pods of Residents.all, in its order.)
+        for p, row in zip(*snap.residents.bound(), strict=True):
             if p.deleting:
                 releasing.append((row, p))
                 continue
@@ -90,6 +87,7 @@ class RunningIndex:
         self._groups: dict[GroupKey, PodGroup] = dict(zip(self._keys, self._gangs, strict=True))
         self._group_number = by_key
         self._priorities: dict[GroupKey, int] = {}
+        self._uid_priorities: dict[PodUID, int] = {}
         # What pods already leaving will free, per node row, and who they are.
         self.releasing: npt.NDArray[np.int64] = np.zeros_like(snap.alloc)
         self.releasing_pods: dict[int, list[PodUID]] = {}
@@ -196,6 +194,14 @@ class RunningIndex:
             else:
                 out = max((r.pod.priority for r in self.members.get(key, ())), default=0)
             self._priorities[key] = out
+        return out
+
+    def group_priority_of(self, uid: PodUID) -> int:
+        """:meth:`group_priority` of running pod ``uid``'s group (kept by uid: the victim hooks ask it of
+        every candidate on every node the search looks at)."""
+        out = self._uid_priorities.get(uid)
+        if out is None:
+            out = self._uid_priorities[uid] = self.group_priority(self.by_uid[uid].group)
         return out
 
     def queue_of(self, pods: Sequence[Pod]) -> Mapping[PodUID, str]:

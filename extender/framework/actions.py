@@ -281,10 +281,13 @@ def backfill(ssn: Session) -> None:
     snap = ssn.snapshot
 
     def has_best_effort(g: PodGroup) -> bool:
-        return any(
-            snap.pods[u].waiting and u not in ssn.plans and not _requests_anything(snap.pods[u])
-            for u in snap.members.get(g.key, ())
-        )
+        # (a loop, not any() over a generator: asked of every admitted group with a waiting pod)
+        pods, plans = snap.pods, ssn.plans
+        for u in snap.members.get(g.key, ()):
+            p = pods[u]
+            if p.waiting and u not in plans and not _requests_anything(p):
+                return True
+        return False
 
     for qname, groups in sorted(admitted_by_queue(ssn, has_best_effort, with_waiting(ssn)).items()):
         queue = snap.queues[qname]

@@ -12,6 +12,8 @@ from extender.core.model import GroupKey, Pod, PodGroup, PodPhase, QueueState
 from extender.framework.session import Session
 
 _FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+# (A module constant: PodPhase.SUCCEEDED read through the enum class, per pod, costs more than the test.)
+_SUCCEEDED: Final = PodPhase.SUCCEEDED
 
 
 def task_order(p: Pod) -> tuple[int, str, str]:
@@ -23,7 +25,7 @@ def holds_gang_place(p: Pod) -> bool:
     deleted (an evicted victim) does not count: a gang whose members are on their way out is not whole, and
     a replacement for one of them must wait for the whole minimum again rather than start alone beside pods
     that are leaving."""
-    return p.phase == PodPhase.SUCCEEDED or (bool(p.node_name) and not p.terminal and not p.deleting)
+    return p.phase == _SUCCEEDED or (bool(p.node_name) and not p.terminal and not p.deleting)
 
 
 def counts_toward_gang(ssn: Session, p: Pod) -> bool:
@@ -33,14 +35,16 @@ def counts_toward_gang(ssn: Session, p: Pod) -> bool:
 
 def gang_need(ssn: Session, g: PodGroup, members: list[Pod]) -> tuple[int, dict[str, int]]:
     plans = ssn.plans
-    # (counts_toward_gang written out: preempt and reclaim ask it of every waiting gang, twice a cycle)
-    have = sum(
-        1
-        for p in members
-        if p.phase == PodPhase.SUCCEEDED
-        or (p.node_name and p.phase not in _FINISHED and not p.deleting)
-        or p.uid in plans
-    )
+    # (counts_toward_gang written out, in a plain loop: allocate, preempt and reclaim ask it of every
+    # waiting gang, ~5 000 gangs a cycle at 5 000 nodes)
+    have = 0
+    for p in members:
+        if (
+            p.phase == _SUCCEEDED
+            or (p.node_name and p.phase not in _FINISHED and not p.deleting)
+            or p.uid in plans
+        ):
+            have += 1
     task_need: dict[str, int] = {}
     for task, minimum in g.min_task_member.items():
         got = sum(counts_toward_gang(ssn, p) for p in members if p.task == task)

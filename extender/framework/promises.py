@@ -26,16 +26,18 @@ order in which groups are added does not matter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from extender.core.model import GroupKey, PodGroup
+from extender.core.model import GroupKey, PodGroup, PodPhase
 from extender.core.resources import Resources, Vector
 from extender.core.snapshot import Aside, implicit_group, pod_group_key
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
+
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 class Promises:
@@ -111,13 +113,15 @@ class Promises:
         for i, key in enumerate(keys):
             for uid in snap.members.get(key, ()):
                 p, row = snap.pods[uid], snap.request_row[uid]
-                if p.waiting:
+                # (Pod.waiting and Pod.holds_resources written out: this runs over every pod left waiting)
+                alive = p.phase not in _FINISHED
+                if not p.node_name and alive and not p.deleting:
                     waiting[0].append(row)
                     waiting[1].append(i)
                     if uid in plans:
                         planned[0].append(row)
                         planned[1].append(i)
-                if p.holds_resources or uid in plans:
+                if (p.node_name and alive) or uid in plans:
                     held[0].append(row)
                     held[1].append(i)
         shape = (len(groups), len(index))

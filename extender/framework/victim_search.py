@@ -178,7 +178,8 @@ def cheapest_victims(
                 picked = _victims_exact(ssn, mode, ask, row, cands)
             else:
                 picked = _victims_or_alone(ssn, mode, ask, row, cands)
-            top = 0 if picked is None else max(running.group_priority(r.group) for r in picked[0])
+            # (each victim group's priority once: a gang taken whole is eight victims of one group)
+            top = 0 if picked is None else max(map(running.group_priority, {r.group for r in picked[0]}))
             if memo is not None:
                 memo.keep(row, (picked, top))
         else:

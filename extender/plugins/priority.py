@@ -37,5 +37,5 @@ class PriorityPlugin(Plugin):
     def preemptable(self, ssn: Session, preemptor: Pod, candidates: Sequence[Pod]) -> list[Pod]:
         g = ssn.snapshot.groups.get(pod_group_key(preemptor))
         mine = preemptor.priority if g is None else ssn.snapshot.group_priority(g)
-        running = ssn.running
-        return [c for c in candidates if running.group_priority(running.by_uid[c.uid].group) < mine]
+        of = ssn.running.group_priority_of
+        return [c for c in candidates if of(c.uid) < mine]
