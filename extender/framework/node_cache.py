@@ -237,6 +237,18 @@ class NodeCache:
         :meth:`scores` gives those nodes once their free capacity is that."""
         return self._sum_scores(request, free, rows)
 
+    @property
+    def rows_alone(self) -> bool:
+        """Whether a node's fit is its free capacity alone (no ``node_fit`` plugin) and its summed scores
+        can be computed alone in plain floats (every scorer a RowScorer): :meth:`score_row_at` then
+        gives what :meth:`scores_at` would."""
+        return self._row_scores and self._row_fits
+
+    def score_row_at(self, request: Vector, row: int, free: list[int]) -> float:
+        """:meth:`scores_at` of node ``row`` alone with ``free`` free, in plain floats (bit for bit the
+        same, see :mod:`extender.framework.row_scores`; only when :attr:`rows_alone`)."""
+        return self.one_row.total_at(request, row, free)
+
     def fraction(
         self, request: Vector, free: npt.NDArray[np.int64], rows: Rows | None, column: int
     ) -> Scores:
