@@ -281,8 +281,9 @@ def backfill(ssn: Session) -> None:
     snap = ssn.snapshot
 
     def has_best_effort(g: PodGroup) -> bool:
+        plans = ssn.plans  # (asked first: after allocate most waiting pods hold a plan)
         return any(
-            snap.pods[u].waiting and u not in ssn.plans and not _requests_anything(snap.pods[u])
+            u not in plans and snap.pods[u].waiting and not _requests_anything(snap.pods[u])
             for u in snap.members.get(g.key, ())
         )
 
