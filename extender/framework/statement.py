@@ -135,9 +135,10 @@ class Statement:
         for pod, _, _, why in self.evicted:
             result.evictions[pod.uid] = why
         self.evicted.clear()
+        placements, table, leaving_on = result.placements, self.ssn.snapshot.nodes, self.ssn.leaving
         for uid, node, _ in self.ops:
-            result.placements[uid] = self.ssn.snapshot.nodes[node].name
-            leaving = self.ssn.leaving.get(node)
+            placements[uid] = table[node].name
+            leaving = leaving_on.get(node) if leaving_on else None
             if leaving:
                 # Room there comes from pods still on it: the plan waits for them (and holds the room).
                 result.pipelined[uid] = frozenset(leaving)
