@@ -104,6 +104,10 @@ def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
 _STEP: Final = 32
 # Up to this many best nodes are found by repeated argmax; more by a partition of the candidates.
 _ARGMAX_TOP: Final = 8
+# Up to this many pods a step, a node's score with copies on it is computed when the replay reads it, in
+# plain floats (a few microseconds each, at most b - 1 of them); more, as one numpy grid (a pass costs
+# about as much as five rows alone, whatever its size).
+_LAZY_TOP: Final = 8
 
 
 def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -> int | None:
@@ -166,7 +170,7 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores
     free = ssn.free[rows]
     # The k-th best is taken the first time only once the k better ones have been: b - k at most.
     copies = _copies(req, free.tolist(), [b - k for k in range(len(top))])
-    if ssn.nodes.rows_alone:
+    if b <= _LAZY_TOP and ssn.nodes.rows_alone:
         # A node's score with copies on it, computed only when the replay reaches it, in plain floats:
         # the same floats as the grid below (see NodeCache.score_row_at), for the handful it reads.
         return _replay(top, first, copies, _lazy_scores(ssn, req, top, free.tolist(), bonus), b)
