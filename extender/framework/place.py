@@ -123,10 +123,11 @@ def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -
     has a better unused one ahead of it at every step), and each of them can take at most
     ``free // request`` copies; their scores with ``j`` more copies are the scores of hypothetical rows
     (``free - j * request``), bit-for-bit what the loop would compute (row-local scorers). A heap of those
-    sequences then replays the loop's choices without rescoring the cluster after each pod; a node's score
-    with copies on it is computed when the replay reaches it, alone in plain floats, when every scorer
-    can score a row so and no node_fit plugin takes part (``NodeCache.rows_alone``; the handful it reads
-    cost less than one numpy pass), else as a grid of them through numpy. The capacity
+    sequences then replays the loop's choices without rescoring the cluster after each pod; for steps of
+    a few pods, when every scorer can score a row alone and no node_fit plugin takes part
+    (``NodeCache.rows_alone``), the next best node is found and a node's score with copies on it computed
+    only when the replay reaches them (:func:`_lazy_run`), else the best nodes and a grid of their
+    scores are computed up front through numpy. The capacity
     check is additive (see Plugin.additive_allocatable), so the run's total passing means every pod's
     own check would; and no per-pod score speaks for these pods (see PodScorer).
     """
@@ -162,6 +163,8 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores
     scores = ssn.scores(req)
     if bonus is not None:
         scores = scores + bonus
+    if b <= _LAZY_TOP and ssn.nodes.rows_alone:
+        return _lazy_run(ssn, req, mask, scores, b, bonus)
     top = _top(mask, scores, b)
     if not top:
         return []
@@ -170,10 +173,6 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores
     free = ssn.free[rows]
     # The k-th best is taken the first time only once the k better ones have been: b - k at most.
     copies = _copies(req, free.tolist(), [b - k for k in range(len(top))])
-    if b <= _LAZY_TOP and ssn.nodes.rows_alone:
-        # A node's score with copies on it, computed only when the replay reaches it, in plain floats:
-        # the same floats as the grid below (see NodeCache.score_row_at), for the handful it reads.
-        return _replay(top, first, copies, _lazy_scores(ssn, req, top, free.tolist(), bonus), b)
     most = max(copies) - 1
     grid_rows = rows.repeat(most) if most else None  # (grid row i is node grid_rows[i])
     grid = _grid(req, free, most)
@@ -240,20 +239,62 @@ def _grid(req: Vector, free: npt.NDArray[np.int64], most: int) -> npt.NDArray[np
     return grid.reshape(-1, len(req))
 
 
-def _lazy_scores(
-    ssn: Session, req: Vector, nodes: list[int], free: list[list[int]], bonus: Scores | None
-) -> Callable[[int, int], float]:
-    """The score of ``nodes[k]`` with ``j`` copies of ``req`` on it, as the grid's row would give it
-    (``ssn.nodes.rows_alone`` only): its free capacity less ``j * req`` in ints, scored alone, plus the
-    queue's ``bonus`` for the node (one float addition, as the grid's)."""
+def _lazy_run(
+    ssn: Session, req: Vector, mask: fit.Mask, scores: Scores, b: int, bonus: Scores | None
+) -> list[int]:
+    """What :func:`_top` and :func:`_replay` over the grid give, with each number found only when the
+    replay needs it (``b <= _ARGMAX_TOP`` and ``ssn.nodes.rows_alone``): the k-th best node comes into
+    line when the (k-1)-th is first taken (until then it is behind it: a lower score, or the same and a
+    higher row), found by the same argmax over the same masked scores as _top's, in the same order; a
+    node's score with ``j`` copies on it is computed when the replay reaches it, its free capacity less
+    ``j * req`` in ints scored alone in plain floats (the same floats as the grid's row, see
+    ``NodeCache.score_row_at``), plus the queue's ``bonus`` for it (one float addition, as the grid's).
+    A gang stacking on its best node thus costs one argmax and b - 1 one-row scores, not b argmax and a
+    numpy pass over the grid."""
+    if not mask.any():
+        return []
+    masked = np.where(mask, scores, -np.inf)
     asked = req.tolist()
+    wanted = [(c, r) for c, r in enumerate(asked) if r > 0]
+    nodes: list[int] = []
+    free: list[list[int]] = []
+    copies: list[int] = []
+    heap: list[tuple[float, int, int]] = []
 
-    def score(k: int, j: int) -> float:
-        row = nodes[k]
-        s = ssn.nodes.score_row_at(req, row, [f - j * r for f, r in zip(free[k], asked, strict=True)])
-        return s if bonus is None else s + float(bonus[row])
+    def enter() -> None:
+        """The next best node of the mask into line (the k-th may take b - k copies at most), if any."""
+        n = int(masked.argmax())
+        if not mask[n] or n in nodes:
+            return  # (as _top stops)
+        masked[n] = -np.inf
+        f = ssn.free[n].tolist()
+        cap = b - len(nodes)
+        for c, r in wanted:
+            room = f[c] // r
+            if room < cap:
+                cap = room
+        heapq.heappush(heap, (-float(scores[n]), n, len(nodes)))
+        nodes.append(n)
+        free.append(f)
+        copies.append(cap)
 
-    return score
+    enter()
+    out: list[int] = []
+    taken: list[int] = []
+    while heap and len(out) < b:
+        _, n, k = heapq.heappop(heap)
+        out.append(n)
+        if k == len(taken):  # the last node in line, taken the first time: the next one comes in
+            taken.append(1)
+            if len(nodes) < b:
+                enter()
+        else:
+            taken[k] += 1
+        if taken[k] < copies[k] and len(out) < b:
+            f, j = free[k], taken[k]
+            s = ssn.nodes.score_row_at(req, n, [x - j * r for x, r in zip(f, asked, strict=True)])
+            heapq.heappush(heap, (-(s if bonus is None else s + float(bonus[n])), n, k))
+    return out
 
 
 def _replay(

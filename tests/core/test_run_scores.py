@@ -3,7 +3,8 @@
 ``place_run`` replays the loop's choices from each candidate node's score with ``j`` copies of the run on
 it (its free capacity less ``j`` requests). When every scorer can score a row alone and no ``node_fit``
 plugin takes part (``NodeCache.rows_alone``), the replay asks for those scores when it reaches them
-(``RowScores.total_at``) instead of scoring a full grid of hypothetical rows through numpy. Over random
+(``RowScores.total_at``) instead of scoring a full grid of hypothetical rows through numpy, and brings
+the next best node into line only when the one before it is first taken. Over random
 clusters and confs (nodeorder and binpack weights, nodegroup's queue scores added to every node's):
 
 - a hypothetical row's plain-float score equals ``NodeCache.scores_at`` of that row, bit for bit, for
