@@ -248,7 +248,7 @@ def _lazy_run(
     higher row), found by the same argmax over the same masked scores as _top's, in the same order; a
     node's score with ``j`` copies on it is computed when the replay reaches it, its free capacity less
     ``j * req`` in ints scored alone in plain floats (the same floats as the grid's row, see
-    ``NodeCache.score_row_at``), plus the queue's ``bonus`` for it (one float addition, as the grid's).
+    ``RowScores.total_at``), plus the queue's ``bonus`` for it (one float addition, as the grid's).
     A gang stacking on its best node thus costs one argmax and b - 1 one-row scores, not b argmax and a
     numpy pass over the grid."""
     if not mask.any():
@@ -292,7 +292,7 @@ def _lazy_run(
             taken[k] += 1
         if taken[k] < copies[k] and len(out) < b:
             f, j = free[k], taken[k]
-            s = ssn.nodes.score_row_at(req, n, [x - j * r for x, r in zip(f, asked, strict=True)])
+            s = ssn.nodes.one_row.total_at(req, n, [x - j * r for x, r in zip(f, asked, strict=True)])
             heapq.heappush(heap, (-(s if bonus is None else s + float(bonus[n])), n, k))
     return out
 

@@ -54,7 +54,7 @@ def test_a_hypothetical_row_scores_as_the_grid_does(seed: int) -> None:
         before = ssn.free.copy()
         grid = ssn.nodes.scores_at(request, free, np.arange(len(free), dtype=np.intp))
         for row in range(len(free)):
-            lazy = ssn.nodes.score_row_at(request, row, free[row].tolist())
+            lazy = ssn.nodes.one_row.total_at(request, row, free[row].tolist())
             assert np.float64(lazy).tobytes() == grid[row].tobytes()
         assert np.array_equal(ssn.free, before)
 
