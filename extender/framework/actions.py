@@ -281,12 +281,14 @@ def backfill(ssn: Session) -> None:
     snap = ssn.snapshot
 
     def has_best_effort(g: PodGroup) -> bool:
-        # (a loop, not any() over a generator: asked of every admitted group with a waiting pod)
+        # (a loop, not any() over a generator: asked of every admitted group with a waiting pod; the plan
+        # asked first, since after allocate most waiting pods hold one)
         pods, plans = snap.pods, ssn.plans
         for u in snap.members.get(g.key, ()):
-            p = pods[u]
-            if p.waiting and u not in plans and not _requests_anything(p):
-                return True
+            if u not in plans:
+                p = pods[u]
+                if p.waiting and not _requests_anything(p):
+                    return True
         return False
 
     for qname, groups in sorted(admitted_by_queue(ssn, has_best_effort, with_waiting(ssn)).items()):

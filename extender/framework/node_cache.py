@@ -81,13 +81,13 @@ class NodeCache:
         # the fractions of the scoring pass under way: (free, rows, request, column -> fractions).
         self._alloc_columns: dict[int, tuple[Scores, Scores]] = {}
         self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
-        # One changed row brought up to date in plain floats (``one_row``, see row_scores), when every
-        # scorer can score a row so and no node_fit plugin takes part (the fit is then free capacity alone).
-        scorers = self._scorers
-        row_scorers = [p for p in scorers if isinstance(p, RowScorer)]
+        # One row's fit and scores in plain floats (``one_row``, see row_scores; a hypothetical row too:
+        # total_at), when every scorer can score a row so and no node_fit plugin takes part (rows_alone).
+        row_scorers = [p for p in self._scorers if isinstance(p, RowScorer)]
         self.one_row = RowScores(ssn, self._alloc, free, row_scorers)
-        self._row_scores = fast_rows and len(row_scorers) == len(scorers)
+        self._row_scores = fast_rows and len(row_scorers) == len(self._scorers)
         self._row_fits = fast_rows and not self._fitters
+        self.rows_alone = self._row_scores and self._row_fits
 
     # --- the row clock ------------------------------------------------------------------------------
     def touched(self, node: int) -> None:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from extender.core import fit
 from extender.core.model import Pod, PodUID, Queue
 from extender.core.resources import Vector
-from extender.framework.plugin import Rows, Scores
+from extender.framework.plugin import Scores
 from extender.framework.session import Session
 from extender.framework.statement import Statement
 
@@ -104,6 +104,10 @@ def _queue_refuses(ssn: Session, p: Pod, qname: str) -> str | None:
 _STEP: Final = 32
 # Up to this many best nodes are found by repeated argmax; more by a partition of the candidates.
 _ARGMAX_TOP: Final = 8
+# Up to this many pods a step, a node's score with copies on it is computed when the replay reads it, in
+# plain floats (a few microseconds each, at most b - 1 of them); more, as one numpy grid (a pass costs
+# about as much as five rows alone, whatever its size).
+_LAZY_TOP: Final = 8
 
 
 def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -> int | None:
@@ -119,7 +123,11 @@ def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -
     has a better unused one ahead of it at every step), and each of them can take at most
     ``free // request`` copies; their scores with ``j`` more copies are the scores of hypothetical rows
     (``free - j * request``), bit-for-bit what the loop would compute (row-local scorers). A heap of those
-    sequences then replays the loop's choices without rescoring the cluster after each pod. The capacity
+    sequences then replays the loop's choices without rescoring the cluster after each pod; for steps of
+    a few pods, when every scorer can score a row alone and no node_fit plugin takes part
+    (``NodeCache.rows_alone``), the next best node is found and a node's score with copies on it computed
+    only when the replay reaches them (:func:`_lazy_run`), else the best nodes and a grid of their
+    scores are computed up front through numpy. The capacity
     check is additive (see Plugin.additive_allocatable), so the run's total passing means every pod's
     own check would; and no per-pod score speaks for these pods (see PodScorer).
     """
@@ -134,8 +142,8 @@ def place_run(ssn: Session, stmt: Statement, queue: Queue, run: Sequence[Pod]) -
     static = ssn.pod_mask(p)
     if ssn.pod_scores(p, static) is not None:  # the same answer for every pod of the run (PodScorer)
         return None
-    if ssn.pod_fit(p, np.zeros_like(static)) is not None:  # (over no node: whether it judges the pod)
-        return None  # judged pod by pod (Plugin.pod_fit): the run too
+    if ssn.hooks.pod_fit and ssn.pod_fit(p, np.zeros_like(static)) is not None:
+        return None  # judged pod by pod (Plugin.pod_fit; asked over no node: whether it judges the pod)
     done = 0
     while done < len(run):
         step = run[done : done + _STEP]
@@ -155,26 +163,33 @@ def _best_nodes(ssn: Session, req: Vector, mask: fit.Mask, b: int, bonus: Scores
     scores = ssn.scores(req)
     if bonus is not None:
         scores = scores + bonus
+    if b <= _LAZY_TOP and ssn.nodes.rows_alone:
+        return _lazy_run(ssn, req, mask, scores, b, bonus)
     top = _top(mask, scores, b)
     if not top:
         return []
     rows = np.asarray(top, dtype=np.intp)
+    first = scores[rows].tolist()
+    free = ssn.free[rows]
     # The k-th best is taken the first time only once the k better ones have been: b - k at most.
-    copies, most, grid = _ahead(ssn, req, rows, [b - k for k in range(len(top))])
-    if most and ssn.hooks.node_fit:
+    copies = _copies(req, free.tolist(), [b - k for k in range(len(top))])
+    most = max(copies) - 1
+    grid_rows = rows.repeat(most) if most else None  # (grid row i is node grid_rows[i])
+    grid = _grid(req, free, most)
+    if grid_rows is not None and ssn.hooks.node_fit:
         # A node predicate on free capacity (node_fit) may refuse a copy resources would allow: a node
         # takes copies up to the first it refuses (nothing else changes that node during the run).
-        ok = ssn.nodes.fits_at(req, grid, rows.repeat(most)).reshape(len(top), most).tolist()
+        ok = ssn.nodes.fits_at(req, grid, grid_rows).reshape(len(top), most).tolist()
         for k, c in enumerate(copies):
             for j in range(1, c):
                 if not ok[k][j - 1]:
                     copies[k] = j
                     break
-    seq_scores = ssn.scores_at(req, grid, rows.repeat(most)) if most else None
+    seq_scores = ssn.scores_at(req, grid, grid_rows) if grid_rows is not None else None
     if seq_scores is not None and bonus is not None:
-        seq_scores = seq_scores + bonus[rows.repeat(most)]
+        seq_scores = seq_scores + bonus[grid_rows]
     seq = [] if seq_scores is None else seq_scores.tolist()
-    return _replay(top, scores[rows].tolist(), copies, seq, most, b)
+    return _replay(top, first, copies, lambda k, j: seq[k * most + j - 1], b)
 
 
 def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
@@ -201,27 +216,92 @@ def _top(mask: fit.Mask, scores: Scores, b: int) -> list[int]:
     return out
 
 
-def _ahead(
-    ssn: Session, req: Vector, rows: Rows, caps: list[int]
-) -> tuple[list[int], int, npt.NDArray[np.int64]]:
-    """How many copies of ``req`` each of ``rows`` can take (what fits, at most its cap), and the
-    hypothetical rows free - j * req (j = 1, 2, ...) to score each one with the copies before it on it:
-    a full grid, ``most`` rows per node (the rows past a node's copies are scored and never read). A
-    handful of nodes: plain ints are cheaper than arrays for the counts."""
-    free = ssn.free[rows]
+def _copies(req: Vector, free: list[list[int]], caps: list[int]) -> list[int]:
+    """How many copies of ``req`` each node (its free capacity in ``free``) can take: what fits, at
+    most its cap. (A loop over plain ints, not min() over a generator: several times cheaper.)"""
     asked = [(c, r) for c, r in enumerate(req.tolist()) if r > 0]
-    copies = [min([cap, *(f[c] // r for c, r in asked)]) for cap, f in zip(caps, free.tolist(), strict=True)]
-    most = max(copies) - 1
+    copies: list[int] = []
+    for cap, f in zip(caps, free, strict=True):
+        for c, r in asked:
+            room = f[c] // r
+            if room < cap:
+                cap = room
+        copies.append(cap)
+    return copies
+
+
+def _grid(req: Vector, free: npt.NDArray[np.int64], most: int) -> npt.NDArray[np.int64]:
+    """The hypothetical rows free - j * req (j = 1 .. ``most``) of each node of ``free``, to score each
+    one with the copies before it on it: a full grid, ``most`` rows per node (the rows past a node's
+    copies are scored and never read)."""
     steps: npt.NDArray[np.int64] = np.arange(1, most + 1, dtype=np.int64)[:, None] * req
     grid: npt.NDArray[np.int64] = free[:, None, :] - steps
-    return copies, most, grid.reshape(-1, len(req))
+    return grid.reshape(-1, len(req))
+
+
+def _lazy_run(
+    ssn: Session, req: Vector, mask: fit.Mask, scores: Scores, b: int, bonus: Scores | None
+) -> list[int]:
+    """What :func:`_top` and :func:`_replay` over the grid give, with each number found only when the
+    replay needs it (``b <= _ARGMAX_TOP`` and ``ssn.nodes.rows_alone``): the k-th best node comes into
+    line when the (k-1)-th is first taken (until then it is behind it: a lower score, or the same and a
+    higher row), found by the same argmax over the same masked scores as _top's, in the same order; a
+    node's score with ``j`` copies on it is computed when the replay reaches it, its free capacity less
+    ``j * req`` in ints scored alone in plain floats (the same floats as the grid's row, see
+    ``RowScores.total_at``), plus the queue's ``bonus`` for it (one float addition, as the grid's).
+    A gang stacking on its best node thus costs one argmax and b - 1 one-row scores, not b argmax and a
+    numpy pass over the grid."""
+    if not mask.any():
+        return []
+    masked = np.where(mask, scores, -np.inf)
+    asked = req.tolist()
+    wanted = [(c, r) for c, r in enumerate(asked) if r > 0]
+    nodes: list[int] = []
+    free: list[list[int]] = []
+    copies: list[int] = []
+    heap: list[tuple[float, int, int]] = []
+
+    def enter() -> None:
+        """The next best node of the mask into line (the k-th may take b - k copies at most), if any."""
+        n = int(masked.argmax())
+        if not mask[n] or n in nodes:
+            return  # (as _top stops)
+        masked[n] = -np.inf
+        f = ssn.free[n].tolist()
+        cap = b - len(nodes)
+        for c, r in wanted:
+            room = f[c] // r
+            if room < cap:
+                cap = room
+        heapq.heappush(heap, (-float(scores[n]), n, len(nodes)))
+        nodes.append(n)
+        free.append(f)
+        copies.append(cap)
+
+    enter()
+    out: list[int] = []
+    taken: list[int] = []
+    while heap and len(out) < b:
+        _, n, k = heapq.heappop(heap)
+        out.append(n)
+        if k == len(taken):  # the last node in line, taken the first time: the next one comes in
+            taken.append(1)
+            if len(nodes) < b:
+                enter()
+        else:
+            taken[k] += 1
+        if taken[k] < copies[k] and len(out) < b:
+            f, j = free[k], taken[k]
+            s = ssn.nodes.one_row.total_at(req, n, [x - j * r for x, r in zip(f, asked, strict=True)])
+            heapq.heappush(heap, (-(s if bonus is None else s + float(bonus[n])), n, k))
+    return out
 
 
 def _replay(
-    nodes: list[int], first: list[float], copies: list[int], seq: list[float], most: int, b: int
+    nodes: list[int], first: list[float], copies: list[int], then: Callable[[int, int], float], b: int
 ) -> list[int]:
     """The loop's choices, ``b`` of them at most: each time the best (score, then lowest row) of each
-    candidate's next copy, its score with the copies before it being ``seq[k * most + j - 1]``."""
+    candidate's next copy, its score with ``j`` copies before it on it being ``then(k, j)``."""
     heap = [(-s, n, k) for k, (s, n) in enumerate(zip(first, nodes, strict=True))]
     heapq.heapify(heap)
     out: list[int] = []
@@ -230,8 +310,8 @@ def _replay(
         _, n, k = heapq.heappop(heap)
         out.append(n)
         taken[k] += 1
-        if taken[k] < copies[k]:
-            heapq.heappush(heap, (-seq[k * most + taken[k] - 1], n, k))
+        if taken[k] < copies[k] and len(out) < b:
+            heapq.heappush(heap, (-then(k, taken[k]), n, k))
     return out
 
 

@@ -37,7 +37,7 @@ from extender.core.snapshot import Aside, implicit_group, pod_group_key
 if TYPE_CHECKING:
     from extender.framework.session import Session
 
-_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+_FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)  # (Pod.terminal)
 
 
 class Promises:
@@ -110,18 +110,18 @@ class Promises:
         waiting: tuple[list[int], list[int]] = ([], [])
         planned: tuple[list[int], list[int]] = ([], [])
         held: tuple[list[int], list[int]] = ([], [])
+        pods, request_row = snap.pods, snap.request_row
         for i, key in enumerate(keys):
             for uid in snap.members.get(key, ()):
-                p, row = snap.pods[uid], snap.request_row[uid]
-                # (Pod.waiting and Pod.holds_resources written out: this runs over every pod left waiting)
-                alive = p.phase not in _FINISHED
-                if not p.node_name and alive and not p.deleting:
+                p, row = pods[uid], request_row[uid]
+                terminal = p.phase in _FINISHED  # (Pod.waiting and Pod.holds_resources written out)
+                if not p.node_name and not terminal and not p.deleting:
                     waiting[0].append(row)
                     waiting[1].append(i)
                     if uid in plans:
                         planned[0].append(row)
                         planned[1].append(i)
-                if (p.node_name and alive) or uid in plans:
+                if (p.node_name and not terminal) or uid in plans:
                     held[0].append(row)
                     held[1].append(i)
         shape = (len(groups), len(index))

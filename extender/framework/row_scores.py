@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 class RowScorer(Protocol):
     """A row-local ``node_score`` plugin that also scores one node alone, as a float: bit for bit what its
     ``node_score`` gives that node (``free[[row]]``, ``rows=[row]``), and None exactly when it gives None.
-    One-row fractions come from ``ssn.nodes.row_fraction``."""
+    One-row fractions come from ``ssn.nodes.row_fraction``, and the row's free capacity is read through
+    them alone (so a hypothetical row, :meth:`RowScores.total_at`, scores as ``node_score`` scores it)."""
 
     def node_score_row(self, ssn: Session, request: Vector, row: int) -> float | None: ...
 
@@ -63,7 +64,13 @@ class RowScores:
 
     def total(self, request: Vector, row: int) -> float:
         """The summed scores of node ``row`` for ``request`` (every scorer a :class:`RowScorer`)."""
-        self._pass = (row, request, request.tolist(), self._free[row].tolist(), {})
+        return self.total_at(request, row, self._free[row].tolist())
+
+    def total_at(self, request: Vector, row: int, free: list[int]) -> float:
+        """:meth:`total` were node ``row``'s free capacity ``free``: a hypothetical row, such as the node
+        with copies of a run on it (what ``NodeCache.scores_at`` gives that row; a scorer reads the row's
+        free capacity only through :meth:`fraction`, which reads it from the pass)."""
+        self._pass = (row, request, request.tolist(), free, {})
         total: float | None = None
         try:
             for p in self._scorers:

@@ -82,21 +82,24 @@ class Statement:
         copies: dict[int, int] = {}
         for node in nodes:
             copies[node] = copies.get(node, 0) + 1
+        free, moved = ssn.free, ssn.hooks.placed
         for node, count in copies.items():
-            ssn.free[node] -= v if count == 1 else count * v
-            if ssn.hooks.placed:
+            free[node] -= v if count == 1 else count * v
+            if moved:
                 _moved(ssn, queue, v, node, count)
         ssn.nodes.touched_rows(nodes)
+        total = len(uids) * v
         used = ssn.queue_used.get(queue)
-        ssn.queue_used[queue] = len(uids) * v if used is None else used + len(uids) * v
+        ssn.queue_used[queue] = total if used is None else used + total
         if ssn.namespace_ordered:
-            _namespace_moved(ssn, ssn.snapshot.pods[uids[0]].namespace, len(uids) * v)
-        table = ssn.snapshot.nodes
+            _namespace_moved(ssn, ssn.snapshot.pods[uids[0]].namespace, total)
+        table, plans = ssn.snapshot.nodes, ssn.plans
         for uid, node in zip(uids, nodes, strict=True):
-            ssn.plans[uid] = table[node].name
-            if ssn.rules_active:
+            plans[uid] = table[node].name
+        if ssn.rules_active:
+            for uid, node in zip(uids, nodes, strict=True):
                 ssn.rules.placed(uid, node, 1)
-            self.ops.append((uid, node, queue))
+        self.ops.extend([(uid, node, queue) for uid, node in zip(uids, nodes, strict=True)])
 
     def absorb(self, other: Statement) -> None:
         """Make ``other``'s evictions and placements part of this statement (committed or discarded with
@@ -132,9 +135,10 @@ class Statement:
         for pod, _, _, why in self.evicted:
             result.evictions[pod.uid] = why
         self.evicted.clear()
+        placements, table, leaving_on = result.placements, self.ssn.snapshot.nodes, self.ssn.leaving
         for uid, node, _ in self.ops:
-            result.placements[uid] = self.ssn.snapshot.nodes[node].name
-            leaving = self.ssn.leaving.get(node)
+            placements[uid] = table[node].name
+            leaving = leaving_on.get(node) if leaving_on else None
             if leaving:
                 # Room there comes from pods still on it: the plan waits for them (and holds the room).
                 result.pipelined[uid] = frozenset(leaving)

@@ -62,6 +62,17 @@ class BinpackPlugin(Plugin):
         # shared with nodeorder within a scoring pass).
         names = ssn.snapshot.index.names
         self._weighted = [(i, float(self.weights[n])) for i, n in enumerate(names) if self.weights.get(n, 0)]
+        # Per request vector (its bytes): the weighted columns it asks for and their weights' sum, asked
+        # for every node scored (a cold cycle scores one changed node at a time thousands of times).
+        self._asked: dict[bytes, tuple[list[tuple[int, float]], float]] = {}
+
+    def _columns(self, request: Vector) -> tuple[list[tuple[int, float]], float]:
+        key = request.tobytes()
+        hit = self._asked.get(key)
+        if hit is None:
+            cols = [(i, w) for i, w in self._weighted if request[i] > 0]
+            hit = self._asked[key] = (cols, sum(w for _, w in cols))
+        return hit
 
     def node_score(
         self,
@@ -72,7 +83,7 @@ class BinpackPlugin(Plugin):
     ) -> Scores | None:
         if not self.weight:
             return None
-        cols = [(i, w) for i, w in self._weighted if request[i] > 0]
+        cols, weights = self._columns(request)
         if not cols:
             return None
         # A weighted sum column by column (not a matrix product, whose rounding may depend on how many
@@ -82,7 +93,7 @@ class BinpackPlugin(Plugin):
             dot += ssn.fraction(request, free, rows, i) * w
         if self.weight != 1:  # 1 * x is x: the default weight skips a call
             np.multiply(self.weight, dot, out=dot)
-        dot /= sum(w for _, w in cols)
+        dot /= weights
         dot *= 100
         return dot
 
@@ -91,7 +102,7 @@ class BinpackPlugin(Plugin):
         (see :mod:`extender.framework.row_scores`)."""
         if not self.weight:
             return None
-        cols = [(i, w) for i, w in self._weighted if request[i] > 0]
+        cols, weights = self._columns(request)
         if not cols:
             return None
         dot = ssn.nodes.row_fraction(request, row, cols[0][0]) * cols[0][1]
@@ -99,5 +110,5 @@ class BinpackPlugin(Plugin):
             dot += ssn.nodes.row_fraction(request, row, i) * w
         if self.weight != 1:
             dot = self.weight * dot
-        dot /= sum(w for _, w in cols)
+        dot /= weights
         return dot * 100
