@@ -370,6 +370,24 @@ async def _namespaced_collections(api: client.ApiClient) -> list[str]:
     return paths
 
 
+async def delete_when_admitted(api: client.ApiClient, path: str, within: float = 20.0) -> None:
+    """Delete the object at ``path`` (a Queue), retrying while pumice's webhook refuses it (400: "still has
+    PodGroups / child queues"): pumice's cache learns from its watch that they went, a moment later."""
+
+    async def deleted() -> bool:
+        try:
+            await request(api, "DELETE", path)
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            if err.status == 400:
+                return False
+            raise
+        return True
+
+    await wait_for(deleted, within, interval=0.3, message=f"deleting {path}")
+
+
 async def delete_namespace(api: client.ApiClient, name: str, *, finalizer_grace: float = 10.0) -> None:
     """Do the namespace controller's job: mark the namespace deleted, empty it, then finalize it.
 

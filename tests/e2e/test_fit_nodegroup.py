@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e import kube
 from tests.e2e.conftest import FakeNodes, node_labels
@@ -68,19 +67,7 @@ async def queues(kube_api: client.ApiClient, namespace: str) -> AsyncIterator[li
     yield names
     await kube.delete_namespace(kube_api, namespace)
     for name in names:
-
-        async def deleted(name: str = name) -> bool:
-            try:
-                await kube.request(kube_api, "DELETE", f"{kube.collection_path(PG, 'queues')}/{name}")
-            except ApiException as err:
-                if err.status == 404:
-                    return True
-                if err.status == 400:  # still has PodGroups: pumice has not seen them go yet
-                    return False
-                raise
-            return True
-
-        await kube.wait_for(deleted, 20, interval=0.3, message=f"deleting queue {name}")
+        await kube.delete_when_admitted(kube_api, f"{kube.collection_path(PG, 'queues')}/{name}")
 
 
 async def create_queue(api: client.ApiClient, names: list[str], name: str, spec: dict[str, Any]) -> None:

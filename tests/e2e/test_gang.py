@@ -269,17 +269,7 @@ async def test_a_closed_queue_refuses_new_groups_and_starts_nothing_new(
         assert await bound(kube_api, namespace, ["early-0"]) == 0
     finally:
         await kube.request(kube_api, "DELETE", f"{pgs}/early")
-
-        async def queue_deleted() -> bool:
-            try:
-                await kube.request(kube_api, "DELETE", f"{queues}/{qname}")
-            except client.ApiException as e:
-                if e.status == 400:  # "still has PodGroups": pumice has not seen the PodGroup go yet
-                    return False
-                raise
-            return True
-
-        await kube.wait_for(queue_deleted, 20, interval=0.3, message=f"deleting queue {qname}")
+        await kube.delete_when_admitted(kube_api, f"{queues}/{qname}")
 
 
 async def _phase_is(api: client.ApiClient, ns: str, name: str, phase: str) -> bool:

@@ -87,19 +87,7 @@ async def cluster_objects(kube_api: client.ApiClient, namespace: str) -> AsyncIt
     yield paths
     await kube.delete_namespace(kube_api, namespace)
     for path in reversed(paths):
-
-        async def deleted(path: str = path) -> bool:
-            try:
-                await kube.request(kube_api, "DELETE", path)
-            except ApiException as err:
-                if err.status == 404:
-                    return True
-                if err.status == 400:  # "still has PodGroups / child queues": pumice has not seen it yet
-                    return False
-                raise
-            return True
-
-        await kube.wait_for(deleted, 20, interval=0.3, message=f"deleting {path}")
+        await kube.delete_when_admitted(kube_api, path)
 
 
 async def create_queue(api: client.ApiClient, objects: list[str], name: str, spec: Mapping[str, Any]) -> None:
