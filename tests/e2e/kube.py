@@ -371,8 +371,10 @@ async def _namespaced_collections(api: client.ApiClient) -> list[str]:
 
 
 async def delete_when_admitted(api: client.ApiClient, path: str, within: float = 20.0) -> None:
-    """Delete the object at ``path`` (a Queue), retrying while pumice's webhook refuses it (400: "still has
-    PodGroups / child queues"): pumice's cache learns from its watch that they went, a moment later."""
+    """Delete the object at ``path`` (a Queue), retrying while pumice's webhook refuses it ("still has
+    PodGroups / child queues"): pumice's cache learns from its watch that they went, a moment later. The
+    webhook refuses a DELETE with 403 (admission.dispatch), which the API server passes on; any other 403
+    (RBAC) carries no "admission webhook" and is raised."""
 
     async def deleted() -> bool:
         try:
@@ -380,7 +382,7 @@ async def delete_when_admitted(api: client.ApiClient, path: str, within: float =
         except ApiException as err:
             if err.status == 404:
                 return True
-            if err.status == 400:
+            if err.status in (400, 403) and "admission webhook" in str(err.body):
                 return False
             raise
         return True
