@@ -349,7 +349,7 @@ async def test_a_group_over_its_queue_capability_stays_pending_with_the_reason(
         assert await _phase_is(kube_api, namespace, "wide", "Pending")
     finally:
         await kube.request(kube_api, "DELETE", f"{pgs}/wide")
-        await kube.request(kube_api, "DELETE", f"{queues}/{qname}")
+        await kube.delete_when_admitted(kube_api, f"{queues}/{qname}")
 
 
 async def test_elastic_pods_beyond_min_member_run_where_room_is_left(
