@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Seconds; CPython's own default is 0.005 (see the --switch-interval help in extender.serve_args).
+SWITCH_INTERVAL = 0.001
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtenderListener:
@@ -61,6 +64,9 @@ class SchedulingSettings:
     # scheduler steps each (see controllers.simulate.forecast).
     forecast_interval: float = 30.0
     forecast_max_steps: int = 200
+    # Where a forecast runs: "process" (a worker process, controllers.forecast.worker: another core, and
+    # the event loop keeps the GIL) or "thread" (a worker thread of this process).
+    forecast_in: str = "process"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +109,9 @@ class ServeSettings:
     # After SIGTERM: seconds the process keeps serving (readiness 503, the Lease released) before it exits.
     shutdown_delay: float = 0.0
     tls_secrets: TlsSecrets | None = None
+    # CPython's switch interval (sys.setswitchinterval), set once at start-up by extender.serve: the
+    # longest the event loop waits for the GIL while the cycle's thread runs pure Python.
+    switch_interval: float = SWITCH_INTERVAL
 
 
 def split_host_port(value: str) -> tuple[str, int]:

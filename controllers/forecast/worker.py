@@ -1,0 +1,155 @@
+"""A forecast in a worker process: :class:`ForecastProcess`, so the forecast uses another core.
+
+A forecast is seconds of pure Python (a whole simulation). Run in a thread it shares the GIL with the
+event loop: every few milliseconds the loop waits for the forecast thread to let go (CPython's switch
+interval), and a filter that kube-scheduler is waiting on waits with it. In a process of its own it
+holds a GIL of its own; what the serving process still pays is pickling its input and unpickling the
+answer (about 1.4 MB and 0.1 s at 1 000 nodes x 1 000 pending jobs, for a forecast of 3-5 s), done in
+a worker thread of this process, never on the event loop.
+
+Invariants:
+
+- one worker process at a time, started on first use with ``forkserver`` (or ``spawn``): never ``fork``,
+  which would copy a process that runs threads and an event loop;
+- a worker that dies (killed, out of memory, crashed in C) fails that one forecast with
+  :class:`WorkerCrashed`; the next call starts a new worker, so the forecaster retries at its next turn
+  and the serving process never ends because of it. A forecast that raises in the worker is that
+  forecast's error (:class:`ForecastFailed`), and the worker stays;
+- a call cancelled mid-forecast (the process stops) kills the worker: its answer would be for nobody;
+- :meth:`ForecastProcess.close` ends the worker (SIGTERM, then SIGKILL); a worker whose parent is gone
+  sees its pipe closed and exits by itself, so an ``os._exit`` of the parent leaves no orphan busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import signal
+import traceback
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from controllers.simulate.forecast import ForecastInput, ForecastSettings, forecast
+from extender.forecast.model import Forecast
+from extender.plugins.registry import SchedulerConf
+
+log = logging.getLogger(__name__)
+
+START_METHODS = ("forkserver", "spawn")
+
+
+class WorkerCrashed(Exception):
+    """The worker process ended before it answered (it is replaced at the next call)."""
+
+
+class ForecastFailed(Exception):
+    """The forecast raised in the worker (the worker's traceback is the message)."""
+
+
+def _serve(conn: Connection) -> None:
+    """The worker's main: forecast each input received, until the pipe closes."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides when the worker ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            inp, conf, settings = conn.recv()
+        except (EOFError, OSError):  # the parent closed the pipe, or is gone
+            return
+        try:
+            answer: tuple[str, Any] = ("ok", forecast(inp, conf, settings))
+        except Exception:
+            answer = ("error", traceback.format_exc())
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, OSError):
+            return
+
+
+class ForecastProcess:
+    """Runs :func:`~controllers.simulate.forecast.forecast` in one worker process (see the module
+    docstring); an awaitable callable, one forecast at a time."""
+
+    def __init__(self, start_method: str = "forkserver") -> None:
+        if start_method not in START_METHODS:
+            raise ValueError(f"start method {start_method!r}: one of {', '.join(START_METHODS)}")
+        self._ctx: ForkServerContext | SpawnContext = (
+            multiprocessing.get_context("forkserver")
+            if start_method == "forkserver"
+            else multiprocessing.get_context("spawn")
+        )
+        self._worker: tuple[BaseProcess, Connection] | None = None
+        self._lock = asyncio.Lock()
+        self.started = 0  # workers started: 1, plus one per replacement
+        self.crashes = 0
+        self.closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The running worker's process id (None before the first forecast or after a crash)."""
+        return self._worker[0].pid if self._worker is not None else None
+
+    def _ensure(self) -> tuple[BaseProcess, Connection]:
+        if self._worker is None:
+            here, there = self._ctx.Pipe()
+            proc = self._ctx.Process(target=_serve, args=(there,), name="pumice-forecast", daemon=True)
+            proc.start()
+            there.close()  # only the worker holds its end: its exit is EOF here
+            self._worker = (proc, here)
+            self.started += 1
+            log.info("forecast worker started", extra={"pid": proc.pid, "workers_started": self.started})
+        return self._worker
+
+    @staticmethod
+    def _exchange(conn: Connection, job: tuple[ForecastInput, SchedulerConf, ForecastSettings]) -> Any:
+        conn.send(job)  # pickled here, in a worker thread
+        return conn.recv()
+
+    async def __call__(self, inp: ForecastInput, conf: SchedulerConf, settings: ForecastSettings) -> Forecast:
+        async with self._lock:
+            if self.closed:
+                raise WorkerCrashed("the forecast worker is closed")
+            proc, conn = self._ensure()
+            try:
+                kind, value = await asyncio.to_thread(self._exchange, conn, (inp, conf, settings))
+            except (EOFError, OSError) as e:
+                self.crashes += 1
+                self._stop()
+                log.warning(
+                    "forecast worker died; a new one starts with the next forecast",
+                    extra={"pid": proc.pid, "exitcode": proc.exitcode, "crashes": self.crashes},
+                )
+                raise WorkerCrashed(f"forecast worker {proc.pid} ended (exit code {proc.exitcode})") from e
+            except asyncio.CancelledError:
+                self._stop(busy=True)  # mid-forecast: its answer would be for nobody
+                raise
+        if kind != "ok":
+            raise ForecastFailed(str(value))
+        if not isinstance(value, Forecast):
+            raise ForecastFailed(f"the worker answered a {type(value).__name__}")
+        return value
+
+    def _stop(self, *, busy: bool = False) -> None:
+        if self._worker is None:
+            return
+        proc, conn = self._worker
+        self._worker = None
+        if busy:  # a thread still waits on the pipe: end the worker first, so that thread sees EOF
+            proc.terminate()
+        else:
+            conn.close()  # an idle worker exits on EOF
+        proc.join(timeout=1.0)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(timeout=2.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=2.0)
+        conn.close()
+
+    def close(self) -> None:
+        """End the worker (the process is stopping); later calls fail with :class:`WorkerCrashed`."""
+        self.closed = True
+        self._stop()
