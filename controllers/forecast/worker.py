@@ -4,8 +4,10 @@ A forecast is seconds of pure Python (a whole simulation). Run in a thread it sh
 event loop: every few milliseconds the loop waits for the forecast thread to let go (CPython's switch
 interval), and a filter that kube-scheduler is waiting on waits with it. In a process of its own it
 holds a GIL of its own; what the serving process still pays is pickling its input and unpickling the
-answer (about 1.4 MB and 0.1 s at 1 000 nodes x 1 000 pending jobs, for a forecast of 3-5 s), done in
-a worker thread of this process, never on the event loop.
+answer, done in a worker thread of this process, never on the event loop. The input is mostly frozen
+slotted dataclasses (a Pod per pod), which the standard library pickles through ``dataclasses.fields``
+object by object (about 12 us a pod: 1.3 s of the GIL at 110 000 pods); :class:`_Shipper` writes the
+same pickle stream with one C ``attrgetter`` call per object instead (:func:`dumps`).
 
 Invariants:
 
@@ -23,10 +25,16 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import copyreg
+import dataclasses
+import io
 import logging
 import multiprocessing
+import operator
+import pickle
 import signal
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
@@ -49,13 +57,63 @@ class ForecastFailed(Exception):
     """The forecast raised in the worker (the worker's traceback is the message)."""
 
 
+StateGetters = dict[type, Callable[[Any], Any] | None]
+
+
+class _Shipper(pickle.Pickler):
+    """A pickler that reduces frozen slotted dataclasses as the standard library does (``copyreg.__newobj__``
+    and the list of field values, restored by their own ``__setstate__``), only faster: the values taken by
+    an ``attrgetter`` built once per class, not by ``dataclasses.fields`` for every object."""
+
+    def __init__(self, out: io.BytesIO, getters: StateGetters) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self._getters = getters
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        try:
+            get = self._getters[cls]
+        except KeyError:
+            get = self._getters[cls] = _state_getter(cls)
+        if get is None:
+            return NotImplemented
+        return copyreg.__newobj__, (cls,), get(obj)  # type: ignore[attr-defined]  # exists, untyped
+
+
+def _state_getter(cls: type) -> Callable[[Any], Any] | None:
+    """For a class whose state is dataclasses' own (a frozen slotted dataclass): its field values as a
+    list, as ``dataclasses`` returns them; None for any other class (pickled as usual)."""
+    getstate = getattr(cls, "__getstate__", None)
+    if (
+        not dataclasses.is_dataclass(cls)
+        or getattr(getstate, "__module__", None) != "dataclasses"
+        or getattr(getstate, "__name__", None) != "_dataclass_getstate"
+    ):
+        return None
+    names = [f.name for f in dataclasses.fields(cls)]
+    if not names:
+        return None
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda obj: [one(obj)]
+    many = operator.attrgetter(*names)
+    return lambda obj: list(many(obj))
+
+
+def dumps(obj: object, getters: StateGetters) -> bytes:
+    """``obj`` pickled as ``pickle.dumps`` would (``pickle.loads`` reads it), faster (:class:`_Shipper`)."""
+    out = io.BytesIO()
+    _Shipper(out, getters).dump(obj)
+    return out.getvalue()
+
+
 def _serve(conn: Connection) -> None:
     """The worker's main: forecast each input received, until the pipe closes."""
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when the worker ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
-            inp, conf, settings = conn.recv()
+            inp, conf, settings = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):  # the parent closed the pipe, or is gone
             return
         try:
@@ -85,6 +143,7 @@ class ForecastProcess:
         self.started = 0  # workers started: 1, plus one per replacement
         self.crashes = 0
         self.closed = False
+        self._getters: StateGetters = {}  # see _Shipper: kept across forecasts, one per class
 
     @property
     def pid(self) -> int | None:
@@ -102,9 +161,8 @@ class ForecastProcess:
             log.info("forecast worker started", extra={"pid": proc.pid, "workers_started": self.started})
         return self._worker
 
-    @staticmethod
-    def _exchange(conn: Connection, job: tuple[ForecastInput, SchedulerConf, ForecastSettings]) -> Any:
-        conn.send(job)  # pickled here, in a worker thread
+    def _exchange(self, conn: Connection, job: tuple[ForecastInput, SchedulerConf, ForecastSettings]) -> Any:
+        conn.send_bytes(dumps(job, self._getters))  # pickled here, in a worker thread
         return conn.recv()
 
     async def __call__(self, inp: ForecastInput, conf: SchedulerConf, settings: ForecastSettings) -> Forecast:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import time
 from typing import Any, cast
 
 import pytest
 
+from controllers.forecast.inputs import forecast_input
 from controllers.forecast.runner import Forecaster, in_thread
-from controllers.forecast.worker import ForecastFailed, ForecastProcess, WorkerCrashed
+from controllers.forecast.worker import ForecastFailed, ForecastProcess, WorkerCrashed, dumps
 from controllers.scheduling.scheduler import build_scheduler
 from controllers.simulate.forecast import ForecastInput, ForecastSettings
 from extender.core.model import GroupKey
@@ -61,6 +63,19 @@ async def test_a_worker_process_forecasts_what_a_thread_does(worker: ForecastPro
     assert a.groups == b.groups and a.steps == b.steps and a.computed_at == b.computed_at
     g = a.groups[GroupKey("default/wait")]
     assert (g.outlook, g.start) == (Outlook.ESTIMATED, NOW + 600)
+
+
+def test_the_input_is_shipped_as_pickle_would_ship_it() -> None:
+    f = forecaster(in_thread)
+    inp = forecast_input(f.cache, f.shared, f.book, NOW)
+    job = (inp, load_conf(), ForecastSettings(max_steps=7))
+    getters: dict[type, Any] = {}
+    shipped = dumps(job, getters)
+    assert shipped == pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)  # the same stream, only faster
+    back = pickle.loads(shipped)
+    assert (back[0], back[2]) == (inp, job[2]) and dumps(job, getters) == shipped
+    pod = inp.models.pods[0]
+    assert getters[type(pod)] is not None and getters[type(pod.phase)] is None  # an enum: as pickle does
 
 
 async def test_a_worker_that_dies_is_replaced_and_the_forecast_retried(worker: ForecastProcess) -> None:
