@@ -125,8 +125,8 @@ def add_serve_parser(sub: Any) -> None:
         "--switch-interval",
         type=float,
         default=SWITCH_INTERVAL,
-        help="seconds a thread runs before another may take the interpreter (Python's switch interval, "
-        "0.005 in Python): the longest an extender call waits while a cycle runs (default %(default)s)",
+        help="seconds a thread runs before another may take the interpreter (Python's switch interval): "
+        "about the longest an extender call waits for it while a cycle runs (default %(default)s, Python's)",
     )
     p.add_argument(
         "--metrics-bind",

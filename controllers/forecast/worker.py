@@ -13,6 +13,10 @@ Invariants:
 
 - one worker process at a time, started on first use with ``forkserver`` (or ``spawn``): never ``fork``,
   which would copy a process that runs threads and an event loop;
+- the worker runs at a lower CPU priority (``nice`` +10 by default): it takes a core nobody else wants,
+  and when the machine is busy the kernel gives the CPU to the extender and the cycle first. Without it,
+  on a loaded machine the worker is one more runnable thread beside the event loop's, which a forecast
+  thread, parked on the GIL, was not;
 - a worker that dies (killed, out of memory, crashed in C) fails that one forecast with
   :class:`WorkerCrashed`; the next call starts a new worker, so the forecaster retries at its next turn
   and the serving process never ends because of it. A forecast that raises in the worker is that
@@ -25,12 +29,14 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copyreg
 import dataclasses
 import io
 import logging
 import multiprocessing
 import operator
+import os
 import pickle
 import signal
 import traceback
@@ -47,6 +53,7 @@ from extender.plugins.registry import SchedulerConf
 log = logging.getLogger(__name__)
 
 START_METHODS = ("forkserver", "spawn")
+NICENESS = 10  # added to the worker's nice value: see the module docstring
 
 
 class WorkerCrashed(Exception):
@@ -107,30 +114,40 @@ def dumps(obj: object, getters: StateGetters) -> bytes:
     return out.getvalue()
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, niceness: int) -> None:
     """The worker's main: forecast each input received, until the pipe closes."""
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when the worker ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):  # a lower priority is a preference, not a condition
+        os.nice(niceness)
     while True:
         try:
-            inp, conf, settings = pickle.loads(conn.recv_bytes())
+            job = conn.recv_bytes()
         except (EOFError, OSError):  # the parent closed the pipe, or is gone
             return
-        try:
-            answer: tuple[str, Any] = ("ok", forecast(inp, conf, settings))
-        except Exception:
-            answer = ("error", traceback.format_exc())
+        answer = _answer(job)
+        del job  # an idle worker holds no input
         try:
             conn.send(answer)
         except (BrokenPipeError, OSError):
             return
+        del answer
+
+
+def _answer(job: bytes) -> tuple[str, Any]:
+    """("ok", the forecast) or ("error", the traceback); the input unpickled here dies with this frame."""
+    try:
+        inp, conf, settings = pickle.loads(job)
+        return "ok", forecast(inp, conf, settings)
+    except Exception:
+        return "error", traceback.format_exc()
 
 
 class ForecastProcess:
     """Runs :func:`~controllers.simulate.forecast.forecast` in one worker process (see the module
     docstring); an awaitable callable, one forecast at a time."""
 
-    def __init__(self, start_method: str = "forkserver") -> None:
+    def __init__(self, start_method: str = "forkserver", *, niceness: int = NICENESS) -> None:
         if start_method not in START_METHODS:
             raise ValueError(f"start method {start_method!r}: one of {', '.join(START_METHODS)}")
         self._ctx: ForkServerContext | SpawnContext = (
@@ -144,6 +161,7 @@ class ForecastProcess:
         self.crashes = 0
         self.closed = False
         self._getters: StateGetters = {}  # see _Shipper: kept across forecasts, one per class
+        self.niceness = niceness
 
     @property
     def pid(self) -> int | None:
@@ -153,7 +171,9 @@ class ForecastProcess:
     def _ensure(self) -> tuple[BaseProcess, Connection]:
         if self._worker is None:
             here, there = self._ctx.Pipe()
-            proc = self._ctx.Process(target=_serve, args=(there,), name="pumice-forecast", daemon=True)
+            proc = self._ctx.Process(
+                target=_serve, args=(there, self.niceness), name="pumice-forecast", daemon=True
+            )
             proc.start()
             there.close()  # only the worker holds its end: its exit is EOF here
             self._worker = (proc, here)
@@ -161,25 +181,29 @@ class ForecastProcess:
             log.info("forecast worker started", extra={"pid": proc.pid, "workers_started": self.started})
         return self._worker
 
-    def _exchange(self, conn: Connection, job: tuple[ForecastInput, SchedulerConf, ForecastSettings]) -> Any:
-        conn.send_bytes(dumps(job, self._getters))  # pickled here, in a worker thread
+    def _exchange(self, job: tuple[ForecastInput, SchedulerConf, ForecastSettings]) -> Any:
+        """In a worker thread: the worker started if need be (the first start also starts the fork
+        server, a new interpreter), the input pickled and sent, the answer read."""
+        _, conn = self._ensure()
+        conn.send_bytes(dumps(job, self._getters))
         return conn.recv()
 
     async def __call__(self, inp: ForecastInput, conf: SchedulerConf, settings: ForecastSettings) -> Forecast:
         async with self._lock:
             if self.closed:
                 raise WorkerCrashed("the forecast worker is closed")
-            proc, conn = self._ensure()
             try:
-                kind, value = await asyncio.to_thread(self._exchange, conn, (inp, conf, settings))
-            except (EOFError, OSError) as e:
+                kind, value = await asyncio.to_thread(self._exchange, (inp, conf, settings))
+            except (EOFError, OSError) as e:  # it died (or could not start)
                 self.crashes += 1
+                proc = self._worker[0] if self._worker is not None else None
                 self._stop()
+                pid, code = (proc.pid, proc.exitcode) if proc is not None else (None, None)
                 log.warning(
                     "forecast worker died; a new one starts with the next forecast",
-                    extra={"pid": proc.pid, "exitcode": proc.exitcode, "crashes": self.crashes},
+                    extra={"pid": pid, "exitcode": code, "crashes": self.crashes},
                 )
-                raise WorkerCrashed(f"forecast worker {proc.pid} ended (exit code {proc.exitcode})") from e
+                raise WorkerCrashed(f"forecast worker {pid} ended (exit code {code})") from e
             except asyncio.CancelledError:
                 self._stop(busy=True)  # mid-forecast: its answer would be for nobody
                 raise

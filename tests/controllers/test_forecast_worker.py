@@ -59,6 +59,8 @@ async def test_a_worker_process_forecasts_what_a_thread_does(worker: ForecastPro
     in_process, threaded = forecaster(worker), forecaster(in_thread)
     assert await in_process.once() and await threaded.once()
     assert worker.pid is not None and worker.pid != os.getpid() and worker.started == 1
+    # At a lower CPU priority than this process (nice +10): the serving process gets the CPU first.
+    assert _nice(worker.pid) == _nice(os.getpid()) + 10
     a, b = in_process.forecast(), threaded.forecast()
     assert a.groups == b.groups and a.steps == b.steps and a.computed_at == b.computed_at
     g = a.groups[GroupKey("default/wait")]
@@ -132,6 +134,11 @@ async def test_cancelled_mid_forecast_or_closed_the_worker_ends(worker: Forecast
     assert not _alive(pid)
     with pytest.raises(WorkerCrashed):
         await worker(cast(ForecastInput, None), load_conf(), ForecastSettings())
+
+
+def _nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().split(")")[-1].split()[16])  # field 19 of proc(5)
 
 
 def _alive(pid: int) -> bool:

@@ -35,7 +35,7 @@ def switch_interval() -> Iterator[None]:
 
 def test_defaults_and_bounds() -> None:
     s = settings()
-    assert s.switch_interval == SWITCH_INTERVAL == 0.001 and s.scheduling.forecast_in == "process"
+    assert s.switch_interval == SWITCH_INTERVAL == 0.005 and s.scheduling.forecast_in == "process"
     s = settings("--switch-interval=0.0005", "--forecast-in=thread")
     assert s.switch_interval == 0.0005 and s.scheduling.forecast_in == "thread"
     for bad in ("0", "-1", "2"):
