@@ -206,7 +206,7 @@ async def run(args: argparse.Namespace) -> None:
             fresh[:] = waiting
             await asyncio.sleep(args.every)
 
-    worker = ForecastProcess() if args.forecast == "process" else None
+    worker = ForecastProcess(niceness=args.forecast_niceness) if args.forecast == "process" else None
     forecast_cpu: list[float] = []
     if forecast_inp is not None:
         # One forecast first, outside the window: a worker process's start (the fork server, a new
@@ -283,6 +283,7 @@ def main() -> None:
     )
     p.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval (s)")
     p.add_argument("--forecast", choices=("off", "thread", "process"), default="off")
+    p.add_argument("--forecast-niceness", type=int, default=10, help="added to the worker process's nice")
     asyncio.run(run(p.parse_args()))
 
 
