@@ -6,7 +6,9 @@ root (:mod:`extender.wiring` calls :func:`register_forecast_families`); nothing 
   ``never``; every bucket of a queue with waiting groups is present, zeros included), as of the latest
   forecast;
 - ``pumice_forecast_runs_total``, ``pumice_forecast_errors_total``: forecasts made, and failed;
-- ``pumice_forecast_cpu_seconds_total``: CPU spent forecasting (the worker thread's);
+- ``pumice_forecast_worker_crashes_total``: forecast worker processes that died (each replaced at the
+  next forecast; absent with ``--forecast-in thread``);
+- ``pumice_forecast_cpu_seconds_total``: CPU spent forecasting (the worker's);
   ``pumice_forecast_last_cpu_seconds`` and ``pumice_forecast_last_steps``: the latest forecast's CPU and
   scheduler steps; ``pumice_forecast_timestamp_seconds``: when it was computed;
 - ``pumice_forecast_learned_runtime_keys``: job names, namespaces and queues with learned runtimes.
@@ -17,11 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controllers.forecast.runner import Forecaster
+from controllers.forecast.worker import ForecastProcess
 from extender.forecast.model import WAIT_LABELS, wait_bucket
 from extender.server.metrics import Kind, Metrics, Sample, one
 
 
-def register_forecast_families(m: Metrics, forecaster: Forecaster, clock: Callable[[], float]) -> None:
+def register_forecast_families(
+    m: Metrics, forecaster: Forecaster, clock: Callable[[], float], worker: ForecastProcess | None = None
+) -> None:
     def pending() -> list[Sample]:
         f = forecaster.forecast()
         now = clock()
@@ -45,7 +50,7 @@ def register_forecast_families(m: Metrics, forecaster: Forecaster, clock: Callab
         (
             "pumice_forecast_cpu_seconds_total",
             "counter",
-            "CPU seconds spent forecasting (the worker thread's).",
+            "CPU seconds spent forecasting (the worker's).",
             lambda: forecaster.cpu_seconds,
         ),
         (
@@ -73,6 +78,15 @@ def register_forecast_families(m: Metrics, forecaster: Forecaster, clock: Callab
             lambda: len(forecaster.book),
         ),
     )
+    if worker is not None:
+        families += (
+            (
+                "pumice_forecast_worker_crashes_total",
+                "counter",
+                "Forecast worker processes that died before answering (each replaced at the next forecast).",
+                lambda: worker.crashes,
+            ),
+        )
     for name, kind, help_text, read in families:
         m.scrape(name, kind, help_text, _value(read))
 

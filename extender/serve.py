@@ -5,10 +5,11 @@ HTTP, TLS or mutual TLS; webhooks: always TLS; metrics: plain HTTP for Prometheu
 serving ``/healthz``, ``/readyz`` and ``/metrics`` (extender.server.metrics), with the TLS of
 :mod:`extender.serve_tls` (the webhook listener also serves the read-only forecast endpoint,
 extender.server.forecast_api), and owns every background task in one TaskGroup: the informers, the Event
-writer, the forecaster, the TLS reload, the conf reload, the heap's freezes (extender.process.heap), leader
-election and the leader-only tasks, which run per term (:class:`controllers.leader.terms.Terms`: the
-scheduling loop, the status writer, the controllers, the start-up writes). If any root task dies, the
-process exits non-zero rather than serve a stale cache.
+writer, the forecaster (its worker process ended when serve() ends), the TLS reload, the conf reload, the
+heap's freezes (extender.process.heap), leader election and the leader-only tasks, which run per term
+(:class:`controllers.leader.terms.Terms`: the scheduling loop, the status writer, the controllers, the
+start-up writes). If any root task dies, the process exits non-zero rather than serve a stale cache.
+CPython's switch interval (``--switch-interval``) is set in :func:`run`, once, before any thread starts.
 
 SIGTERM/SIGINT is a handover: every ``/readyz`` turns 503, a leader stops its leader-only tasks and
 releases the Lease at once (a standby takes over without waiting out the lease), and admission and
@@ -64,6 +65,9 @@ def run(settings: ServeSettings) -> int:
     """``pumice serve`` with its settings parsed: logging, the scheduler conf, then the process until it
     stops; the exit status."""
     configure(settings.log_level, settings.log_format)
+    # Process-wide, so set here, once, before any thread starts: how long the event loop may wait for the
+    # interpreter while the cycle's thread runs (see --switch-interval).
+    sys.setswitchinterval(settings.switch_interval)
     try:
         conf_text = Path(settings.scheduling.conf_path).read_text() if settings.scheduling.conf_path else None
         conf = load_conf(conf_text)
@@ -357,6 +361,8 @@ async def serve(settings: ServeSettings, conf: SchedulerConf, conf_text: str | N
         code = 1
     finally:
         proc.liveness.stopping()
+        if proc.forecast_worker is not None:
+            proc.forecast_worker.close()
         await proc.scheduler.close()
         for r in runners:
             await r.cleanup()

@@ -20,6 +20,7 @@ from extender.api import labels as L
 from extender.core.durations import parse_duration
 from extender.process.logs import FORMATS, LEVELS
 from extender.process.settings import (
+    SWITCH_INTERVAL,
     ExtenderListener,
     LeaderElection,
     MetricsListener,
@@ -112,6 +113,20 @@ def add_serve_parser(sub: Any) -> None:
         default=200,
         help="scheduler steps a forecast may take at most; ends further apart are taken together beyond "
         "(default %(default)s)",
+    )
+    p.add_argument(
+        "--forecast-in",
+        choices=("process", "thread"),
+        default="process",
+        help="where forecasts run: process (a worker process: another core, and the extender keeps the "
+        "interpreter) or thread (a worker thread of pumice's process) (default %(default)s)",
+    )
+    p.add_argument(
+        "--switch-interval",
+        type=float,
+        default=SWITCH_INTERVAL,
+        help="seconds a thread runs before another may take the interpreter (Python's switch interval): "
+        "about the longest an extender call waits for it while a cycle runs (default %(default)s, Python's)",
     )
     p.add_argument(
         "--metrics-bind",
@@ -295,6 +310,8 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error("--extender-client-ca-file needs --extender-tls-cert-file and --extender-tls-key-file")
     if args.forecast_interval < 0 or args.forecast_max_steps < 1:
         parser.error("--forecast-interval must be >= 0 and --forecast-max-steps >= 1")
+    if not 0 < args.switch_interval <= 1:
+        parser.error("--switch-interval must be > 0 and <= 1 (seconds)")
     if args.max_job_replicas < 1 or args.extender_max_body_bytes < 64 * 1024:
         parser.error("--max-job-replicas must be >= 1 and --extender-max-body-bytes >= 65536")
     if bool(args.extender_client_cert_file) != bool(args.extender_client_key_file):
@@ -351,6 +368,7 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             conf_poll=args.scheduler_conf_poll,
             forecast_interval=args.forecast_interval,
             forecast_max_steps=args.forecast_max_steps,
+            forecast_in=args.forecast_in,
             self_pod=(
                 (os.environ["POD_NAMESPACE"], os.environ["POD_NAME"])
                 if os.environ.get("POD_NAMESPACE") and os.environ.get("POD_NAME")
@@ -360,4 +378,5 @@ def serve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         leader=_leader_election(args, parser, url),
         shutdown_delay=args.shutdown_delay,
         tls_secrets=tls_secrets,
+        switch_interval=args.switch_interval,
     )

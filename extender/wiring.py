@@ -21,7 +21,8 @@ from admission.server import METRICS_KEY
 from controllers.events import EventRecorder
 from controllers.forecast.access import KubeAccess
 from controllers.forecast.finished import runtime_handler
-from controllers.forecast.runner import Forecaster
+from controllers.forecast.runner import Forecaster, in_thread
+from controllers.forecast.worker import ForecastProcess
 from controllers.kube import paths
 from controllers.kube.client import KubeClient
 from controllers.kube.informer import Informer, tee
@@ -184,12 +185,15 @@ class Process:
         # When waiting jobs will start: forecast off the scheduling path (controllers.forecast), shown by the
         # status writer, the forecast endpoint and the metrics; who may read which namespace's, the API
         # server says.
+        # In a worker process by default (another core; closed by extender.serve when the process stops).
+        self.forecast_worker = ForecastProcess() if settings.scheduling.forecast_in == "process" else None
         self.forecaster = Forecaster(
             self.cache,
             self.scheduler.shared,
             self.runtimes,
             interval=settings.scheduling.forecast_interval,
             settings=ForecastSettings(max_steps=settings.scheduling.forecast_max_steps),
+            run=self.forecast_worker or in_thread,
         )
         self.access = KubeAccess(client)
         self.status = StatusWriter(
@@ -318,7 +322,7 @@ class Process:
             admission=admission_app[METRICS_KEY],
             observers=self.observers,
         )
-        register_forecast_families(self.metrics, self.forecaster, time.time)
+        register_forecast_families(self.metrics, self.forecaster, time.time, self.forecast_worker)
 
 
 def _version() -> str:

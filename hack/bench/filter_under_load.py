@@ -13,8 +13,16 @@ heap of a full cluster; ``--heap frozen`` then settles it as ``pumice serve`` do
 have listed (extender.process.heap), ``--heap as-is`` leaves the collector alone. The full collections
 that ran while the callers were busy, and their wall time, are printed.
 
+``--switch-interval S`` sets CPython's switch interval (``sys.setswitchinterval``, 0.005 by default) as
+``pumice serve --switch-interval`` does: how long the event loop may wait for the GIL while the cycle's
+thread runs pure Python. ``--forecast thread|process`` runs forecasts back to back while the callers
+are busy (forecast_bench's 1 000 nodes x 1 000 pending jobs, as ``pumice serve --forecast-in`` runs
+them: in a worker thread, or in a worker process).
+
     .venv/bin/python hack/bench/filter_under_load.py                 # 5 000 nodes, 10 000 pending
     .venv/bin/python hack/bench/filter_under_load.py --running 100000 --heap as-is
+    .venv/bin/python hack/bench/filter_under_load.py --running 100000 --switch-interval 0.001 \\
+        --forecast process
 """
 
 from __future__ import annotations
@@ -34,7 +42,10 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from controllers.forecast.runner import ForecastRun, in_thread
+from controllers.forecast.worker import ForecastProcess
 from controllers.scheduling.scheduler import build_scheduler
+from controllers.simulate.forecast import ForecastInput, ForecastSettings
 from controllers.state.cache import ClusterCache
 from controllers.state.cluster import cluster_state
 from extender.core.model import PodUID
@@ -43,6 +54,7 @@ from extender.process import heap
 from extender.server.app import make_extender_app
 from extender.server.metrics import Histogram
 from hack.bench.extender_bench import StubExecutor, node, pct
+from hack.bench.forecast_bench import cluster as forecast_cluster
 
 
 def gang_pods(name: str, cpu: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -87,6 +99,18 @@ def add_running(cache: ClusterCache, count: int, nodes: int) -> None:
             cache.upsert_pod(p)
 
 
+class Handled(Histogram):
+    """The extender app's own latency figures (the handler, from request to answer), kept raw."""
+
+    def __init__(self) -> None:
+        super().__init__("h", "h")
+        self.filters: list[float] = []
+
+    def observe(self, label: str, seconds: float) -> None:
+        if label == "filter":
+            self.filters.append(seconds)
+
+
 class FullCollections:
     """The collector's full (generation 2) passes while counting: how many, and their wall time."""
 
@@ -104,7 +128,16 @@ class FullCollections:
             self.seconds += time.perf_counter() - self._start
 
 
+async def forecasts(run: ForecastRun, inp: ForecastInput, stop: asyncio.Event, cpu: list[float]) -> None:
+    """Forecasts back to back until ``stop`` (each one's CPU seconds into ``cpu``)."""
+    conf = load_conf()
+    while not stop.is_set():
+        cpu.append((await run(inp, conf, ForecastSettings())).cpu_seconds)
+
+
 async def run(args: argparse.Namespace) -> None:
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     state = cluster_state(frozenset({"volcano"}))
     cache = state.cache
     cache.replace_nodes([node(i) for i in range(args.nodes)])
@@ -112,6 +145,8 @@ async def run(args: argparse.Namespace) -> None:
     for g in range(args.pending // 10):
         add_gang(cache, f"stuck-{g:05d}", "64")  # more than any node's 32 cpu
     add_running(cache, args.running, args.nodes)
+    # Built before the heap settles: in serve a forecast's input is the cache's own (settled) objects.
+    forecast_inp = forecast_cluster(1000, 1000, 26)[1] if args.forecast != "off" else None
     if args.heap == "frozen":
         heap.settle()
     sched = build_scheduler(state, load_conf(), StubExecutor())
@@ -140,7 +175,8 @@ async def run(args: argparse.Namespace) -> None:
         " target (#24) < 5 ms (11 ms before)"
     )
 
-    app = make_extender_app(sched.verbs, Histogram("h", "h"))
+    handled = Handled()
+    app = make_extender_app(sched.verbs, handled)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -170,7 +206,16 @@ async def run(args: argparse.Namespace) -> None:
             fresh[:] = waiting
             await asyncio.sleep(args.every)
 
+    worker = ForecastProcess(niceness=args.forecast_niceness) if args.forecast == "process" else None
+    forecast_cpu: list[float] = []
+    if forecast_inp is not None:
+        # One forecast first, outside the window: a worker process's start (the fork server, a new
+        # interpreter importing pumice) is paid once per serve, not per forecast.
+        await (worker or in_thread)(forecast_inp, load_conf(), ForecastSettings())
+        forecaster = asyncio.create_task(forecasts(worker or in_thread, forecast_inp, stop, forecast_cpu))
+        await asyncio.sleep(0.5)
     lat: list[float] = []
+    handled.filters.clear()
     cycles_before, seconds_before = sched.shared.stats.cycles, sched.shared.stats.cycle_seconds
     full = FullCollections()
     full.on = True
@@ -192,6 +237,10 @@ async def run(args: argparse.Namespace) -> None:
         stop.set()
         await asyncio.gather(*tasks)
     full.on = False
+    if forecast_inp is not None:
+        await forecaster
+    if worker is not None:
+        worker.close()
     loop_task.cancel()
     await runner.cleanup()
     n = sched.shared.stats.cycles - cycles_before
@@ -201,7 +250,17 @@ async def run(args: argparse.Namespace) -> None:
         f"{len(lat)} filters, p50 {pct(lat, 0.5):.2f} ms, p99 {pct(lat, 0.99):.2f} ms, "
         f"max {max(lat) * 1000:.1f} ms; target (#24) p99 < 5 ms while cycles run"
     )
+    h = handled.filters
+    if h:
+        print(
+            f"  the filter handler itself: p50 {pct(h, 0.5):.2f} ms, p99 {pct(h, 0.99):.2f} ms, "
+            f"max {max(h) * 1000:.1f} ms (the rest is waiting for the event loop)"
+        )
     print(f"  cycles meanwhile: {n}, mean {spent / max(n, 1) * 1000:.1f} ms (run off the event loop)")
+    print(f"  switch interval {sys.getswitchinterval() * 1000:g} ms; forecast {args.forecast}", end="")
+    if forecast_cpu:
+        print(f": {len(forecast_cpu)} forecasts, {sum(forecast_cpu):.1f} s CPU in all", end="")
+    print()
     print(
         f"  heap {args.heap} ({args.running} running pods): {full.count} full collections meanwhile, "
         f"{full.seconds * 1000:.0f} ms wall in all"
@@ -222,6 +281,9 @@ def main() -> None:
     p.add_argument(
         "--heap", choices=("frozen", "as-is"), default="frozen", help="as pumice serve does, or not"
     )
+    p.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval (s)")
+    p.add_argument("--forecast", choices=("off", "thread", "process"), default="off")
+    p.add_argument("--forecast-niceness", type=int, default=10, help="added to the worker process's nice")
     asyncio.run(run(p.parse_args()))
 
 
