@@ -34,6 +34,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -165,6 +166,7 @@ class ForecastCluster(SimCluster):
         # Each group's kind (forecast_alike) with the PodGroup it was worked out from, kept until one of
         # its pods or plans changes (the cache tells which groups did) or its PodGroup does (another object).
         self._kinds: dict[GroupKey, tuple[PodGroup, forecast_alike.Alike | None]] = {}
+        self._interned: dict[forecast_alike.Kind, forecast_alike.Kind] = {}
         self.scheduler = self._scheduler(conf)
         self.cache.track_changed_groups()
         self.cache.load(models)
@@ -289,6 +291,13 @@ class ForecastCluster(SimCluster):
             else:
                 pods = [p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None]
                 a = forecast_alike.kind_of(g, pods, planned, refused)
+                if a is not None:
+                    # One object per kind and family: the cycle's grouping then compares them by identity.
+                    a = dataclasses.replace(
+                        a,
+                        kind=self._interned.setdefault(a.kind, a.kind),
+                        family=None if a.family is None else self._interned.setdefault(a.family, a.family),
+                    )
                 kinds[key] = (g, a)
             if a is not None:
                 alike[key] = a
