@@ -34,6 +34,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -54,6 +55,9 @@ from extender.plugins.registry import SchedulerConf
 
 Obj = dict[str, Any]
 _EVICTING = frozenset({"preempt", "reclaim"})
+# Groups' kinds kept from cycle to cycle, worked out again only for the groups the cache says changed (off:
+# every cycle works every kind out again; tests/simulate/test_fast_paths.py compares the two).
+KEPT_KINDS = True
 _WAITING = (GroupPhase.PENDING, GroupPhase.INQUEUE)
 
 
@@ -159,10 +163,12 @@ class ForecastCluster(SimCluster):
         # Each group's place in the cluster's order (the forecast sets it once positions are known).
         self.order: Mapping[GroupKey, int] = {}
         self._shapes: dict[GroupKey, tuple[PodGroup, tuple[str, ...], tuple[int, npt.NDArray[np.int64]]]] = {}
-        self._kinds: dict[
-            GroupKey, tuple[PodGroup, tuple[Pod, ...], tuple[bool, ...], forecast_alike.Alike | None]
-        ] = {}
+        # Each group's kind (forecast_alike) with the PodGroup it was worked out from, kept until one of
+        # its pods or plans changes (the cache tells which groups did) or its PodGroup does (another object).
+        self._kinds: dict[GroupKey, tuple[PodGroup, forecast_alike.Alike | None]] = {}
+        self._interned: dict[forecast_alike.Kind, forecast_alike.Kind] = {}
         self.scheduler = self._scheduler(conf)
+        self.cache.track_changed_groups()
         self.cache.load(models)
         self.podgroups = models.raw_podgroups.copy()
         self.queues = dict(models.raw_queues)
@@ -270,20 +276,29 @@ class ForecastCluster(SimCluster):
         refused = self.scheduler.shared.refused
         alike: dict[GroupKey, forecast_alike.Alike] = {}
         planned = self.ledger.is_planned
+        kinds, group, order = self._kinds, self.cache.group, self.order
+        for key in self.cache.take_changed_groups() if KEPT_KINDS else list(kinds):
+            kinds.pop(key, None)
         for key in looked_at:
-            g = self.cache.group(key)
-            if g is None or key not in self.order:
+            g = group(key)
+            if g is None or key not in order:
                 continue
-            pods = tuple(p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None)
-            # Kept while the group, its pods and their plans are the same objects and states (a cycle
-            # looks at most groups again unchanged); always asked afresh when kube-scheduler refused nodes.
-            plans = tuple(planned(p.uid) for p in pods)
-            kept = self._kinds.get(key)
-            if kept is not None and kept[0] is g and kept[1] == pods and kept[2] == plans and not refused:
-                a = kept[3]
+            # Kept while the group, its pods and their plans stay as they are (a cycle looks at most groups
+            # again unchanged); always asked afresh when kube-scheduler refused nodes.
+            kept = kinds.get(key)
+            if kept is not None and kept[0] is g and not refused:
+                a = kept[1]
             else:
+                pods = [p for u in self.cache.members(key) if (p := self.cache.pod(u)) is not None]
                 a = forecast_alike.kind_of(g, pods, planned, refused)
-                self._kinds[key] = (g, pods, plans, a)
+                if a is not None:
+                    # One object per kind and family: the cycle's grouping then compares them by identity.
+                    a = dataclasses.replace(
+                        a,
+                        kind=self._interned.setdefault(a.kind, a.kind),
+                        family=None if a.family is None else self._interned.setdefault(a.family, a.family),
+                    )
+                kinds[key] = (g, a)
             if a is not None:
                 alike[key] = a
         col = set(names)

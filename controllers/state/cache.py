@@ -71,7 +71,7 @@ class ClusterCache(CacheFigures):
             self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
         super().assume_bound(uid, node)
         if pod is not None:
-            self._elastic.touch(self._index.ours(pod))
+            self._touch((self._index.ours(pod),))
         self._gpu.note(uid, self._device_pods.get(uid), self._ledger)
 
     def _store(self, uid: PodUID, pod: Pod | None, seen: Pod | None) -> None:
@@ -86,7 +86,7 @@ class ClusterCache(CacheFigures):
         # A pod that left its group (deleted) changed that group too: what a group left out of cycles
         # weighs (what its pods hold) and its status depend on it.
         was = self._index.ours(old) if old is not None else None
-        self._elastic.touch_all((was, None if pod is None else self._index.ours(pod)))
+        self._touch((was, None if pod is None else self._index.ours(pod)))
         if was is not None and (pod is None or self._index.ours(pod) != was):
             self._pending.group_changed(was)
 
@@ -98,7 +98,7 @@ class ClusterCache(CacheFigures):
 
     def _group_stored(self, key: GroupKey, old: PodGroup | None, new: PodGroup | None) -> None:
         self._note_phase(key, new)
-        self._elastic.touch(key)
+        self._touch((key,))
         super()._group_stored(key, old, new)
 
     def set_group_phase(self, key: GroupKey, phase: GroupPhase) -> bool:

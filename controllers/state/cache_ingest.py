@@ -96,6 +96,8 @@ class CacheIngest:
         self._nodes_version = 0
         self._node_table: tuple[int, NodeTable] | None = None
         self._elastic = ElasticBook()  # told by the cache's writes: see controllers.state.cache_figures
+        # The groups told likewise since the last take_changed_groups (None: nobody reads them).
+        self._changed_groups: set[GroupKey] | None = None
 
     # --- change notification -------------------------------------------------------------------------
     def _changed(self, kind: str) -> None:

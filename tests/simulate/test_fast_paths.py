@@ -7,7 +7,8 @@ they replaced:
   cache per group from one cycle to the next (``controllers.state.elastic_book``, read by
   ``promises._elastic_kept``; :func:`test_the_kept_elastic_figure_is_the_walked_one_in_every_cycle`
   compares the two in every cycle, not only through what they decide);
-- the forecast's per-shape sums of room taken (``forecast_alike._beyond_the_room``).
+- the forecast's per-shape sums of room taken (``forecast_alike._beyond_the_room``), and its groups' kinds
+  kept from cycle to cycle (``forecast_cluster.KEPT_KINDS``).
 
 The plain formulas are the ones the unit tests hold the shortcuts to (``tests/core/test_elastic.py``,
 ``tests/simulate/test_forecast_alike.py``); here whole runs are compared, so any difference in a start, a
@@ -28,7 +29,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from controllers.simulate import forecast_alike
+from controllers.simulate import forecast_alike, forecast_cluster
 from controllers.simulate.engine import TraceRun
 from controllers.simulate.forecast_trace import ForecastTraceRun
 from controllers.simulate.report import trace_document
@@ -51,6 +52,7 @@ def _plain() -> Iterator[None]:
         mp.setattr(promises, "KEPT_ELASTIC", False)
         mp.setattr(capped, "KEEP_CAPPED", False)
         mp.setattr(forecast_alike, "_beyond_the_room", _beyond_plain)
+        mp.setattr(forecast_cluster, "KEPT_KINDS", False)
         yield
 
 

@@ -159,7 +159,7 @@ def test_sums_kept_per_shape_equal_sums_over_every_shape_seen(seed: int) -> None
     for i in range(rnd.randint(0, 60)):
         requests, need = rnd.choice(shapes)
         alike[GroupKey(f"ns/g{i}")] = forecast_alike.Alike(
-            kind=(i,), need=need, requests=requests, room_only=rnd.random() < 0.8
+            kind=forecast_alike.Kind((i,)), need=need, requests=requests, room_only=rnd.random() < 0.8
         )
     total = {r: rnd.randint(0, 80) for r in resources}
     line = list(alike)
