@@ -203,7 +203,7 @@ class ClusterCache(CacheFigures):
             queue_usage=self._ledger.queue_usage(),
             refused=refused,
             # Every pod on a node, whatever its scheduler: inter-pod (anti-)affinity and spread count them.
-            residents=self._pods.values(),
+            residents=self._index.chunks(),
             termed_residents=[self._pods[u] for u in self._termed],
             aside=aside,
             other_groups=self._podgroups,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from controllers.state.pod_log import PodLog
 from extender.core.model import GroupKey, Pod, PodUID
+from extender.core.residents import PodChunks
 from extender.core.snapshot import pod_group_key
 
 
@@ -21,6 +23,7 @@ class PodIndex:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
         self.pods: dict[PodUID, Pod] = {}
+        self._log = PodLog()  # the same pods in the same order, as chunks a snapshot takes (chunks())
         # Members of pumice's groups (in the order they were stored; a dict of a gang's 8 UIDs is 272 bytes,
         # a set 728), and the queue of groups without a PodGroup (plain pods).
         self.members: dict[GroupKey, dict[PodUID, None]] = {}
@@ -36,6 +39,7 @@ class PodIndex:
         """Store ``pod`` under ``uid`` (None: remove it) with its indexes; the group it is now a member of."""
         old = self.pods.pop(uid, None)
         if old is not None:
+            self._log.remove(uid)
             key = self.ours(old)
             if key is not None:
                 members = self.members[key]
@@ -47,6 +51,7 @@ class PodIndex:
         self.device_pods.pop(uid, None)
         if pod is not None:
             self.pods[uid] = pod
+            self._log.append(uid, pod)
             if pod.gpu is not None:
                 self.device_pods[uid] = pod
             if key is not None:
@@ -59,6 +64,11 @@ class PodIndex:
         """The stored pod ``uid`` (KeyError if there is none) laid on ``node``; its group stays."""
         bound = dataclasses.replace(self.pods[uid], node_name=node)
         self.pods[uid] = bound
+        self._log.replace(uid, bound)
         if uid in self.device_pods:
             self.device_pods[uid] = bound
         return bound
+
+    def chunks(self) -> PodChunks:
+        """Every stored pod, in the order of :attr:`pods`, as chunks (controllers.state.pod_log)."""
+        return self._log.chunks()

@@ -10,12 +10,26 @@ snapshot, unchanged for the cycle; the cycle's own placements are counted on top
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from extender.core.model import Pod, PodPhase, PodUID
 
 _FINISHED: Final = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class PodChunks:
+    """Pods in order, as consecutive immutable chunks (a cache's, ``controllers.state.pod_log``): a cache
+    that holds 100 000 pods hands a snapshot the chunks it already froze, rebuilding only those changed
+    since, instead of copying every pod on the event loop each cycle. Iterating it is iterating the pods."""
+
+    chunks: tuple[tuple[Pod, ...], ...]
+
+    def __iter__(self) -> Iterator[Pod]:
+        for chunk in self.chunks:
+            yield from chunk
 
 
 class Residents:
@@ -26,14 +40,16 @@ class Residents:
 
     def __init__(
         self,
-        pods: Iterable[Pod],
+        pods: Iterable[Pod] | PodChunks,
         plans: Mapping[PodUID, str],
         node_pos: Mapping[str, int],
         termed: Iterable[Pod] | None = None,
     ) -> None:
         """``termed``: the pods of ``pods`` with inter-pod terms, in the same order, when the caller keeps
         them apart (a cache does): :meth:`with_terms` then never walks every pod."""
-        self._pods = tuple(pods)
+        # Kept in chunks and walked chunk by chunk (a plain loop, which lets the event loop's thread in
+        # between pods): one tuple of every pod would be one copy, under the GIL, of the whole cluster.
+        self._chunks = pods.chunks if isinstance(pods, PodChunks) else (tuple(pods),)
         self._termed = None if termed is None else tuple(termed)
         self._plans = plans
         self._node_pos = node_pos
@@ -56,20 +72,21 @@ class Residents:
             # bound one its node's; a waiting one (unbound, not being deleted) its plan's node's.
             node_pos, plans = self._node_pos, self._plans
             out: list[tuple[Pod, int]] = []
-            for p in self._pods:
-                if p.phase in _FINISHED:
-                    continue
-                if p.node_name:
-                    r = node_pos.get(p.node_name)
-                elif p.deleting:
-                    continue
-                else:
-                    node = plans.get(p.uid)
-                    if node is None:
+            for chunk in self._chunks:
+                for p in chunk:
+                    if p.phase in _FINISHED:
                         continue
-                    r = node_pos.get(node)
-                if r is not None:
-                    out.append((p, r))
+                    if p.node_name:
+                        r = node_pos.get(p.node_name)
+                    elif p.deleting:
+                        continue
+                    else:
+                        node = plans.get(p.uid)
+                        if node is None:
+                            continue
+                        r = node_pos.get(node)
+                    if r is not None:
+                        out.append((p, r))
             self._all = tuple(out)
         return self._all
 
@@ -87,14 +104,15 @@ class Residents:
             return pods, rows
         node_pos = self._node_pos
         keep_pod, keep_row = pods.append, rows.append
-        for p in self._pods:
-            # (all()'s test for a bound pod, written out)
-            if not p.node_name or p.phase in _FINISHED:
-                continue
-            row = node_pos.get(p.node_name)
-            if row is not None:
-                keep_pod(p)
-                keep_row(row)
+        for chunk in self._chunks:
+            for p in chunk:
+                # (all()'s test for a bound pod, written out)
+                if not p.node_name or p.phase in _FINISHED:
+                    continue
+                row = node_pos.get(p.node_name)
+                if row is not None:
+                    keep_pod(p)
+                    keep_row(row)
         return pods, rows
 
     def by_namespace(self) -> Mapping[str, list[tuple[Pod, int]]]:
@@ -125,8 +143,9 @@ class Residents:
                     (p, r) for p, r in self._all if p.affinity is not None and p.affinity.has_pod_terms
                 )
             else:
+                every = (p for chunk in self._chunks for p in chunk)
                 termed = (
-                    (p for p in self._pods if p.affinity is not None and p.affinity.has_pod_terms)
+                    (p for p in every if p.affinity is not None and p.affinity.has_pod_terms)
                     if self._termed is None
                     else self._termed
                 )
