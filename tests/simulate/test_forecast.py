@@ -33,6 +33,18 @@ def running(name: str, cpu: str, on: str, q: str = "default") -> list[Raw]:
     return [g, *pods]
 
 
+def busy_nodes(rnd: random.Random) -> tuple[list[Raw], dict[str, float]]:
+    """2–5 nodes of 8 cpus, each running a job of 4–8 cpus in queue a or b for 1–60 minutes (the random
+    clusters of the alike-cut tests): the objects, and the runtimes by job."""
+    nodes = rnd.randint(2, 5)
+    objects: list[Raw] = [node(f"n{i}", cpu="8") for i in range(nodes)]
+    runtimes: dict[str, float] = {}
+    for i in range(nodes):
+        objects += running(f"r{i}", str(rnd.randint(4, 8)), f"n{i}", q=rnd.choice("ab"))
+        runtimes[f"r{i}"] = rnd.randint(1, 60) * MIN
+    return objects, runtimes
+
+
 def waiting(name: str, size: int, cpu: str = "1", q: str = "default", minute: int = 0) -> list[Raw]:
     g, pods = gang(name, size, queue=q, cpu=cpu, created=f"2024-01-01T00:{minute:02}:00Z")
     for p in pods:

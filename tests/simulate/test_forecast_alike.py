@@ -17,7 +17,7 @@ from extender.core.parse import parse_pod, parse_podgroup
 from extender.forecast.model import Forecast
 from extender.plugins.registry import load_conf
 from tests.core.builders import gang, node, pod, queue, required, term
-from tests.simulate.test_forecast import MIN, Raw, run, running, starts
+from tests.simulate.test_forecast import MIN, Raw, busy_nodes, run, running, starts
 
 
 def _waiting(name: str, size: int, cpu: str, q: str, minute: int, priority: int, short: int = 0) -> list[Raw]:
@@ -60,12 +60,7 @@ def left_out(monkeypatch: pytest.MonkeyPatch) -> list[frozenset[GroupKey]]:
 def test_leaving_out_groups_behind_alike_ones_changes_nothing(seed: int) -> None:
     # Few kinds of gang (one or two pods of 2 or 4 cpus) in two queues, so many groups are alike.
     rnd = random.Random(seed)
-    nodes = rnd.randint(2, 5)
-    objects: list[Raw] = [node(f"n{i}", cpu="8") for i in range(nodes)]
-    runtimes: dict[str, float] = {}
-    for i in range(nodes):
-        objects += running(f"r{i}", str(rnd.randint(4, 8)), f"n{i}", q=rnd.choice("ab"))
-        runtimes[f"r{i}"] = rnd.randint(1, 60) * MIN
+    objects, runtimes = busy_nodes(rnd)
     for i in range(rnd.randint(6, 20)):
         size, cpu, q = rnd.choice((1, 2)), rnd.choice(("2", "4")), rnd.choice("ab")
         short = 1 if rnd.random() < 0.15 else 0  # now and then a gang that waits for a pod never made

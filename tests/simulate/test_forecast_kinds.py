@@ -18,7 +18,7 @@ from extender.core.model import GroupKey, PodUID
 from extender.forecast.model import Forecast
 from extender.plugins.registry import load_conf
 from tests.core.builders import NOW, gang, node, queue
-from tests.simulate.test_forecast import MIN, Raw, run, running
+from tests.simulate.test_forecast import MIN, Raw, busy_nodes, run, running
 
 
 def _fresh(cluster: ForecastCluster, key: GroupKey) -> forecast_alike.Alike | None:
@@ -61,12 +61,7 @@ def _view(f: Forecast) -> dict[GroupKey, tuple[object, ...]]:
 def test_kept_kinds_are_the_fresh_ones_and_forecasts_the_same(seed: int) -> None:
     # Few kinds of gang in two queues, so many groups are alike; now and then one short of pods.
     rnd = random.Random(seed)
-    nodes = rnd.randint(2, 5)
-    objects: list[Raw] = [node(f"n{i}", cpu="8") for i in range(nodes)]
-    runtimes: dict[str, float] = {}
-    for i in range(nodes):
-        objects += running(f"r{i}", str(rnd.randint(4, 8)), f"n{i}", q=rnd.choice("ab"))
-        runtimes[f"r{i}"] = rnd.randint(1, 60) * MIN
+    objects, runtimes = busy_nodes(rnd)
     for i in range(rnd.randint(6, 20)):
         size, cpu = rnd.choice((1, 2)), rnd.choice(("2", "4"))
         pods = size - 1 if size == 2 and rnd.random() < 0.15 else size
