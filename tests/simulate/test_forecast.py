@@ -33,10 +33,10 @@ def running(name: str, cpu: str, on: str, q: str = "default") -> list[Raw]:
     return [g, *pods]
 
 
-def busy_nodes(rnd: random.Random) -> tuple[list[Raw], dict[str, float]]:
-    """2–5 nodes of 8 cpus, each running a job of 4–8 cpus in queue a or b for 1–60 minutes (the random
-    clusters of the alike-cut tests): the objects, and the runtimes by job."""
-    nodes = rnd.randint(2, 5)
+def busy_nodes(rnd: random.Random, least: int = 2, most: int = 5) -> tuple[list[Raw], dict[str, float]]:
+    """``least``–``most`` nodes of 8 cpus, each running a job of 4–8 cpus in queue a or b for 1–60 minutes
+    (the random clusters of the alike-cut and failure-memory tests): the objects, and the runtimes by job."""
+    nodes = rnd.randint(least, most)
     objects: list[Raw] = [node(f"n{i}", cpu="8") for i in range(nodes)]
     runtimes: dict[str, float] = {}
     for i in range(nodes):

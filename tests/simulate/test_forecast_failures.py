@@ -14,7 +14,7 @@ from controllers.simulate.forecast import ForecastSettings
 from extender.forecast.model import Forecast
 from extender.framework import gang_failures
 from tests.core.builders import gang, node, queue
-from tests.simulate.test_forecast import MIN, Raw, run, running
+from tests.simulate.test_forecast import MIN, Raw, busy_nodes, run, running
 
 
 def _waiting(name: str, size: int, cpu: str, q: str, minute: int, least: int) -> list[Raw]:
@@ -33,12 +33,7 @@ def _seen(f: Forecast) -> dict[str, tuple[object, ...]]:
 
 def _forecast(seed: int, prefilter: bool) -> Forecast:
     rnd = random.Random(seed)
-    nodes = rnd.randint(1, 4)
-    objects: list[Raw] = [node(f"n{i}", cpu="8") for i in range(nodes)]
-    runtimes: dict[str, float] = {}
-    for i in range(nodes):
-        objects += running(f"r{i}", str(rnd.randint(4, 8)), f"n{i}", q=rnd.choice("ab"))
-        runtimes[f"r{i}"] = rnd.randint(1, 60) * MIN
+    objects, runtimes = busy_nodes(rnd, 1, 4)
     for i in range(rnd.randint(4, 20)):
         size, cpu, q = rnd.choice((1, 2, 3)), rnd.choice(("2", "4", "9")), rnd.choice("ab")
         least = size + 1 if rnd.random() < 0.1 else rnd.randint(1, size)
