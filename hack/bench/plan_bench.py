@@ -5,7 +5,8 @@ cordoned) and M Inqueue gangs of 1–8 pods (``--pods-per-gang``) with mixed cpu
 a few weighted queues, then times ``build_snapshot`` and one ``run_cycle()`` cycle with Volcano's default
 conf. ``--pending`` leaves the gangs Pending, so the cycle's enqueue admits them first; ``--one-by-one``
 places every pod by itself (the allocate and backfill actions with ``batch=False``), to compare;
-``--repeat`` runs the snapshot and the cycle again (fresh each time) and reports the fastest.
+``--repeat`` runs the snapshot and the cycle again (fresh each time) and reports the fastest; ``--digest``
+prints a digest of the cycle's decisions, to check that a change to the core decides alike.
 
     .venv/bin/python hack/bench/plan_bench.py                 # 5 000 x 2 000, then 1 000 x 2 000
     .venv/bin/python hack/bench/plan_bench.py --nodes 5000 --gangs 2000 [--profile]
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import pstats
 import random
 import time
@@ -138,6 +140,18 @@ def one_by_one(snap: Snapshot, conf: SchedulerConf, now: float) -> CycleResult:
     return ssn.result
 
 
+def digest(result: CycleResult) -> str:
+    """A short digest of a cycle's decisions: the placements in the order they were made, the reasons,
+    the groups made whole and admitted (sets sorted: their order is the hash seed's)."""
+    decided = (
+        list(result.placements.items()),
+        sorted(result.unschedulable.items()),
+        sorted(result.ready),
+        sorted(result.admitted),
+    )
+    return hashlib.sha256(repr(decided).encode()).hexdigest()[:16]
+
+
 def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
     lo, _, hi = a.pods_per_gang.partition("-")
     sizes = (int(lo), int(hi or lo))
@@ -148,6 +162,7 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
     snapshots: list[float] = []
     cycles: list[float] = []
     cpu: list[float] = []
+    profile: cProfile.Profile | None = None
     for run in range(a.repeat):
         t0 = time.perf_counter()
         snap: Snapshot = build_snapshot(nodes=nodes, pods=pods, podgroups=groups, queues=queues)
@@ -161,6 +176,7 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
         t3, c3 = time.perf_counter(), time.thread_time()
         if prof is not None:
             prof.disable()
+            profile = prof
         snapshots.append(t1 - t0)
         cycles.append(t3 - t2)
         cpu.append(c3 - c2)
@@ -175,8 +191,11 @@ def bench(n_nodes: int, n_gangs: int, a: argparse.Namespace) -> None:
     )
     # The wall figure swings with whatever else the machine runs; the CPU figure is the cycle's own.
     print(f"  target (#24): cold allocate at 5 000 nodes x 10 000 pending pods < {TARGET_MS} ms {WAS}")
-    if prof is not None:
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+    if a.digest:
+        print(f"  decisions digest {digest(result)}")
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("tottime").print_stats(20)
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
 
 
 def main() -> None:
@@ -189,6 +208,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="cycles to run; the fastest is reported")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="print a cProfile of the (first) cycle")
+    ap.add_argument("--digest", action="store_true", help="print a digest of the cycle's decisions")
     a = ap.parse_args()
     for n in [a.nodes] if a.nodes else [5000, 1000]:
         bench(n, a.gangs, a)
