@@ -74,10 +74,11 @@ class Stored:
         return cls(obj, read_meta(obj))
 
     @classmethod
-    def packed(cls, obj: Obj) -> Stored:
-        """``obj`` held as its JSON bytes (see controllers.state.packed), with its metadata read now; the
-        view's ``raw`` is left empty, as it would keep the decoded metadata alive (read ``obj``)."""
-        return cls(pack(obj), replace(read_meta(obj), raw=_NO_RAW))
+    def packed(cls, obj: Obj, packer: Callable[[Obj], bytes | Obj] = pack) -> Stored:
+        """``obj`` held as its JSON bytes (see controllers.state.packed; ``packer``: one shared with another
+        holder of the kind), with its metadata read now; the view's ``raw`` is left empty, as it would keep
+        the decoded metadata alive (read ``obj``)."""
+        return cls(packer(obj), replace(read_meta(obj), raw=_NO_RAW))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ import pytest
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import VCJOB, watched_objects
 from controllers.state.meta import read_meta
-from controllers.state.packed import PackedMap, pack, unpack
+from controllers.state.packed import PackedMap, Packer, pack, unpack
 from controllers.state.shared import Shared
 from controllers.state.store import Stored
 from extender.core.model import PodUID, group_key
@@ -97,6 +97,38 @@ def test_a_packed_map_packs_on_write_and_shares_bodies_on_copy() -> None:
     other: PackedMap[str] = PackedMap()
     assert other.take("a", c) and not other.take("z", c)
     assert other["a"] == fixture("podgroup")
+
+
+def test_a_packer_gives_equal_objects_one_body_and_a_changed_object_its_own() -> None:
+    packer = Packer()
+    pg = fixture("podgroup")
+    first = packer(pg)
+    assert first == pack(pg) and packer(copy.deepcopy(pg)) is first and packer(pg) is first
+    pg["status"] = {"phase": "Changed"}  # the same dict changed: packed anew, never by its identity
+    assert unpack(packer(pg)) == pg and packer(pg) is not first
+    odd = {"spec": {1: "an int key"}}
+    assert packer(odd) is odd
+
+
+def test_the_store_and_the_cache_hold_one_body_of_a_podgroup() -> None:
+    """Both hold every PodGroup packed (the reconcilers' and the status writer's); as serve wires them,
+    with one packer, the JSON is held once (10 MiB at 11 000 PodGroups)."""
+    packer = Packer()
+    state, store = cluster_state(NAMES, packer=packer), watched_objects(NAMES, packer)
+    pg = fixture("podgroup")
+    key = group_key(read_meta(pg).namespace, read_meta(pg).name)
+    for handlers in (state.cache.handlers(), store.handlers()):  # a LIST, as the informer's tee feeds it
+        listing = handlers["podgroups"].begin()
+        listing.page([pg])
+        listing.done()
+    (held,) = store.all("podgroups")
+    assert isinstance(held.body, bytes) and held.obj == pg == state.cache.raw_podgroup(key)
+    assert held.body is state.cache._raw_podgroups._bodies[key]
+    pg["metadata"]["resourceVersion"] = "999"  # a watch event: each handler packs it as it comes
+    state.cache.handlers()["podgroups"].upsert(pg)
+    store.handlers()["podgroups"].upsert(pg)
+    (held,) = store.all("podgroups")
+    assert held.obj == pg and held.body is state.cache._raw_podgroups._bodies[key]
 
 
 def test_shared_gives_the_first_of_equal_values_and_forgets_when_full() -> None:
