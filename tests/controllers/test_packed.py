@@ -162,6 +162,20 @@ def test_a_gangs_pods_share_their_labels_and_owner_references() -> None:
     assert held[0].meta.labels is held[2].meta.labels
 
 
+def test_a_gangs_pods_share_one_group_key() -> None:
+    """The ledger keeps a group key per pod: one string for a gang's pods, the cache's members key."""
+    state = cluster_state(NAMES)
+    for i in range(3):
+        raw = _gang_pod(i)
+        raw["spec"]["nodeName"] = "n1"
+        state.cache.handlers()["pods"].upsert(raw)
+    held = [state.ledger.get(PodUID(f"uid-{i}")) for i in range(3)]
+    assert all(r is not None for r in held) and len({r.group for r in held if r is not None}) == 1
+    assert held[0] is not None and held[2] is not None and held[0].group is held[2].group
+    pod = state.cache.pod(PodUID("uid-1"))
+    assert pod is not None and state.cache._index.ours(pod) is held[0].group
+
+
 def test_the_store_holds_jobs_and_podgroups_packed_and_nodes_by_their_metadata() -> None:
     store = watched_objects(NAMES)
     job, pg, node = fixture("vcjob"), fixture("podgroup"), fixture("node")
