@@ -162,6 +162,18 @@ def test_a_gangs_pods_share_their_labels_and_owner_references() -> None:
     assert held[0].meta.labels is held[2].meta.labels
 
 
+def test_podgroups_parsed_apart_share_the_strings_they_repeat() -> None:
+    """Every PodGroup repeats its namespace, queue, creation second and conditions (but their messages):
+    held once, not once per PodGroup (~400 bytes each)."""
+    raw = (FIXTURES / "restart_podgroup.json").read_bytes()
+    a, b = (parse_podgroup(orjson.loads(raw)) for _ in range(2))
+    assert a == b and a.conditions
+    assert a.namespace is b.namespace and a.queue is b.queue and a.created is b.created
+    for x, y in zip(a.conditions, b.conditions, strict=True):
+        assert x.type is y.type and x.status is y.status and x.reason is y.reason
+        assert x.last_transition_time is y.last_transition_time
+
+
 def test_a_gangs_pods_share_one_group_key() -> None:
     """The ledger keeps a group key per pod: one string for a gang's pods, the cache's members key."""
     state = cluster_state(NAMES)

@@ -140,7 +140,7 @@ def test_what_the_store_stages_of_a_pod_list_is_small() -> None:
 
 
 JOBS = 2_000
-# ~6 100 bytes a vcjob with its PodGroup are held today (Python 3.11): both packed in the store with their
+# ~5 900 bytes a vcjob with its PodGroup are held today (Python 3.11): both packed in the store with their
 # metadata read, the PodGroup parsed in the cache (its JSON held once, by store and cache alike), and what
 # the pending set and the watch metrics note of each. Held raw (the store kept both so, and the cache its
 # PodGroups, before they were packed) they cost ~12 200: the bound lies between.
