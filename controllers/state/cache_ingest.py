@@ -26,7 +26,7 @@ from controllers.state.compact import ListedGroup, pod_parser, podgroups_listing
 from controllers.state.elastic_book import ElasticBook
 from controllers.state.ledger import Ledger
 from controllers.state.meta import read_meta
-from controllers.state.packed import PackedMap
+from controllers.state.packed import PackedMap, Packer
 from controllers.state.parsed_kind import ClusterKinds
 from controllers.state.pending import PendingSet
 from controllers.state.pod_index import PodIndex
@@ -62,8 +62,11 @@ class CacheIngest:
         ledger: Ledger,
         pending: PendingSet,
         default_queue: str = L.DEFAULT_QUEUE,
+        packer: Packer | None = None,
     ) -> None:
         self.scheduler_names = scheduler_names
+        # Packs the raw PodGroups: shared with the store of watched objects, which holds them too.
+        self._packer = Packer() if packer is None else packer
         self.default_queue = default_queue
         self._ledger = ledger
         self._pending = pending
@@ -73,7 +76,7 @@ class CacheIngest:
         self._parse_pod = pod_parser()  # (controllers.state.compact, as is the PodGroup LIST)
         self._podgroups: dict[GroupKey, PodGroup] = {}
         # Raw PodGroups we write status for (resourceVersion, existing status) keyed like the model, packed.
-        self._raw_podgroups: PackedMap[GroupKey] = PackedMap()
+        self._raw_podgroups: PackedMap[GroupKey] = PackedMap(packer=self._packer)
         # The kinds kept by key alone (controllers.state.parsed_kind), each telling _changed of a change.
         self._kinds = ClusterKinds.build(self._unreadable, self._changed)
         # What the cache's reads use, held under their own names (each one dict for the cache's life).
@@ -236,13 +239,13 @@ class CacheIngest:
         replace_with(self.podgroups_listing(), objs)
 
     def podgroups_listing(self) -> Staged[ListedGroup]:
-        return podgroups_listing(self.default_queue, self._relisted_podgroups)
+        return podgroups_listing(self.default_queue, self._relisted_podgroups, self._packer)
 
     def _relisted_podgroups(self, parsed: list[ListedGroup], failures: list[Failure]) -> None:
         self._unreadable.relisting("PodGroup")
         for f in failures:
             self._unreadable.record(f)
-        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, PackedMap()
+        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, PackedMap(packer=self._packer)
         for pg, body in parsed:
             self._podgroups[pg.key] = pg
             self._raw_podgroups.put_packed(pg.key, body)

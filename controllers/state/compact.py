@@ -42,11 +42,14 @@ def pod_parser() -> Callable[[Obj], Pod]:
 
 
 def podgroups_listing(
-    default_queue: str, apply: Callable[[list[ListedGroup], list[Failure]], None]
+    default_queue: str,
+    apply: Callable[[list[ListedGroup], list[Failure]], None],
+    packer: Callable[[Obj], bytes | Obj] = pack,
 ) -> Staged[ListedGroup]:
-    """A PodGroup LIST, each parsed and packed as its page arrives, handed to ``apply`` at its end."""
+    """A PodGroup LIST, each parsed and packed (by ``packer``) as its page arrives, handed to ``apply`` at
+    its end."""
 
     def parse(obj: Obj) -> ListedGroup:
-        return parse_podgroup(obj, default_queue), pack(obj)
+        return parse_podgroup(obj, default_queue), packer(obj)
 
     return Staged("PodGroup", parse, apply)

@@ -38,6 +38,7 @@ from controllers.state.meta import (
     read_meta,
     string_field,
 )
+from controllers.state.packed import Packer
 from controllers.state.pod_facts import pod_facts
 from controllers.state.shared import Shared
 from controllers.state.store import Index, Kind, ObjectStore, Stored
@@ -254,12 +255,19 @@ def node_record(obj: Any) -> Stored:
     return Stored(_NO_BODY, lean)
 
 
-def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
+def watched_kinds(scheduler_names: frozenset[str], packer: Packer | None = None) -> tuple[Kind, ...]:
+    """``packer``: the one the cluster cache packs PodGroups with (both hold them; see
+    controllers.state.packed)."""
+    pack = Packer() if packer is None else packer
+
+    def packed_group(obj: Any) -> Stored:
+        return Stored.packed(obj, pack)
+
     return (
         Kind(
             name="jobs",
             indexes=(Index(name=JOBFLOW, key=jobflow_of), Index(name=CRONJOB, key=cronjob_of)),
-            record=Stored.packed,
+            record=Stored.packed,  # (no other holder: nothing to share)
         ),
         Kind(name="commands", indexes=(Index(name=TARGET_JOB, key=target_job),)),
         Kind(
@@ -272,7 +280,7 @@ def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
             indexed_only=True,
             record=pod_record(scheduler_names),
         ),
-        Kind(name="podgroups", indexes=(Index(name=VCJOB, key=vcjob_of),), record=Stored.packed),
+        Kind(name="podgroups", indexes=(Index(name=VCJOB, key=vcjob_of),), record=packed_group),
         Kind(name="jobflows", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
         Kind(name="jobtemplates", indexes=(Index(name=NAMESPACE, key=namespace_of),)),
         Kind(name="cronjobs"),
@@ -281,6 +289,7 @@ def watched_kinds(scheduler_names: frozenset[str]) -> tuple[Kind, ...]:
     )
 
 
-def watched_objects(scheduler_names: frozenset[str]) -> ObjectStore:
-    """The process's store of watched objects (see :mod:`controllers.state.store`)."""
-    return ObjectStore(watched_kinds(scheduler_names))
+def watched_objects(scheduler_names: frozenset[str], packer: Packer | None = None) -> ObjectStore:
+    """The process's store of watched objects (see :mod:`controllers.state.store`; ``packer``: see
+    :func:`watched_kinds`)."""
+    return ObjectStore(watched_kinds(scheduler_names, packer))

@@ -211,13 +211,14 @@ def parse_node(obj: Obj) -> Node:
 
 
 def _conditions(status: Obj) -> tuple[Condition, ...]:
+    # (all but the message interned: every PodGroup repeats them, ~300 bytes of strings each otherwise)
     return tuple(
         Condition(
-            type=str(c.get("type") or ""),
-            status=str(c.get("status") or ""),
-            reason=str(c.get("reason") or ""),
+            type=_i(str(c.get("type") or "")),
+            status=_i(str(c.get("status") or "")),
+            reason=_i(str(c.get("reason") or "")),
             message=str(c.get("message") or ""),
-            last_transition_time=str(c.get("lastTransitionTime") or ""),
+            last_transition_time=_i(str(c.get("lastTransitionTime") or "")),
             transition_id=str(c.get("transitionID") or ""),
         )
         for c in _list(status, "conditions", "status")
@@ -241,20 +242,20 @@ def parse_podgroup(obj: Obj, default_queue: str = L.DEFAULT_QUEUE) -> PodGroup:
     except ValueError:
         phase = GroupPhase.PENDING
     return PodGroup(
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=_i(str(meta.get("namespace") or "default")),
         name=str(meta["name"]),
         uid=str(meta.get("uid") or ""),
         min_member=_int(spec, "minMember", "spec", 1),
-        min_task_member={str(k): _int(mtm, k, "spec.minTaskMember", 0) for k in mtm},
-        queue=str(spec.get("queue") or default_queue),
-        priority_class=str(spec.get("priorityClassName") or ""),
+        min_task_member={_i(str(k)): _int(mtm, k, "spec.minTaskMember", 0) for k in mtm},
+        queue=_i(str(spec.get("queue") or default_queue)),
+        priority_class=_i(str(spec.get("priorityClassName") or "")),
         min_resources=_resources(spec.get("minResources"), "spec.minResources"),
         phase=phase,
         conditions=_conditions(status),
         running=_int(status, "running", "status", 0),
         succeeded=_int(status, "succeeded", "status", 0),
         failed=_int(status, "failed", "status", 0),
-        created=str(meta.get("creationTimestamp") or ""),
+        created=_i(str(meta.get("creationTimestamp") or "")),
         sla_waiting_time=_sla_waiting_time(_map(meta, "annotations", "metadata")),
         task_topology={
             k: str(v)

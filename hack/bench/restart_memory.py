@@ -88,8 +88,13 @@ def main() -> int:
     gc.collect()
     floor = status_mib()
     names = frozenset({"volcano"})
-    state = cluster_state(names)
-    store = watched_objects(names)
+    try:  # one packer for both holders of the raw PodGroups, as serve wires them (a tree that has one)
+        from controllers.state.packed import Packer
+
+        packer = Packer()
+        state, store = cluster_state(names, packer=packer), watched_objects(names, packer)
+    except ImportError:
+        state, store = cluster_state(names), watched_objects(names)
     metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
     cache_h, store_h, metrics_h = state.cache.handlers(), store.handlers(), metrics.handlers()
     from controllers.forecast.finished import runtime_handler
