@@ -42,9 +42,12 @@ class ClusterCache(CacheFigures):
         default_queue: str = L.DEFAULT_QUEUE,
         packer: Packer | None = None,
     ) -> None:
-        names, queue = scheduler_names, default_queue
         super().__init__(
-            scheduler_names=names, ledger=ledger, pending=pending, default_queue=queue, packer=packer
+            scheduler_names=scheduler_names,
+            ledger=ledger,
+            pending=pending,
+            default_queue=default_queue,
+            packer=packer,
         )
         # PodGroups not running yet (or broken), kept as they are stored: a cycle reads them without a loop
         # over every PodGroup.
