@@ -24,7 +24,8 @@ timer the loop asks for (a fair window, an SLA deadline) is a due time the calle
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from sys import intern
 from typing import Any, Final, TypeVar
 
 from controllers.scheduling.loop import Loop
@@ -35,7 +36,7 @@ from controllers.scheduling.writes import Writes
 from controllers.state.cluster import ClusterState, cluster_state
 from extender.api import wire
 from extender.core.gang import MemberCounts, is_admitted, next_phase
-from extender.core.model import GroupKey, GroupPhase, Pod, PodUID, group_key
+from extender.core.model import GroupKey, GroupPhase, Pod, PodPhase, PodUID, group_key
 from extender.core.snapshot import pod_group_key
 from extender.framework.result import Eviction
 from extender.plugins.registry import SchedulerConf
@@ -213,9 +214,9 @@ class SimCluster:
         else:
             raise ValueError(f"the simulated cluster holds no {kind!r} objects")
 
-    def _stored(self, uid: PodUID) -> None:
+    def _stored(self, uid: PodUID, seen: Pod | None = None) -> None:
         raw = self.pods[uid]
-        pod = self.cache.upsert_pod(raw)
+        pod = self.cache.upsert_pod(raw, seen=seen)
         if pod is not None:
             self.dirty.add(pod_group_key(pod))
         for watch in self.pod_watchers:
@@ -224,7 +225,9 @@ class SimCluster:
     def uid_of(self, namespace: str, name: str) -> PodUID | None:
         return self._names.get((namespace, name))
 
-    def edit_pod(self, uid: PodUID, change: Callable[[Obj], object]) -> None:
+    def edit_pod(self, uid: PodUID, change: Callable[[Obj], object], seen: Pod | None = None) -> None:
+        """Replace pod ``uid`` by ``change`` applied to a copy; ``seen``: the model of the result when the
+        caller knows it (else the cache parses the new object)."""
         old = self.pods[uid]
         # A new object, as the API server returns one; the parts ``change`` may edit are copied.
         meta = dict(old.get("metadata") or {})
@@ -232,7 +235,7 @@ class SimCluster:
         raw = {**old, "metadata": meta, "spec": dict(old["spec"]), "status": dict(old.get("status") or {})}
         change(raw)
         self.pods[uid] = raw
-        self._stored(uid)
+        self._stored(uid, seen)
 
     def set_phase(self, uid: PodUID, phase: str) -> None:
         self.edit_pod(uid, lambda p: p.setdefault("status", {}).__setitem__("phase", phase))
@@ -264,7 +267,12 @@ class SimCluster:
             p["spec"]["nodeName"] = node
             p.setdefault("status", {})["phase"] = "Running"
 
-        self.edit_pod(uid, run)
+        # The bound pod's model is the stored one on ``node`` and running: nothing else a parse reads
+        # changes (a bind per pod is the simulation's commonest write; parsing it again cost as much as
+        # creating the pod).
+        stored = self.cache.pod(uid)
+        seen = None if stored is None else replace(stored, node_name=intern(node), phase=PodPhase.RUNNING)
+        self.edit_pod(uid, run, seen)
         self.bound[uid] = node
 
     def evict(self, uid: PodUID) -> None:

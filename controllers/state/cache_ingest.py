@@ -142,10 +142,13 @@ class CacheIngest:
             return dataclasses.replace(seen, node_name=assumed)
         return seen
 
-    def upsert_pod(self, obj: Obj) -> Pod | None:
-        seen: Pod | None = self._parse(self._parse_pod, obj, "Pod")
+    def upsert_pod(self, obj: Obj, *, seen: Pod | None = None) -> Pod | None:
+        """Store the pod ``obj``. ``seen``: its model, when the caller holds it already (the simulator's
+        bind changes a stored pod's node and phase, nothing else its model reads): not parsed again."""
         if seen is None:
-            return None
+            seen = self._parse(self._parse_pod, obj, "Pod")
+            if seen is None:
+                return None
         pod = self._with_assumed(seen)
         if self._pods.get(pod.uid) == pod:
             return pod

@@ -125,7 +125,7 @@ class DrfPlugin(Plugin):
 
     def open(self, ssn: Session) -> None:
         snap = ssn.snapshot
-        total = snap.alloc.sum(axis=0).astype(np.float64)
+        total = ssn.total.astype(np.float64)
         self.shared = shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
         self._offered = shared & (total > 0)
         self._unoffered = shared & (total <= 0)

@@ -46,7 +46,7 @@ class OvercommitPlugin(Plugin):
     def open(self, ssn: Session) -> None:
         # What the snapshot fixes for the cycle, summed once rather than over every node for every group.
         snap = ssn.snapshot
-        self._alloc = snap.alloc.sum(axis=0)
+        self._alloc = ssn.total
         self._room = (self._alloc * self.factor).astype(np.int64)
         self._used = snap.used.sum(axis=0) + snap.reserved.sum(axis=0)
 

@@ -21,6 +21,7 @@ Enable with::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy.typing as npt
 
 from extender.core.model import Pod, PodGroup, PodUID, Queue
 from extender.core.quantity import human
-from extender.core.resources import Vector
+from extender.core.resources import ResourceIndex, Vector
 from extender.framework.gangs import with_waiting
 from extender.framework.plugin import Plugin
 from extender.framework.session import Session
@@ -77,6 +78,72 @@ def _water_fill(
             pinned[q] |= b
 
 
+@dataclass(frozen=True, slots=True)
+class _QueueTerms:
+    """What the shares are worked out from that depends on the queues and the cluster's size alone, the
+    same every cycle until a queue or a node changes: per queue its real capability (``capability``,
+    unlimited where unset, and where other queues hold a ``guarantee``, at most the cluster less their
+    guarantees: else the cluster's size is not a limit here, overcommit decides admission past it and a pod
+    too big for the nodes is told so by placement), its guarantee, and its floor in the water-filling (the
+    guarantee within the capability); and the columns shares are taken over (not the pods slot, as
+    Volcano's). Its arrays are read-only: every cycle until the next change shares them."""
+
+    queues: tuple[Queue, ...]
+    names: tuple[str, ...]
+    total: Vector
+    capability: dict[str, Vector]
+    guarantee: dict[str, Vector]
+    floors: dict[str, npt.NDArray[np.float64]]
+    shared: npt.NDArray[np.bool_]
+
+
+# The last terms worked out (one scheduler's cycles ask about equal queues and totals until one changes).
+_last_terms: _QueueTerms | None = None
+
+
+def _frozen(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.setflags(write=False)
+    return a
+
+
+def _queue_terms(queues: Mapping[str, Queue], index: ResourceIndex, total: Vector) -> _QueueTerms:
+    """The :class:`_QueueTerms` of ``queues`` over a cluster of ``total``: the last ones when equal."""
+    global _last_terms
+    listed = tuple(queues.values())
+    last = _last_terms  # (one read: a concurrent cycle may replace it, never half of it)
+    if (
+        last is not None
+        and last.names == index.names
+        and last.queues == listed
+        and np.array_equal(last.total, total)
+    ):
+        return last
+    names = index.names
+    guarantee = {q.name: _frozen(index.vector(q.guarantee)) for q in listed}
+    guaranteed = sum(guarantee.values(), np.zeros(len(names), np.int64))
+    capability: dict[str, Vector] = {}
+    for q in listed:
+        cap = np.full(len(names), _UNLIMITED, dtype=np.int64)
+        for name, amount in q.capability.items():
+            if name in names:
+                cap[names.index(name)] = amount
+        others = guaranteed - guarantee[q.name]
+        capability[q.name] = _frozen(
+            np.where(others > 0, np.minimum(cap, np.maximum(total - others, 0)), cap)
+        )
+    terms = _QueueTerms(
+        queues=listed,
+        names=names,
+        total=_frozen(total.copy()),
+        capability=capability,
+        guarantee=guarantee,
+        floors={q: _frozen(np.minimum(guarantee[q], capability[q]).astype(np.float64)) for q in queues},
+        shared=_frozen(np.array([n != "pods" for n in names], dtype=np.bool_)),
+    )
+    _last_terms = terms
+    return terms
+
+
 def _terms(name: str, i: int, terms: Sequence[tuple[str, Vector]]) -> str:
     """``used 3 + promised 2 + minResources 4 − elastic 1``: a negative term is subtracted, shown only
     when it is not zero."""
@@ -110,18 +177,6 @@ class ProportionPlugin(Plugin):
         queues' guarantees keep; unlimited resources at a huge value. Read by the metrics."""
         return self.capability
 
-    def _cap(self, ssn: Session, q: Queue, guaranteed: Vector) -> Vector:
-        """``capability`` (unlimited where unset), and where other queues hold a ``guarantee``, at most the
-        cluster less their guarantees (else the cluster's size is not a limit here: overcommit decides
-        admission past it, and a pod too big for the nodes is told so by placement)."""
-        names = ssn.snapshot.index.names
-        cap = np.full(len(names), _UNLIMITED, dtype=np.int64)
-        for name, amount in q.capability.items():
-            if name in names:
-                cap[names.index(name)] = amount
-        others = guaranteed - ssn.snapshot.index.vector(q.guarantee)
-        return np.where(others > 0, np.minimum(cap, np.maximum(ssn.total - others, 0)), cap)
-
     def open(self, ssn: Session) -> None:
         snap = ssn.snapshot
         r = len(snap.index)
@@ -143,17 +198,13 @@ class ProportionPlugin(Plugin):
         for qn, v in snap.aside_waiting.items():  # groups the snapshot leaves out still ask
             if qn in request:
                 request[qn] += v
-        guaranteed = sum(
-            (snap.index.vector(q.guarantee) for q in snap.queues.values()), np.zeros(r, np.int64)
-        )
-        self.capability = {q.name: self._cap(ssn, q, guaranteed) for q in snap.queues.values()}
+        total = ssn.total  # (a sum over every node: once)
+        terms = _queue_terms(snap.queues, snap.index, total)
+        self.capability = terms.capability
         want = {q: np.minimum(request[q], self.capability[q]).astype(np.float64) for q in request}
-        floors = {
-            q: np.minimum(snap.index.vector(snap.queues[q].guarantee), self.capability[q]).astype(np.float64)
-            for q in request
-        }
+        floors = terms.floors
         weights = {q: snap.queues[q].weight for q in request}
-        deserved = _water_fill(ssn.total.astype(np.float64), want, weights, floors)
+        deserved = _water_fill(total.astype(np.float64), want, weights, floors)
         # With one queue asking, shares decide nothing: its deserved share is all it can get anyway, and
         # a pod that does not fit is better told which node comes closest than that it passes a share.
         self._contended = sum(bool(want[q].any()) for q in request) > 1
@@ -164,10 +215,8 @@ class ProportionPlugin(Plugin):
             for name, amount in explicit.items():
                 if name in snap.index.names:
                     vec[snap.index.names.index(name)] = amount
-            self.deserved[q] = np.maximum(vec, snap.index.vector(snap.queues[q].guarantee))
-        # Shares are over cpu, memory and extended resources, not the pods slot (as Volcano's): per queue,
-        # the columns its share is taken over (deserved > 0) and their deserved amounts, found once.
-        self._shared = np.array([n != "pods" for n in snap.index.names], dtype=np.bool_)
+            self.deserved[q] = np.maximum(vec, terms.guarantee[q])
+        self._shared = terms.shared
         self._share_of = {}
         for q, amounts in self.deserved.items():
             cols = np.flatnonzero((amounts > 0) & self._shared)

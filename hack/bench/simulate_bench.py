@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import pstats
 import time
 from pathlib import Path
@@ -69,6 +70,10 @@ def main() -> None:
     print(
         f"allocation {alloc}; fragmentation {100 * result.fragmentation:.1f}% of free {result.key_resource}"
     )
+    # What was decided and measured (every job's start, end and placements; the series): equal digests,
+    # the same simulation (a faster change of the step must keep it).
+    decided = repr((result.jobs, result.series, result.evictions, result.cycles)).encode()
+    print(f"digest {hashlib.sha256(decided).hexdigest()[:16]}")
     for q in result.queues:
         if q.jobs:
             print(f"  {q.name}: {q.jobs} jobs, wait p50 {q.wait_p50 or 0:.0f}s p95 {q.wait_p95 or 0:.0f}s")

@@ -1,0 +1,147 @@
+"""What a simulated step carries instead of working out again equals what working it out gives.
+
+- a simulated bind stores the bound pod's model made from the stored one (on its node, running) instead
+  of parsing the new object: after every bind of a run, the stored model equals the parse;
+- proportion's queue terms (real capability, guarantee, floor) are worked out once per queues and cluster
+  size (:func:`extender.plugins.proportion._queue_terms`): after any run of changes, equal to fresh ones;
+- the cluster's allocatable total (proportion, drf, overcommit each read it every cycle) is summed once
+  per allocatable matrix (:func:`extender.framework.session.allocatable_total`): always the matrix's sum;
+- nodeorder asks whether any node has a PreferNoSchedule taint every cycle, answered once per node tuple
+  (:func:`extender.core.prefer.has_prefer_taints`): the answer equals the walk's, whatever tuples come.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controllers.simulate.engine import TraceRun
+from controllers.simulate.trace import parse_trace
+from extender.core import prefer
+from extender.core.model import Node, PodUID, Queue, Taint
+from extender.core.parse import parse_pod
+from extender.core.resources import ResourceIndex
+from extender.framework.session import allocatable_total
+from extender.plugins import proportion
+from extender.plugins.registry import load_conf
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulate"
+
+
+@pytest.mark.parametrize(
+    ("trace", "conf"),
+    [
+        ("two-teams.yaml", None),
+        ("two-teams.yaml", "reclaim.conf"),  # evictions: pods bound again after their job restarts
+        ("gpu-share.yaml", "gpu-share-binpack.conf"),  # cards annotated on the pod before it binds
+    ],
+)
+def test_bound_model_is_the_parse(trace: str, conf: str | None) -> None:
+    doc = yaml.safe_load((EXAMPLES / trace).read_text())
+    run = TraceRun(parse_trace(doc), load_conf(None if conf is None else (EXAMPLES / conf).read_text()))
+    cluster = run.cluster
+    bind = cluster.bind
+    binds = 0
+
+    def checked(uid: PodUID, node: str) -> None:
+        nonlocal binds
+        bind(uid, node)
+        binds += 1
+        assert cluster.cache.pod(uid) == parse_pod(cluster.pods[uid])
+
+    cluster.bind = checked  # type: ignore[method-assign]  # (the executor calls it through the cluster)
+    run.run()
+    assert binds > 10
+
+
+_taints = st.lists(
+    st.builds(
+        Taint,
+        key=st.sampled_from(["a", "b"]),
+        effect=st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute", ""]),
+    ),
+    max_size=2,
+).map(tuple)
+_nodes = st.lists(
+    st.builds(Node, name=st.sampled_from(["n1", "n2", "n3"]), allocatable=st.just({}), taints=_taints),
+    max_size=4,
+).map(tuple)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_nodes, st.booleans()), min_size=1, max_size=8))
+def test_prefer_taints_memo_is_the_walk(asks: list[tuple[tuple[Node, ...], bool]]) -> None:
+    """A run of asks, each a new tuple or the one asked last (as cycles over one node table ask): every
+    answer is the walk's."""
+    last: tuple[Node, ...] | None = None
+    for nodes, again in asks:
+        asked = last if again and last is not None else nodes
+        walk = any(t.effect == prefer.PREFER_NO_SCHEDULE for n in asked for t in n.taints)
+        assert prefer.has_prefer_taints(asked) == walk
+        last = asked
+
+
+_amounts = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 64), max_size=2
+)
+_queues = st.lists(
+    st.builds(
+        Queue,
+        name=st.sampled_from(["a", "b", "c", "d"]),
+        weight=st.integers(1, 3),
+        capability=_amounts,
+        guarantee=_amounts,
+    ),
+    min_size=1,
+    max_size=4,
+)
+_index = st.sampled_from([ResourceIndex.of([]), ResourceIndex.of(["nvidia.com/gpu"])])
+_totals = st.lists(st.integers(0, 128), min_size=4, max_size=4)
+Step = tuple[list[Queue], ResourceIndex, list[int], str]
+_step = st.tuples(_queues, _index, _totals, st.sampled_from(["new", "same", "total"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_step, min_size=1, max_size=8))
+def test_queue_terms_carried_are_the_fresh(steps: list[Step]) -> None:
+    """A run of cycles, each over new queues, the same ones again, or the same queues over another
+    cluster size: the terms carried from the last cycle equal those worked out afresh."""
+    first, index, amounts, _ = steps[0]
+    queues = {q.name: q for q in first}
+    for new_queues, new_index, new_amounts, kind in steps:
+        if kind == "new":
+            queues, index = {q.name: q for q in new_queues}, new_index
+        if kind != "same":
+            amounts = new_amounts
+        total = np.array(amounts[: len(index.names)], dtype=np.int64)
+        carried = proportion._queue_terms(queues, index, total)
+        proportion._last_terms = None
+        fresh = proportion._queue_terms(queues, index, total)
+        assert carried.queues == fresh.queues and carried.names == fresh.names
+        for field in ("capability", "guarantee", "floors"):
+            a, b = getattr(carried, field), getattr(fresh, field)
+            assert a.keys() == b.keys() and all(np.array_equal(a[q], b[q]) for q in a), field
+        assert np.array_equal(carried.shared, fresh.shared)
+
+
+_matrices = st.lists(st.lists(st.integers(0, 1 << 40), min_size=3, max_size=3), min_size=1, max_size=4).map(
+    lambda rows: np.array(rows, dtype=np.int64)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_matrices, st.booleans()), min_size=1, max_size=8))
+def test_allocatable_total_carried_is_the_sum(asks: list[tuple[npt.NDArray[np.int64], bool]]) -> None:
+    """A run of cycles, each over a new allocatable matrix or the one summed last (as snapshots over one
+    node table share it): every total is the matrix's sum."""
+    last: npt.NDArray[np.int64] | None = None
+    for alloc, again in asks:
+        asked = last if again and last is not None else alloc
+        assert np.array_equal(allocatable_total(asked), asked.sum(axis=0))
+        last = asked
