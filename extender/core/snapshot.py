@@ -213,6 +213,9 @@ def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> 
         names.update(n.allocatable)
     index = ResourceIndex.of(names)
     alloc = index.matrix([n.allocatable for n in node_list])
+    # Read-only: every snapshot until the next node change shares it, and a sum of it is kept by its
+    # identity (extender.framework.session.allocatable_total): a write into it would raise, not go unseen.
+    alloc.setflags(write=False)
     return NodeTable(
         nodes=node_list,
         index=index,
