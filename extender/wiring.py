@@ -45,7 +45,6 @@ from controllers.scheduling.shared import LoopSettings
 from controllers.simulate.forecast import ForecastSettings
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import watched_objects
-from controllers.state.packed import Packer
 from controllers.watch_metrics import WatchMetrics
 from extender.api import labels as L
 from extender.api.limits import Limits
@@ -94,12 +93,11 @@ class Process:
         self.settings = settings
         self.client = client
         self.gates = gates
-        # Both hold every raw PodGroup packed: one packer gives both the same bytes.
-        packer = Packer()
-        state = cluster_state(settings.scheduling.scheduler_names, settings.scheduling.default_queue, packer)
+        state = cluster_state(settings.scheduling.scheduler_names, settings.scheduling.default_queue)
         self.cache = state.cache
         # The raw objects the reconcilers read, fed once by the informers (controllers.state.store).
-        self.watched = watched_objects(settings.scheduling.scheduler_names, packer)
+        # It packs the raw PodGroups with the cache's packer: both hold every one, as the same bytes.
+        self.watched = watched_objects(settings.scheduling.scheduler_names, state.cache.packer)
         election = settings.leader
         self.leadership = Leadership(
             identity=election.identity or "pumice",

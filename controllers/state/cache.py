@@ -19,7 +19,6 @@ from controllers.state.cache_figures import CacheFigures
 from controllers.state.cache_ingest import Obj
 from controllers.state.gpu_holds import GpuHolds
 from controllers.state.ledger import Ledger
-from controllers.state.packed import Packer
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
@@ -40,14 +39,9 @@ class ClusterCache(CacheFigures):
         ledger: Ledger,
         pending: PendingSet,
         default_queue: str = L.DEFAULT_QUEUE,
-        packer: Packer | None = None,
     ) -> None:
         super().__init__(
-            scheduler_names=scheduler_names,
-            ledger=ledger,
-            pending=pending,
-            default_queue=default_queue,
-            packer=packer,
+            scheduler_names=scheduler_names, ledger=ledger, pending=pending, default_queue=default_queue
         )
         # PodGroups not running yet (or broken), kept as they are stored: a cycle reads them without a loop
         # over every PodGroup.

@@ -62,11 +62,10 @@ class CacheIngest:
         ledger: Ledger,
         pending: PendingSet,
         default_queue: str = L.DEFAULT_QUEUE,
-        packer: Packer | None = None,
     ) -> None:
         self.scheduler_names = scheduler_names
-        # Packs the raw PodGroups: shared with the store of watched objects, which holds them too.
-        self._packer = Packer() if packer is None else packer
+        # Packs the raw PodGroups; the store of watched objects holds them too, and borrows it (one bytes).
+        self.packer = Packer()
         self.default_queue = default_queue
         self._ledger = ledger
         self._pending = pending
@@ -76,7 +75,7 @@ class CacheIngest:
         self._parse_pod = pod_parser()  # (controllers.state.compact, as is the PodGroup LIST)
         self._podgroups: dict[GroupKey, PodGroup] = {}
         # Raw PodGroups we write status for (resourceVersion, existing status) keyed like the model, packed.
-        self._raw_podgroups: PackedMap[GroupKey] = PackedMap(packer=self._packer)
+        self._raw_podgroups: PackedMap[GroupKey] = PackedMap(packer=self.packer)
         # The kinds kept by key alone (controllers.state.parsed_kind), each telling _changed of a change.
         self._kinds = ClusterKinds.build(self._unreadable, self._changed)
         # What the cache's reads use, held under their own names (each one dict for the cache's life).
@@ -143,12 +142,10 @@ class CacheIngest:
         return seen
 
     def upsert_pod(self, obj: Obj, *, seen: Pod | None = None) -> Pod | None:
-        """Store the pod ``obj``. ``seen``: its model, when the caller holds it already (the simulator's
-        bind changes a stored pod's node and phase, nothing else its model reads): not parsed again."""
+        """Store the pod ``obj``; ``seen``: its model when the caller has it (a simulated bind): no parse."""
+        seen = self._parse(self._parse_pod, obj, "Pod") if seen is None else seen
         if seen is None:
-            seen = self._parse(self._parse_pod, obj, "Pod")
-            if seen is None:
-                return None
+            return None
         pod = self._with_assumed(seen)
         if self._pods.get(pod.uid) == pod:
             return pod
@@ -242,13 +239,13 @@ class CacheIngest:
         replace_with(self.podgroups_listing(), objs)
 
     def podgroups_listing(self) -> Staged[ListedGroup]:
-        return podgroups_listing(self.default_queue, self._relisted_podgroups, self._packer)
+        return podgroups_listing(self.default_queue, self._relisted_podgroups, self.packer)
 
     def _relisted_podgroups(self, parsed: list[ListedGroup], failures: list[Failure]) -> None:
         self._unreadable.relisting("PodGroup")
         for f in failures:
             self._unreadable.record(f)
-        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, PackedMap(packer=self._packer)
+        old, self._podgroups, self._raw_podgroups = self._podgroups, {}, PackedMap(packer=self.packer)
         for pg, body in parsed:
             self._podgroups[pg.key] = pg
             self._raw_podgroups.put_packed(pg.key, body)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from controllers.state.cache import ClusterCache
 from controllers.state.ledger import Ledger
-from controllers.state.packed import Packer
 from controllers.state.pending import PendingSet
 from extender.api import labels as L
 
@@ -22,17 +21,10 @@ class ClusterState:
     pending: PendingSet
 
 
-def cluster_state(
-    scheduler_names: frozenset[str], default_queue: str = L.DEFAULT_QUEUE, packer: Packer | None = None
-) -> ClusterState:
-    """``packer``: the one the store of watched objects packs with too (both hold every PodGroup)."""
+def cluster_state(scheduler_names: frozenset[str], default_queue: str = L.DEFAULT_QUEUE) -> ClusterState:
     ledger = Ledger()
     pending = PendingSet(planned=ledger.is_planned)
     cache = ClusterCache(
-        scheduler_names=scheduler_names,
-        ledger=ledger,
-        pending=pending,
-        default_queue=default_queue,
-        packer=packer,
+        scheduler_names=scheduler_names, ledger=ledger, pending=pending, default_queue=default_queue
     )
     return ClusterState(cache, ledger, pending)

@@ -88,13 +88,10 @@ def main() -> int:
     gc.collect()
     floor = status_mib()
     names = frozenset({"volcano"})
-    try:  # one packer for both holders of the raw PodGroups, as serve wires them (a tree that has one)
-        from controllers.state.packed import Packer
-
-        packer = Packer()
-        state, store = cluster_state(names, packer=packer), watched_objects(names, packer)
-    except ImportError:
-        state, store = cluster_state(names), watched_objects(names)
+    state = cluster_state(names)
+    # The store borrows the cache's packer for the raw PodGroups, as serve wires them (a tree that has one).
+    packer = getattr(state.cache, "packer", None)
+    store = watched_objects(names) if packer is None else watched_objects(names, packer)
     metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
     cache_h, store_h, metrics_h = state.cache.handlers(), store.handlers(), metrics.handlers()
     from controllers.forecast.finished import runtime_handler

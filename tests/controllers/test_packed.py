@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
+from controllers.kube.client import KubeClient
+from controllers.kube.connection import Connection
 from controllers.state.cluster import cluster_state
 from controllers.state.indexes import VCJOB, watched_objects
 from controllers.state.meta import read_meta
@@ -25,6 +27,9 @@ from controllers.state.store import Stored
 from extender.core.model import PodUID, group_key
 from extender.core.parse import parse_podgroup
 from extender.jobs.model import parse_job
+from extender.plugins.registry import load_conf
+from extender.wiring import Process
+from tests.ops.test_serve_runtime_flags import settings as serve_settings
 
 Obj = dict[str, Any]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -110,11 +115,16 @@ def test_a_packer_gives_equal_objects_one_body_and_a_changed_object_its_own() ->
     assert packer(odd) is odd
 
 
-def test_the_store_and_the_cache_hold_one_body_of_a_podgroup() -> None:
-    """Both hold every PodGroup packed (the reconcilers' and the status writer's); as serve wires them,
-    with one packer, the JSON is held once (10 MiB at 11 000 PodGroups)."""
-    packer = Packer()
-    state, store = cluster_state(NAMES, packer=packer), watched_objects(NAMES, packer)
+async def test_the_store_and_the_cache_hold_one_body_of_a_podgroup() -> None:
+    """Both hold every PodGroup packed (the reconcilers' and the status writer's); as serve wires them
+    (extender.wiring: the store borrows the cache's packer), the JSON is held once (10 MiB at 11 000
+    PodGroups)."""
+    client = KubeClient(Connection(host="http://localhost"))
+    try:
+        proc = Process(serve_settings(), load_conf(), client)
+    finally:
+        await client.close()
+    state, store = proc, proc.watched
     pg = fixture("podgroup")
     key = group_key(read_meta(pg).namespace, read_meta(pg).name)
     for handlers in (state.cache.handlers(), store.handlers()):  # a LIST, as the informer's tee feeds it

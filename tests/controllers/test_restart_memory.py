@@ -29,7 +29,6 @@ from controllers.kube.informer import tee
 from controllers.state import store as store_module
 from controllers.state.cluster import ClusterState, cluster_state
 from controllers.state.indexes import VCJOB, watched_objects
-from controllers.state.packed import Packer
 from controllers.state.store import ObjectStore
 from controllers.watch_metrics import WatchMetrics
 from extender.core.model import PodUID
@@ -82,9 +81,8 @@ def _listed(
     gc.collect()
     tracemalloc.start()
     try:
-        packer = Packer()  # one for both holders of the raw PodGroups, as extender.wiring builds them
-        state = cluster_state(names, packer=packer)
-        store = watched_objects(names, packer)
+        state = cluster_state(names)
+        store = watched_objects(names, state.cache.packer)  # as extender.wiring builds them
         metrics = WatchMetrics(scheduler_names=names, bound=lambda _: None, waited=lambda _: None)
         handlers = (state.cache.handlers(), store.handlers(), metrics.handlers())
         for watch, pages_of in watches:
