@@ -23,7 +23,8 @@ from controllers.state.pending import PendingSet
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Node, Pod, PodGroup, PodUID, Queue, group_key
-from extender.core.snapshot import Aside, NodeTable, Snapshot, build_node_table, build_snapshot, pod_group_key
+from extender.core.node_table import NodeTable, build_node_table
+from extender.core.snapshot import Aside, Snapshot, build_snapshot, pod_group_key
 
 _UNFINISHED: Final = frozenset({GroupPhase.PENDING, GroupPhase.INQUEUE, GroupPhase.UNKNOWN})
 

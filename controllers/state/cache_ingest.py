@@ -35,8 +35,8 @@ from controllers.state.unreadable import Failure, Unreadable
 from extender.api import labels as L
 from extender.core.hypernodes import HyperNodeSet
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID, group_key
+from extender.core.node_table import NodeTable
 from extender.core.parse import parse_podgroup
-from extender.core.snapshot import NodeTable
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

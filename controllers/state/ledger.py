@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from controllers.state.usage import NodeUsage
 from extender.core.model import GroupKey, Pod, PodUID
-from extender.core.snapshot import NodeTable
+from extender.core.node_table import NodeTable
 
 # One empty mapping for every reservation without decided annotations (nearly all): an empty dict each
 # was 64 bytes a pod.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.snapshot import NodeTable
+from extender.core.node_table import NodeTable
 
 
 class NodeUsage:

@@ -54,21 +54,10 @@ def intolerable_prefer_taints(tolerations: tuple[Toleration, ...], nodes: Sequen
     )
 
 
-# The last node tuple asked about and its answer: snapshots over one node table share its tuple, so every
-# cycle between two node changes asks about the same object (nodeorder opens each cycle). The tuple is held
-# here, so its id cannot be reused while remembered; tuples and Nodes are immutable, so the answer stands.
-_last: tuple[tuple[Node, ...], bool] | None = None
-
-
 def has_prefer_taints(nodes: Sequence[Node]) -> bool:
-    global _last
-    last = _last  # (one read: a concurrent cycle may replace it, never half of it)
-    if last is not None and last[0] is nodes:
-        return last[1]
-    found = any(t.effect == PREFER_NO_SCHEDULE for n in nodes for t in n.taints)
-    if isinstance(nodes, tuple):
-        _last = (nodes, found)
-    return found
+    """Whether any of ``nodes`` has a PreferNoSchedule taint (worked out once per node table: see
+    extender.core.snapshot.NodeTable)."""
+    return any(t.effect == PREFER_NO_SCHEDULE for n in nodes for t in n.taints)
 
 
 def normalize(raw: Counts, candidates: Mask, *, reverse: bool) -> Scores | None:

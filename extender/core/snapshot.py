@@ -45,6 +45,7 @@ from extender.core.model import (
     Queue,
     group_key,
 )
+from extender.core.node_table import NodeTable, build_node_table
 from extender.core.numa import NumaTopology
 from extender.core.quota import ResourceQuota
 from extender.core.residents import Residents
@@ -75,6 +76,9 @@ class Snapshot:
     nodes: tuple[Node, ...]
     index: ResourceIndex
     alloc: npt.NDArray[np.int64]
+    # The node table's: ``alloc`` summed (read-only), and whether any node has a PreferNoSchedule taint.
+    alloc_total: Vector
+    prefer_taints: bool
     used: npt.NDArray[np.int64]
     reserved: npt.NDArray[np.int64]
     pods: Mapping[PodUID, Pod]
@@ -188,42 +192,6 @@ class Aside:
     waiting: Mapping[str, int]  # requests of its waiting pods: part of its queue's demand (proportion)
     owed: Mapping[str, int]  # admitted, not running: minResources less what it holds (enqueue's promise)
     planned: Mapping[str, int] = field(default_factory=dict)  # the part of ``waiting`` that holds plans
-
-
-@dataclass(frozen=True, slots=True)
-class NodeTable:
-    """Nodes sorted by name with their allocatable matrix: rebuilt only when nodes (or the set of
-    resource names) change, so a snapshot of a large cluster does not re-read every node."""
-
-    nodes: tuple[Node, ...]
-    index: ResourceIndex
-    alloc: npt.NDArray[np.int64]
-    node_pos: Mapping[str, int]
-    node_names: tuple[str, ...]
-    topology: TopologyIndex
-
-    def covers(self, names: Iterable[str]) -> bool:
-        return set(names) <= set(self.index.names)
-
-
-def build_node_table(nodes: Iterable[Node], extra_names: Iterable[str] = ()) -> NodeTable:
-    node_list = tuple(sorted(nodes, key=lambda n: n.name))
-    names: set[str] = set(extra_names)
-    for n in node_list:
-        names.update(n.allocatable)
-    index = ResourceIndex.of(names)
-    alloc = index.matrix([n.allocatable for n in node_list])
-    # Read-only: every snapshot until the next node change shares it, and a sum of it is kept by its
-    # identity (extender.framework.session.allocatable_total): a write into it would raise, not go unseen.
-    alloc.setflags(write=False)
-    return NodeTable(
-        nodes=node_list,
-        index=index,
-        alloc=alloc,
-        node_pos={n.name: i for i, n in enumerate(node_list)},
-        node_names=tuple(n.name for n in node_list),
-        topology=TopologyIndex(node_list),
-    )
 
 
 def _add_rows(
@@ -371,6 +339,8 @@ def build_snapshot(
         nodes=table.nodes,
         index=index,
         alloc=table.alloc,
+        alloc_total=table.total,
+        prefer_taints=table.prefer_taints,
         used=used,
         reserved=reserved,
         pods=pod_map,

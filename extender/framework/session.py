@@ -61,24 +61,6 @@ if TYPE_CHECKING:
     from extender.framework.reserve import Reservation
 
 
-# The last allocatable matrix summed and its sum: snapshots over one node table share its matrix, so the
-# cycles between two node changes (and the plugins of one, which each ask) sum it once. The matrix is held
-# here, so its id cannot be reused while remembered; nothing writes into a snapshot's matrices.
-_last_total: tuple[npt.NDArray[np.int64], Vector] | None = None
-
-
-def allocatable_total(alloc: npt.NDArray[np.int64]) -> Vector:
-    """``alloc.sum(axis=0)``, read-only, summed once per matrix."""
-    global _last_total
-    last = _last_total  # (one read: a concurrent cycle may replace it, never half of it)
-    if last is not None and last[0] is alloc:
-        return last[1]
-    out: Vector = alloc.sum(axis=0)
-    out.setflags(write=False)
-    _last_total = (alloc, out)
-    return out
-
-
 class Session:
     """One cycle's working state and the plugins' single point of contact (Volcano's Session): the
     mutable copies of the snapshot's capacity and usage, the cycle's result, and the hooks' answers."""
@@ -230,8 +212,8 @@ class Session:
 
     @property
     def total(self) -> Vector:
-        """Every node's allocatable, summed (read-only)."""
-        return allocatable_total(self.snapshot.alloc)
+        """Every node's allocatable, summed (read-only; the node table's, summed once per node change)."""
+        return self.snapshot.alloc_total
 
     # --- node fit and scores (extender.framework.node_cache) ----------------------------------------
     def fit_mask(self, request: Vector) -> fit.Mask:

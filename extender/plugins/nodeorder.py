@@ -78,7 +78,7 @@ class NodeorderPlugin(Plugin):
 
     def open(self, ssn: Session) -> None:
         # Raw per-node values of the spec-only preferences, per distinct spec (gang members share one).
-        self._prefer_taints = bool(self.taints) and prefer.has_prefer_taints(ssn.snapshot.nodes)
+        self._prefer_taints = bool(self.taints) and ssn.snapshot.prefer_taints
         self._node_weights: dict[tuple[PreferredNodeTerm, ...], npt.NDArray[np.int64]] = {}
         self._taint_counts: dict[tuple[Toleration, ...], npt.NDArray[np.int64]] = {}
 

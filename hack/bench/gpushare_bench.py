@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from extender.core.gpu_memo import CardMemo, HoldLog, HoldsAt
 from extender.core.gpus import GPU_MEMORY, GPU_NUMBER, GpuHold, node_gpus
 from extender.core.model import Node, PodUID
+from extender.core.node_table import build_node_table
 from extender.core.parse import parse_pod, parse_podgroup, parse_queue
-from extender.core.snapshot import build_node_table, build_snapshot
+from extender.core.snapshot import build_snapshot
 from extender.framework.conf import DEFAULT_CONF
 from extender.framework.cycle import run_cycle
 from extender.plugins.registry import load_conf

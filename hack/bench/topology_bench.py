@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from extender.core.hypernodes import HyperNode, HyperNodeSet, Member
 from extender.core.model import Node
+from extender.core.node_table import build_node_table
 from extender.core.parse import parse_pod, parse_podgroup, parse_queue
-from extender.core.snapshot import Snapshot, build_node_table, build_snapshot
+from extender.core.snapshot import Snapshot, build_snapshot
 from extender.framework.cycle import run_cycle
 from extender.plugins.registry import load_conf
 

@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.core.model import GroupKey, GroupPhase, PodGroup, PodUID
+from extender.core.node_table import NodeTable
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
-from extender.core.snapshot import Aside, NodeTable, Snapshot, build_snapshot, pod_group_key
+from extender.core.snapshot import Aside, Snapshot, build_snapshot, pod_group_key
 from extender.framework.cycle import run_cycle
 from extender.framework.session import Session
 from tests.core.builders import Raw, conf_of, conf_with, node, pod, podgroup, queue
@@ -88,6 +89,8 @@ def _table(snap: Snapshot) -> NodeTable:
         nodes=snap.nodes,
         index=snap.index,
         alloc=snap.alloc,
+        total=snap.alloc_total,
+        prefer_taints=snap.prefer_taints,
         node_pos=snap.node_pos,
         node_names=snap.node_names,
         topology=snap.topology,

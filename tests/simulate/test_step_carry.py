@@ -4,10 +4,10 @@
   of parsing the new object: after every bind of a run, the stored model equals the parse;
 - proportion's queue terms (real capability, guarantee, floor) are worked out once per queues and cluster
   size (:func:`extender.plugins.proportion._queue_terms`): after any run of changes, equal to fresh ones;
-- the cluster's allocatable total (proportion, drf, overcommit each read it every cycle) is summed once
-  per allocatable matrix (:func:`extender.framework.session.allocatable_total`): always the matrix's sum;
-- nodeorder asks whether any node has a PreferNoSchedule taint every cycle, answered once per node tuple
-  (:func:`extender.core.prefer.has_prefer_taints`): the answer equals the walk's, whatever tuples come.
+- the cluster's allocatable total (proportion, drf and overcommit each read it every cycle) and whether any
+  node has a PreferNoSchedule taint (nodeorder) are worked out once per node table
+  (:class:`extender.core.snapshot.NodeTable`): always the matrix's sum and the walk's answer, in every
+  snapshot over the table.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -25,9 +24,12 @@ from controllers.simulate.engine import TraceRun
 from controllers.simulate.trace import parse_trace
 from extender.core import prefer
 from extender.core.model import Node, PodUID, Queue, Taint
+from extender.core.node_table import build_node_table
 from extender.core.parse import parse_pod
 from extender.core.resources import ResourceIndex
-from extender.framework.session import allocatable_total
+from extender.core.snapshot import build_snapshot
+from extender.framework.hooks import build_hooks
+from extender.framework.session import Session
 from extender.plugins import proportion
 from extender.plugins.registry import load_conf
 
@@ -68,23 +70,30 @@ _taints = st.lists(
     ),
     max_size=2,
 ).map(tuple)
+_allocatable = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 1 << 40), max_size=3
+)
 _nodes = st.lists(
-    st.builds(Node, name=st.sampled_from(["n1", "n2", "n3"]), allocatable=st.just({}), taints=_taints),
+    st.builds(Node, name=st.sampled_from(["n1", "n2", "n3"]), allocatable=_allocatable, taints=_taints),
     max_size=4,
+    unique_by=lambda n: n.name,
 ).map(tuple)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_nodes, st.booleans()), min_size=1, max_size=8))
-def test_prefer_taints_memo_is_the_walk(asks: list[tuple[tuple[Node, ...], bool]]) -> None:
-    """A run of asks, each a new tuple or the one asked last (as cycles over one node table ask): every
-    answer is the walk's."""
-    last: tuple[Node, ...] | None = None
-    for nodes, again in asks:
-        asked = last if again and last is not None else nodes
-        walk = any(t.effect == prefer.PREFER_NO_SCHEDULE for n in asked for t in n.taints)
-        assert prefer.has_prefer_taints(asked) == walk
-        last = asked
+@given(_nodes, st.integers(1, 3))
+def test_node_table_total_and_prefer_taints_are_worked_out(nodes: tuple[Node, ...], cycles: int) -> None:
+    """The table's total is its matrix's sum and its taint answer the walk's, and every snapshot (and
+    session) over the table reads those, read-only."""
+    table = build_node_table(nodes)
+    walk = any(t.effect == prefer.PREFER_NO_SCHEDULE for n in nodes for t in n.taints)
+    assert table.prefer_taints == walk
+    assert np.array_equal(table.total, table.alloc.sum(axis=0)) and not table.total.flags.writeable
+    hooks = build_hooks(load_conf(None).tiers())
+    for _ in range(cycles):
+        snap = build_snapshot(nodes=table, pods=[], podgroups=[], queues=[])
+        assert snap.prefer_taints == walk and snap.alloc_total is table.total
+        assert np.array_equal(Session(snap, hooks).total, snap.alloc.sum(axis=0))
 
 
 _amounts = st.dictionaries(
@@ -128,20 +137,3 @@ def test_queue_terms_carried_are_the_fresh(steps: list[Step]) -> None:
             a, b = getattr(carried, field), getattr(fresh, field)
             assert a.keys() == b.keys() and all(np.array_equal(a[q], b[q]) for q in a), field
         assert np.array_equal(carried.shared, fresh.shared)
-
-
-_matrices = st.lists(st.lists(st.integers(0, 1 << 40), min_size=3, max_size=3), min_size=1, max_size=4).map(
-    lambda rows: np.array(rows, dtype=np.int64)
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_matrices, st.booleans()), min_size=1, max_size=8))
-def test_allocatable_total_carried_is_the_sum(asks: list[tuple[npt.NDArray[np.int64], bool]]) -> None:
-    """A run of cycles, each over a new allocatable matrix or the one summed last (as snapshots over one
-    node table share it): every total is the matrix's sum."""
-    last: npt.NDArray[np.int64] | None = None
-    for alloc, again in asks:
-        asked = last if again and last is not None else alloc
-        assert np.array_equal(allocatable_total(asked), asked.sum(axis=0))
-        last = asked
