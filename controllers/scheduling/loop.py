@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controllers.scheduling.apply import Applied, Applier, stale_groups
-from controllers.scheduling.revote import capped_keeper, with_revote
+from controllers.scheduling.revote import CappedKeeper, with_revote
 from controllers.scheduling.shared import SchedulingState
 from controllers.scheduling.writes import Writes
 from extender.core.model import GroupKey
@@ -80,6 +80,7 @@ class Loop:
         self._timer: asyncio.TimerHandle | None = None
         self._evicts = _evicts(shared.conf)
         self._capped = capped_conf(shared.conf)
+        self._keeper = CappedKeeper(shared.cache, shared.ledger, shared.pending)
         self._revisited = shared.clock()
         self._unreserved_seen = shared.ledger.unreserved_binds
 
@@ -190,7 +191,7 @@ class Loop:
     def _keep_capped(self) -> Callable[[GroupKey], bool] | None:
         """Which settled groups stay out when room frees, voted on again without their pods: the capped
         ones (see controllers.scheduling.revote), when the conf allows it."""
-        return capped_keeper(self.shared.cache, self.shared.ledger) if self._capped else None
+        return self._keeper.question() if self._capped else None
 
     def _retouch(self) -> None:
         """Touch again the pods touched ``retouch`` seconds ago and still waiting on that plan (see

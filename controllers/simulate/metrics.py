@@ -37,6 +37,8 @@ from extender.plugins.queue_shares import queue_shares, share_plugin
 if TYPE_CHECKING:
     from controllers.simulate.engine import JobState, Placement
 
+Rank = tuple[int, list[tuple[str, int]]]
+
 POINTS = 400
 DESERVED_SAMPLES = 100
 
@@ -92,6 +94,10 @@ def _pct(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
 
 
+def _first(ranked: tuple[Rank, dict[str, int]]) -> Rank:
+    return ranked[0]
+
+
 def _thin(n: int) -> list[int]:
     if n <= POINTS:
         return list(range(n))
@@ -124,8 +130,9 @@ class Recorder:
         self.total = totals
         self.queues = [q["metadata"]["name"] for q in trace.queues]
         self.waiting: set[GroupKey] = set()
-        # The smallest key-resource request of each waiting job's pods (fragmentation's yardstick).
-        self._smallest: dict[GroupKey, dict[str, int]] = {}
+        # The smallest key-resource request of each waiting job's pods (fragmentation's yardstick), after
+        # its rank among requests (worked out once per job: every event compares the waiting jobs' ranks).
+        self._smallest: dict[GroupKey, tuple[Rank, dict[str, int]]] = {}
         self.first = trace.jobs[0].submit if trace.jobs else 0.0
         # (a job that never ends counts from its submission)
         span = max((j.submit if j.duration is None else j.end for j in trace.jobs), default=1.0) - self.first
@@ -144,7 +151,8 @@ class Recorder:
     def submitted(self, js: JobState) -> None:
         self.waiting.add(js.key)
         reqs = [parse_resource_list(t.requests) for t in js.spec.tasks]
-        self._smallest[js.key] = min(reqs, key=lambda r: (r.get(self.key, 0), sorted(r.items())))
+        smallest = min(reqs, key=self._rank)
+        self._smallest[js.key] = (self._rank(smallest), smallest)
         if self.arrivals is not None:
             self.arrivals.arrived(
                 [
@@ -169,12 +177,17 @@ class Recorder:
         if self.arrivals is not None:
             self.arrivals.dropped += sum(t.replicas for t in js.spec.tasks)
 
+    def _rank(self, request: dict[str, int]) -> Rank:
+        """Requests ordered by their key resource, then by their amounts (the smallest is the yardstick)."""
+        return (request.get(self.key, 0), sorted(request.items()))
+
     # --- sampling ------------------------------------------------------------------------------------
     def _fragmentation(self) -> float:
         smallest = [self._smallest[k] for k in self.waiting if k in self._smallest]
         if not smallest:
             return 0.0
-        need = min(smallest, key=lambda r: (r.get(self.key, 0), sorted(r.items())))
+        # (Equal ranks are equal requests: the first smallest rank's request is the one.)
+        need = min(smallest, key=_first)[1]
         table = self.cluster.cache.node_table()
         free = (
             table.alloc - self.cluster.ledger.held_matrix(table) - self.cluster.ledger.planned_matrix(table)
@@ -231,8 +244,12 @@ class Recorder:
         self._now = now
         self.times.append(t)
         for k, v in now.items():
-            # A series that starts late (deserved shares) is padded so every series lines up with times.
-            self.series.setdefault(k, [None] * (len(self.times) - 1)).append(v)
+            series = self.series.get(k)
+            if series is None:
+                # A series that starts late (deserved shares) is padded so every series lines up with
+                # times (built only then: a padding list made per sample cost as much as the events so far).
+                series = self.series[k] = [None] * (len(self.times) - 1)
+            series.append(v)
 
     def advance(self, t: float) -> None:
         """Time moves to ``t``: what held since the last event counts for the time it held."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import dataclass
 
 from controllers.state.aside_book import AsideBook
@@ -190,6 +190,10 @@ class PendingSet:
         """The settled groups the last :meth:`work` kept out though room was freed."""
         return self._revote
 
+    def settled_keys(self) -> KeysView[GroupKey]:
+        """The settled groups (a live view, no copy)."""
+        return self._settled.keys()
+
     def settled(self) -> frozenset[GroupKey]:
         return frozenset(self._settled.keys())
 
@@ -199,6 +203,12 @@ class PendingSet:
     def left_out(self) -> frozenset[GroupKey]:
         """Every group a cycle starting now leaves out (settled or placed)."""
         return frozenset(self._settled.keys() | self._placed.keys())
+
+    def settled_entry(self, key: GroupKey) -> Aside | None:
+        """What settled group ``key`` weighs, None when it is not settled. A new object every time a cycle
+        settles the group, kept until it leaves the settled groups (any change of its pods or PodGroup):
+        while a reader finds the same object, nothing of the group changed since it last looked."""
+        return self._settled.get(key)
 
     def settled_asides(self) -> dict[GroupKey, Aside]:
         """What each settled group weighs on its queue (a forecast starts from them)."""

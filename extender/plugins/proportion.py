@@ -46,36 +46,54 @@ def _water_fill(
 ) -> dict[str, npt.NDArray[np.float64]]:
     """Per resource, ``total`` divided by weight among the queues that want more, none above what it
     wants; a queue whose share comes out below its floor (guarantee) gets the floor, and the others
-    share what is left (Volcano: deserved is at least the guarantee, the guarantee is not on top)."""
+    share what is left (Volcano: deserved is at least the guarantee, the guarantee is not on top).
+
+    Worked out in plain floats, column by column, with numpy's operations written out in the order and
+    with the ties numpy gives them (``np.maximum`` keeps its second operand on a tie, ``np.clip`` its
+    first, a sum over queues starts from zero): a handful of queues and resources made every numpy call
+    cost more than its arithmetic, every cycle. ``tests/plugins/test_proportion_fill.py`` holds it to the
+    array formula it replaced, bit for bit."""
     r = len(total)
-    fixed: dict[str, npt.NDArray[np.float64]] = {q: np.zeros(r) for q in want}
-    pinned = {q: np.zeros(r, dtype=np.bool_) for q in want}
+    cols = range(r)
+    tot: list[float] = total.tolist()
+    wants: dict[str, list[float]] = {q: w.tolist() for q, w in want.items()}
+    floor: dict[str, list[float]] = {q: floors[q].tolist() for q in want}
+    fixed: dict[str, list[float]] = {q: [0.0] * r for q in want}
+    pinned: dict[str, list[bool]] = {q: [False] * r for q in want}
     while True:
-        left = total - sum((np.where(pinned[q], fixed[q], 0.0) for q in want), np.zeros(r))
-        left = np.maximum(left, 0.0)
-        share = {q: np.where(pinned[q], fixed[q], 0.0) for q in want}
-        active = {q for q in want if ((want[q] > 0) & ~pinned[q]).any()}
-        while active and left.any():
-            wsum = np.zeros(r)
+        held = [0.0] * r
+        for q in want:
+            fq, pq = fixed[q], pinned[q]
+            held = [held[i] + (fq[i] if pq[i] else 0.0) for i in cols]
+        left = [x if x > 0.0 else 0.0 for x in (tot[i] - held[i] for i in cols)]
+        share = {q: [fixed[q][i] if pinned[q][i] else 0.0 for i in cols] for q in want}
+        active = {q for q in want if any(wants[q][i] > 0 and not pinned[q][i] for i in cols)}
+        while active and any(left):
+            wsum = [0.0] * r
             for q in active:
-                wsum += np.where(pinned[q] | (share[q] >= want[q]), 0.0, weights[q])
-            given = np.zeros(r)
+                wq, sq, aq, pq = weights[q], share[q], wants[q], pinned[q]
+                wsum = [wsum[i] + (0.0 if pq[i] or sq[i] >= aq[i] else wq) for i in cols]
+            given = [0.0] * r
             for q in list(active):
-                part = np.where(wsum > 0, left * weights[q] / np.where(wsum > 0, wsum, 1.0), 0.0)
-                add = np.where(pinned[q], 0.0, np.clip(want[q] - share[q], 0.0, part))
-                share[q] += add
-                given += add
-                if ((share[q] >= want[q]) | pinned[q]).all():
+                wq, sq, aq, pq = weights[q], share[q], wants[q], pinned[q]
+                for i in cols:
+                    part = left[i] * wq / wsum[i] if wsum[i] > 0 else 0.0
+                    d = aq[i] - sq[i]
+                    m = d if d >= 0.0 else 0.0
+                    add = 0.0 if pq[i] else (m if m <= part else part)
+                    sq[i] += add
+                    given[i] += add
+                if all(sq[i] >= aq[i] or pq[i] for i in cols):
                     active.discard(q)
-            left = left - given
-            if given.sum() <= 1e-9:
+            left = [left[i] - given[i] for i in cols]
+            if np.sum(given) <= 1e-9:  # (numpy's sum: its order of additions)
                 break
-        below = {q: (share[q] < floors[q]) & ~pinned[q] for q in want}
-        if not any(b.any() for b in below.values()):
-            return {q: np.maximum(share[q], floors[q]) for q in want}
+        below = {q: [share[q][i] < floor[q][i] and not pinned[q][i] for i in cols] for q in want}
+        if not any(any(b) for b in below.values()):
+            return {q: np.maximum(np.array(share[q]), floors[q]) for q in want}
         for q, b in below.items():
-            fixed[q] = np.where(b, floors[q], fixed[q])
-            pinned[q] |= b
+            fixed[q] = [floor[q][i] if b[i] else fixed[q][i] for i in cols]
+            pinned[q] = [pinned[q][i] or b[i] for i in cols]
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +316,8 @@ class ProportionPlugin(Plugin):
         ]
         total = want + sum((part for _, part in terms), np.zeros_like(want))
         terms.append(("minResources", want))
-        if self._over(ssn, queue, total) is None:
+        cap = self.capability.get(queue.name)
+        if cap is None or not (total > cap).any():  # (the message is made only for a refusal)
             return None
         # Volcano's jobEnqueueable: what running groups hold beyond their minimum is room, since reclaim
         # can take it back (asked only past the capability: it walks every placed pod).

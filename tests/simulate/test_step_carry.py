@@ -7,11 +7,15 @@
 - the cluster's allocatable total (proportion, drf and overcommit each read it every cycle) and whether any
   node has a PreferNoSchedule taint (nodeorder) are worked out once per node table
   (:class:`extender.core.snapshot.NodeTable`): always the matrix's sum and the walk's answer, in every
-  snapshot over the table.
+  snapshot over the table;
+- the loop's answers to "does this settled group stay out, capped" read its pods' facts once per settling
+  (:class:`controllers.scheduling.revote.CappedKeeper`): every answer of a run equals the one worked out
+  afresh.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +24,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controllers.scheduling.revote import CappedKeeper, capped_keeper
+from controllers.simulate.cluster import EPOCH, SimCluster
 from controllers.simulate.engine import TraceRun
 from controllers.simulate.trace import parse_trace
 from extender.core import prefer
-from extender.core.model import Node, PodUID, Queue, Taint
+from extender.core.model import GroupKey, Node, PodUID, Queue, Taint
 from extender.core.node_table import build_node_table
 from extender.core.parse import parse_pod
 from extender.core.resources import ResourceIndex
-from extender.core.snapshot import build_snapshot
+from extender.core.snapshot import Aside, build_snapshot
 from extender.framework.hooks import build_hooks
 from extender.framework.session import Session
 from extender.plugins import proportion
@@ -137,3 +143,106 @@ def test_queue_terms_carried_are_the_fresh(steps: list[Step]) -> None:
             a, b = getattr(carried, field), getattr(fresh, field)
             assert a.keys() == b.keys() and all(np.array_equal(a[q], b[q]) for q in a), field
         assert np.array_equal(carried.shared, fresh.shared)
+
+
+def test_capped_answers_carried_are_the_fresh() -> None:
+    """A run with a queue at its capability and a backlog settled behind it: at every freed room, each
+    settled group's answer from the carried facts is the one worked out afresh, and the facts are reused."""
+    doc = yaml.safe_load((EXAMPLES / "gpu-fleet.yaml").read_text())
+    doc["generate"][0]["count"] = 400
+    for q in doc["queues"]:
+        if q["name"] == "interns":
+            q["capability"] = {"nvidia.com/gpu": "64"}
+    run = TraceRun(parse_trace(doc), load_conf(None))
+    loop = run.cluster.scheduler.loop
+    keeper: CappedKeeper = loop._keeper
+    question = keeper.question
+    answers: list[bool] = []
+    read = 0
+
+    def checked() -> Callable[[GroupKey], bool]:
+        carried, fresh = question(), capped_keeper(loop.shared.cache, loop.shared.ledger)
+
+        def both(key: GroupKey) -> bool:
+            nonlocal read
+            before = keeper._facts.get(key)
+            answer = carried(key)
+            assert answer == fresh(key), key
+            answers.append(answer)
+            read += keeper._facts.get(key) is not before
+            return answer
+
+        return both
+
+    keeper.question = checked  # type: ignore[method-assign]  # (the loop asks through the keeper)
+    run.run()
+    assert sum(answers) > 100 and len(answers) - sum(answers) > 10  # capped ones and others
+    assert read < len(answers) / 2  # most answers reuse what was read at the settling
+
+
+def _raw_pod(group: int, i: int) -> dict[str, object]:
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": f"g{group}-{i}",
+            "namespace": "ns",
+            "uid": f"g{group}-{i}",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {"scheduling.k8s.io/group-name": f"g{group}"},
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+_OPS = st.lists(
+    st.tuples(st.sampled_from(["add", "bind", "delete", "priority", "settle"]), st.integers(0, 2)),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_OPS)
+def test_capped_answers_follow_every_change_of_the_pods(ops: list[tuple[str, int]]) -> None:
+    """Pods of three groups (over their queue's capability) added, bound, deleted, given a priority, and
+    the waiting groups settled, in any order: after each step, every settled group's answer from the
+    carried facts is the one worked out afresh (what a pod of it holds, or its priority, moves it)."""
+    cluster = SimCluster(load_conf(None), now=EPOCH)
+    gpu = {"cpu": "64", "memory": "64Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    cluster.add({"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": gpu}})
+    cluster.add({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"capability": {"nvidia.com/gpu": "4"}}})
+    for g in range(3):
+        cluster.add(
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": f"g{g}", "namespace": "ns", "uid": f"pg{g}"},
+                "spec": {"minMember": 1, "queue": "q", "minResources": {"nvidia.com/gpu": str(4 + g)}},
+                "status": {"phase": "Pending"},
+            }
+        )
+    pending = cluster.state.pending
+    keeper = CappedKeeper(cluster.cache, cluster.ledger, pending)
+    pods: list[list[PodUID]] = [[], [], []]
+    made = [0, 0, 0]
+    for op, g in ops:
+        if op == "add":
+            cluster.add(_raw_pod(g, made[g]))
+            pods[g].append(PodUID(f"g{g}-{made[g]}"))
+            made[g] += 1
+        elif op == "bind" and pods[g]:
+            cluster.bind(pods[g][0], "n1")
+        elif op == "delete" and pods[g]:
+            cluster.delete_pod(pods[g].pop(0))
+        elif op == "priority" and pods[g]:
+            cluster.edit_pod(pods[g][-1], lambda p: p["spec"].__setitem__("priority", 5))
+        elif op == "settle":  # what a cycle that found them refused leaves
+            pending.drain()
+            pending.work()
+            aside = Aside(queue="q", waiting={}, owed={}, planned={})
+            pending.after_cycle((), dict.fromkeys(pending.waiting(), aside), {}, set())
+        carried, fresh = keeper.question(), capped_keeper(cluster.cache, cluster.ledger)
+        for key in pending.settled():
+            assert carried(key) == fresh(key), (op, key)
