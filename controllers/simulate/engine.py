@@ -152,7 +152,7 @@ class TraceRun:
         ] = []  # (time, order, kind, job key, attempt)
         self._order = 0
         self._t = 0.0
-        self._timestamps: dict[int, str] = {}
+        self._stamped: tuple[float, str] = (float("nan"), "")  # (virtual time, its timestamp)
         for pool in trace.pools:
             for i in range(pool.count):
                 labels = pool.node_labels(i)
@@ -179,8 +179,12 @@ class TraceRun:
         heapq.heappush(self._events, (at, self._order, kind, key, attempt))
 
     def _stamp(self) -> str:
-        """The current virtual time as an RFC 3339 timestamp (what creationTimestamp holds)."""
-        return rfc3339(self.cluster.now)
+        """The current virtual time as an RFC 3339 timestamp (what creationTimestamp holds), made once
+        per time (an event creates a PodGroup and every replica's pod at the same time)."""
+        now = self.cluster.now
+        if self._stamped[0] != now:
+            self._stamped = (now, rfc3339(now))
+        return self._stamped[1]
 
     # --- the job controller ----------------------------------------------------------------------------
     def _create_pod(self, js: JobState, task: str, index: int) -> None:

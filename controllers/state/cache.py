@@ -69,7 +69,7 @@ class ClusterCache(CacheFigures):
     def assume_bound(self, uid: PodUID, node: str) -> None:
         pod = self._pods.get(uid)
         if pod is not None:
-            self._quiet(uid, pod, dataclasses.replace(pod, node_name=node))
+            self._quiet(uid, pod, pod if pod.node_name == node else dataclasses.replace(pod, node_name=node))
         super().assume_bound(uid, node)
         if pod is not None:
             self._touch((self._index.ours(pod),))

@@ -81,8 +81,12 @@ class PodIndex:
         return key
 
     def bind(self, uid: PodUID, node: str) -> Pod:
-        """The stored pod ``uid`` (KeyError if there is none) laid on ``node``; its group stays."""
-        bound = dataclasses.replace(self.pods[uid], node_name=node)
+        """The stored pod ``uid`` (KeyError if there is none) laid on ``node``; its group stays. A pod the
+        watch already shows on ``node`` stays the object it is (the simulator's bind is seen first)."""
+        stored = self.pods[uid]
+        if stored.node_name == node:
+            return stored
+        bound = dataclasses.replace(stored, node_name=node)
         self.pods[uid] = bound
         self._log.replace(uid, bound)
         if uid in self.device_pods:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final, Protocol, cast, runtime_checkable
 from extender.core import fit
 from extender.core.model import Pod
 from extender.framework.plugin import Plugin, Scores
+from extender.framework.row_scores import RowScorer
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
@@ -83,6 +84,8 @@ class Hooks:
     # Scores: summed in this order; those that also score per pod; the per-queue scores.
     node_score: Plugins
     pod_score: tuple[PodScorer, ...]
+    # The node_score plugins that also score one row alone (RowScorer), in the same order.
+    row_score: tuple[RowScorer, ...]
     queue_node_score: Plugins
     # Node predicates, intersected.
     node_mask: Plugins
@@ -145,9 +148,11 @@ class HookLayout:
     entries only (:meth:`Plugin.takes_part` reads nothing else), so a conf computes it once and every
     cycle's fresh plugins are dealt into it (:func:`hooks_from`)."""
 
-    flat: Mapping[str, tuple[tuple[int, int], ...]]
+    # Positions in the plugins listed tier after tier (a cycle's fresh plugins are dealt by them).
+    flat: Mapping[str, tuple[int, ...]]
     tiered: Mapping[str, tuple[tuple[int, ...], ...]]
-    pod_score: tuple[tuple[int, int], ...]
+    pod_score: tuple[int, ...]
+    row_score: tuple[int, ...]
     row_local_scores: bool
     additive_allocatable: bool
     local_queue_order: bool
@@ -161,7 +166,7 @@ def _takes(p: Plugin, hook: str) -> bool:
 
 def hook_layout(tiers: Sequence[Sequence[Plugin]]) -> HookLayout:
     """The layout of ``tiers`` (see the module docstring for who takes part in what)."""
-    placed = [((t, i), p) for t, tier in enumerate(tiers) for i, p in enumerate(tier)]
+    placed = list(enumerate(p for tier in tiers for p in tier))
 
     def part(hook: str) -> list[Plugin]:
         return [p for _, p in placed if _takes(p, hook)]
@@ -173,6 +178,8 @@ def hook_layout(tiers: Sequence[Sequence[Plugin]]) -> HookLayout:
             h: tuple(tuple(i for i, p in enumerate(tier) if _takes(p, h)) for tier in tiers) for h in _TIERED
         },
         pod_score=tuple(at for at, p in placed if _takes(p, "node_score") and isinstance(p, PodScorer)),
+        # (A runtime Protocol check walks the protocol's members: once per conf, not every cycle.)
+        row_score=tuple(at for at, p in placed if _takes(p, "node_score") and isinstance(p, RowScorer)),
         row_local_scores=all(p.row_local_scores for p in node_score),
         additive_allocatable=all(p.additive_allocatable for p in part("allocatable")),
         local_queue_order=all(p.local_queue_order for p in part("queue_order")),
@@ -182,20 +189,22 @@ def hook_layout(tiers: Sequence[Sequence[Plugin]]) -> HookLayout:
 
 
 def hooks_from(layout: HookLayout, tiers: Sequence[Sequence[Plugin]]) -> Hooks:
-    """The Hooks of ``tiers``: fresh plugins of the conf ``layout`` was computed for."""
-    frozen = tuple(tuple(tier) for tier in tiers)
+    """The Hooks of ``tiers``: fresh plugins of the conf ``layout`` was computed for. (Every cycle deals
+    its fresh plugins so: list comprehensions over positions, no generator per hook.)"""
+    frozen = tuple([tuple(tier) for tier in tiers])
+    plugins = tuple([p for tier in frozen for p in tier])
 
-    def pick(at: tuple[tuple[int, int], ...]) -> Plugins:
-        return tuple(frozen[t][i] for t, i in at)
+    def pick(at: tuple[int, ...]) -> Plugins:
+        return tuple([plugins[i] for i in at])
 
     def tiered(hook: str) -> Tiered:
         at = layout.tiered[hook]
-        return tuple(tuple(tier[i] for i in rows) for tier, rows in zip(frozen, at, strict=True))
+        return tuple([tuple([tier[i] for i in rows]) for tier, rows in zip(frozen, at, strict=True)])
 
     flat = layout.flat
     return Hooks(
         tiers=frozen,
-        plugins=tuple(p for tier in frozen for p in tier),
+        plugins=plugins,
         job_order=pick(flat["job_order"]),
         task_order=pick(flat["task_order"]),
         queue_order=pick(flat["queue_order"]),
@@ -210,6 +219,7 @@ def hooks_from(layout: HookLayout, tiers: Sequence[Sequence[Plugin]]) -> Hooks:
         reclaimable=tiered("reclaimable"),
         node_score=pick(flat["node_score"]),
         pod_score=cast(tuple[PodScorer, ...], pick(layout.pod_score)),
+        row_score=cast(tuple[RowScorer, ...], pick(layout.row_score)),
         queue_node_score=pick(flat["queue_node_score"]),
         node_mask=pick(flat["node_mask"]),
         node_fit=pick(flat["node_fit"]),

@@ -39,7 +39,7 @@ from extender.core.resources import Vector
 from extender.framework.hooks import Hooks
 from extender.framework.plugin import Rows, Scores
 from extender.framework.row_log import RowLog
-from extender.framework.row_scores import RowScorer, RowScores
+from extender.framework.row_scores import RowScores
 
 if TYPE_CHECKING:
     from extender.framework.session import Session
@@ -83,7 +83,7 @@ class NodeCache:
         self._fractions: tuple[npt.NDArray[np.int64], Rows | None, Vector, dict[int, Scores]] | None = None
         # One row's fit and scores in plain floats (``one_row``, see row_scores; a hypothetical row too:
         # total_at), when every scorer can score a row so and no node_fit plugin takes part (rows_alone).
-        row_scorers = [p for p in self._scorers if isinstance(p, RowScorer)]
+        row_scorers = hooks.row_score
         self.one_row = RowScores(ssn, self._alloc, free, row_scorers)
         self._row_scores = fast_rows and len(row_scorers) == len(self._scorers)
         self._row_fits = fast_rows and not self._fitters
