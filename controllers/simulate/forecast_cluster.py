@@ -51,7 +51,7 @@ from controllers.scheduling.shared import LoopSettings, SchedulingState
 from controllers.scheduling.verbs import Verbs
 from controllers.simulate import forecast_alike, forecast_prefix
 from controllers.simulate.cluster import SimCluster, SimExecutor, SimLoop, SimWrites, run_now
-from controllers.simulate.forecast_room import Room, copies
+from controllers.simulate.forecast_room import Room
 from controllers.state.models import ClusterModels
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID
@@ -304,12 +304,12 @@ class ForecastCluster(SimCluster):
         names = self.names()
         return np.array([0 if pod is None else pod.requests.get(n, 0) for n in names], dtype=np.int64)
 
-    def copies(self, free: npt.NDArray[np.int64], requests: Mapping[str, int]) -> int:
-        """How many pods of ``requests`` the room ``free`` (by the table's names) holds, node by node."""
+    def copies(self, room: Room, requests: Mapping[str, int]) -> int:
+        """How many pods of ``requests`` the room (by the table's names) holds, node by node."""
         names = self.names()
         if any(v > 0 and r not in names for r, v in requests.items()):
             return 0  # a resource no node has
-        return copies(free, np.array([requests.get(n, 0) for n in names], dtype=np.int64))
+        return room.copies(np.array([requests.get(n, 0) for n in names], dtype=np.int64))
 
     def _fits(self, keys: Iterable[GroupKey], *, admitted: bool) -> Iterator[tuple[GroupKey, bool]]:
         """Each of ``keys`` and whether it is not among :meth:`cannot_fit`."""

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from controllers.simulate.forecast_alike import Alike, Kind
+from controllers.simulate.forecast_alike import Alike
+from controllers.simulate.forecast_room import Room
 from extender.core.model import GroupKey, PodUID
 
 # Off: a cycle looks at every group the other cuts leave in (tests/simulate/test_forecast_prefix.py
@@ -40,7 +41,7 @@ from extender.core.model import GroupKey, PodUID
 PREFIX_CUT = True
 FIRST_KEEP = 16  # the prefix a queue starts with; doubled for a queue whose tail could have fit
 
-Room = npt.NDArray[np.int64]
+Free = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,17 +88,17 @@ def room_bounds(
     looked_at: Collection[GroupKey],
     turns: Sequence[tuple[GroupKey, int]],
     placements: Sequence[tuple[PodUID, str]],
-    free: Room,
+    free: Free,
     vector: Callable[[PodUID], npt.NDArray[np.int64]],
     node_pos: Mapping[str, int],
-) -> dict[str, Room | None]:
+) -> dict[str, Free | None]:
     """Per queue with a tail, the most room its tail groups can find at their turns: ``free`` as the cycle
     opened less what was placed by the end of the last first turn of a gang ahead that the cycle looked at
     (``looked_at``); None when one of those had no turn (nothing bounds the room then)."""
     first: dict[GroupKey, int] = {}
     for key, placed in turns:
         first.setdefault(key, placed)
-    out: dict[str, Room | None] = {}
+    out: dict[str, Free | None] = {}
     for q, line in prefix.ahead.items():
         counts = [first.get(k) for k in line if k in looked_at]
         if any(c is None for c in counts):
@@ -114,7 +115,7 @@ def room_bounds(
 def short(
     prefix: Prefix,
     alike: Mapping[GroupKey, Alike],
-    rooms: Mapping[str, Room | None],
+    rooms: Mapping[str, Free | None],
     copies: Callable[[Room, Mapping[str, int]], int],
 ) -> list[str]:
     """The queues with a tail group that could fit its room bound: as many copies of its pod fit the room,
@@ -124,10 +125,9 @@ def short(
         if room is None:
             out.append(q)
             continue
-        kinds: dict[Kind, Alike] = {}
-        for k in prefix.tail[q]:
-            a = alike[k]
-            kinds.setdefault(a.kind, a)
-        if any(copies(room, a.requests) >= a.need for a in kinds.values()):
+        # (the last of each kind: any one serves, and a comprehension is what a tail of hundreds costs)
+        kinds = {a.kind: a for a in map(alike.__getitem__, prefix.tail[q])}
+        rows = Room(room)
+        if any(copies(rows, a.requests) >= a.need for a in kinds.values()):
             out.append(q)
     return out

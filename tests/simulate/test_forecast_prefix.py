@@ -28,7 +28,7 @@ def _counted(counts: Counter[str]) -> object:
     def counted(
         prefix: forecast_prefix.Prefix,
         alike: Mapping[GroupKey, Alike],
-        rooms: Mapping[str, forecast_prefix.Room | None],
+        rooms: Mapping[str, forecast_prefix.Free | None],
         copies: object,
     ) -> Sequence[str]:
         out = plain(prefix, alike, rooms, copies)  # type: ignore[arg-type]  # the callable passed through
