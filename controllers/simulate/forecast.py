@@ -16,9 +16,10 @@ With exact runtimes and nothing arriving, the forecast is exact (a test holds it
 
 Cost: a step is a cycle of the real scheduler, so steps are what is bounded, and a cycle looks only at
 the groups that could start in it (:mod:`controllers.simulate.forecast_cluster`: not those short of room,
-nor those behind alike groups that take the room first). Ends that let no waiting group fit the free room
-are taken without a cycle; ends closer than ``min_step`` (or ``resolution`` of
-their distance from now) share one; and once the ends left outnumber the steps left (``max_steps``),
+nor those behind alike groups that take the room first, nor, once the cycle has shown it, those behind the
+heads of the lines that the room left at their turn could not hold). Ends that let no waiting group fit
+the free room are taken without a cycle; ends closer than ``min_step`` (or ``resolution`` of their distance
+from now) share one; and once the ends left outnumber the steps left (``max_steps``),
 steps widen to fit. Within a shared step, which groups start is the cycle's decision; when each started
 is read from the ends of that step: the first end after which the room freed so far (summed over nodes)
 holds every group started before it in the cluster's order and itself, a lower bound of the exact answer

@@ -35,13 +35,15 @@ labels and on who is placed), and a gang with sub-groups or a network topology i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodPhase, PodUID
 from extender.framework.hooks import build_hooks
 from extender.plugins.registry import SchedulerConf
+
+Shape = tuple[tuple[tuple[str, int], ...], int]  # a group's requests and need: all _smaller reads
 
 # Job order plugins whose key for a waiting group stays the same from cycle to cycle (see above).
 _LASTING_JOB_ORDER = frozenset({"priority", "gang", "drf"})
@@ -73,6 +75,12 @@ class Alike:
     # only), and whether as many pods wait as it needs (so it can fail only for want of room).
     family: Kind | None = None
     room_only: bool = False
+    # Its requests and need as one hashable value (what _smaller reads), worked out once: a cycle groups
+    # hundreds of kept kinds by it.
+    shape: Shape = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", (tuple(sorted(self.requests.items())), self.need))
 
 
 def applies(conf: SchedulerConf, pods: Iterable[Pod]) -> bool:
@@ -190,9 +198,6 @@ def _smaller(a: Alike, b: Alike) -> bool:
     return a.need <= b.need and all(v <= b.requests.get(r, 0) for r, v in a.requests.items())
 
 
-Shape = tuple[tuple[tuple[str, int], ...], int]  # a group's requests and need: all _smaller reads
-
-
 def _beyond_the_room(
     line: list[GroupKey], alike: Mapping[GroupKey, Alike], total: Mapping[str, int]
 ) -> list[GroupKey]:
@@ -212,7 +217,7 @@ def _beyond_the_room(
     room_only = np.empty(len(line), dtype=np.int64)
     for i, key in enumerate(line):
         a = alike[key]
-        shape = (tuple(sorted(a.requests.items())), a.need)
+        shape = a.shape
         k = index.get(shape)
         if k is None:
             k = index[shape] = len(shapes)

@@ -22,6 +22,10 @@ enough to run every few seconds beside the scheduler:
   of it did and left room for it: the others are left out the same way
   (:mod:`controllers.simulate.forecast_alike`, with the argument and where it applies; on with the
   prefilter);
+- **the heads of the lines**: without a window, a cycle looks at the first gangs of each queue's line only
+  and checks afterwards that none of the groups it left out behind them could have found room at its
+  turn, else runs again with longer heads (:mod:`controllers.simulate.forecast_prefix`, with the argument;
+  where the alike cut applies). No placement changes;
 - **a window per queue**: of the groups that could fit, a cycle looks at the first ``window`` of each
   queue in line order (``order``); the others wait for the next cycle, which the forecast runs while
   cycles place something. When every group of a window fails though room was left, the groups behind
@@ -35,6 +39,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -44,12 +49,14 @@ import numpy.typing as npt
 from controllers.scheduling.scheduler import Scheduler
 from controllers.scheduling.shared import LoopSettings, SchedulingState
 from controllers.scheduling.verbs import Verbs
-from controllers.simulate import forecast_alike
+from controllers.simulate import forecast_alike, forecast_prefix
 from controllers.simulate.cluster import SimCluster, SimExecutor, SimLoop, SimWrites, run_now
+from controllers.simulate.forecast_room import Room
 from controllers.state.models import ClusterModels
 from extender.api import wire
 from extender.core.model import GroupKey, GroupPhase, Pod, PodGroup, PodUID
 from extender.core.snapshot import Aside, Snapshot, pod_group_key
+from extender.framework.cycle import run_cycle
 from extender.framework.result import CycleResult
 from extender.plugins.registry import SchedulerConf
 
@@ -59,6 +66,8 @@ _EVICTING = frozenset({"preempt", "reclaim"})
 # every cycle works every kind out again; tests/simulate/test_fast_paths.py compares the two).
 KEPT_KINDS = True
 _WAITING = (GroupPhase.PENDING, GroupPhase.INQUEUE)
+# A waiting group's shape: how many pods it needs, its smallest waiting pod, and the two as a mark.
+_Shape = tuple[int, npt.NDArray[np.int64], tuple[int, bytes]]
 
 
 def prefilter_applies(conf: SchedulerConf) -> bool:
@@ -85,6 +94,8 @@ class ForecastLoop(SimLoop):
         # What each group weighed on its queue when a cycle last left it waiting for room (seeded with the
         # live scheduler's settled groups): a group back in the work is prefiltered by it.
         self.asides: dict[GroupKey, Aside] = {}
+        # How many gangs of each queue's line a cycle looks at (forecast_prefix), carried from cycle to cycle.
+        self.keep: dict[str, int] = {}
 
     def _keep_capped(self) -> None:
         """Every settled group comes back when room frees, as it did: the prefilter below decides which
@@ -94,24 +105,68 @@ class ForecastLoop(SimLoop):
         """Nothing to warn of: the pods the forecast is seeded with were bound in the live cluster, never
         through this simulated one's reservations (the live loop warns of a real unreserved bind)."""
 
+    def _left_out(self, looked: set[GroupKey]) -> frozenset[GroupKey]:
+        """Of the groups a cycle would look at, those the prefilter leaves out (see the module docstring)."""
+        self.held_back = frozenset()
+        if not self.forecast.prefilter:
+            return frozenset()
+        candidates = {k for k in looked if k in self.asides}
+        no_room = self.forecast.cannot_fit(candidates)
+        self.held_back = self.forecast.beyond_window(candidates - no_room)
+        behind = self.forecast.past_their_room(looked - no_room - self.held_back)
+        return frozenset(no_room | self.held_back | (behind & candidates))
+
+    def _snapshot(self, work: set[GroupKey], out: frozenset[GroupKey]) -> Snapshot:
+        s = self.shared
+        aside = s.pending.aside() + [self.asides[k] for k in out]
+        return s.cache.snapshot(work - out, dict(s.refused), aside)
+
     def _prepare(self) -> tuple[Snapshot, frozenset[GroupKey]]:
         s = self.shared
         work = self._work()
         left_out = s.pending.left_out()
-        extra: frozenset[GroupKey] = frozenset()
-        self.held_back = frozenset()
-        if self.forecast.prefilter:
-            candidates = {k for k in work - left_out if k in self.asides}
-            no_room = self.forecast.cannot_fit(candidates)
-            self.held_back = self.forecast.beyond_window(candidates - no_room)
-            behind = self.forecast.past_their_room(work - left_out - no_room - self.held_back)
-            extra = frozenset(no_room | self.held_back | (behind & candidates))
-        snap = s.cache.snapshot(
-            work - left_out - extra, dict(s.refused), s.pending.aside() + [self.asides[k] for k in extra]
-        )
+        extra = self._left_out(work - left_out)
+        snap = self._snapshot(work, extra)
         self._cycled_at = self._versions()
         s.progress.started(s.cache.version)
         return snap, left_out | extra
+
+    def cycle(self) -> None:
+        """One cycle over the head of each queue's line, again with longer heads while a group left out
+        behind them could have found room (:mod:`controllers.simulate.forecast_prefix`); not with a
+        window, which bounds a cycle's groups already and gives its held-back groups cycles of their own."""
+        cluster = self.forecast
+        if not (forecast_prefix.PREFIX_CUT and cluster.prefilter and cluster.alike and cluster.window <= 0):
+            super().cycle()
+            return
+        t0 = time.perf_counter()
+        s = self.shared
+        work = self._work()
+        left_out = s.pending.left_out()
+        self._cycled_at = self._versions()
+        s.progress.started(s.cache.version)
+        looked = work - left_out
+        alike = cluster.kinds(looked)
+        lines = forecast_prefix.lines(alike, cluster.queue_of, cluster.order)
+        candidates = {k for k in alike if k in self.asides}
+        _, free = cluster.free()
+        node_pos = s.cache.node_table().node_pos
+        while True:
+            prefix = forecast_prefix.cut(lines, self.keep, candidates)
+            tail = prefix.left_out()
+            out = tail | self._left_out(looked - tail)
+            snap = self._snapshot(work, out)
+            result = run_cycle(snap, s.conf, s.clock(), clock=time.perf_counter)
+            placements = list(result.placements.items())
+            rooms = forecast_prefix.room_bounds(
+                prefix, snap.groups, result.turns, placements, free, cluster.vector, node_pos
+            )
+            short = forecast_prefix.short(prefix, alike, rooms, cluster.copies)
+            if not short:
+                break
+            for q in short:
+                self.keep[q] = 2 * self.keep.get(q, forecast_prefix.FIRST_KEEP)
+        self._apply(snap, left_out | out, result, t0)
 
     def _apply(self, snap: Snapshot, left_out: frozenset[GroupKey], result: CycleResult, t0: float) -> None:
         super()._apply(snap, left_out, result, t0)
@@ -120,18 +175,6 @@ class ForecastLoop(SimLoop):
                 self.asides[key] = result.aside[key]
             else:
                 self.asides.pop(key, None)
-
-
-def _copies(free: npt.NDArray[np.int64], smallest: npt.NDArray[np.int64]) -> int:
-    """How many pods of request ``smallest`` the nodes' ``free`` room holds in all, node by node (none
-    when it asks for a resource no node has: marked -1)."""
-    if (smallest < 0).any():
-        return 0
-    asked = smallest > 0
-    if not asked.any():
-        return len(free) * 1_000_000
-    per_node = (free[:, asked] // smallest[asked]).min(axis=1)
-    return int(per_node.sum())
 
 
 def _stub(pod: Pod) -> Obj:
@@ -162,7 +205,7 @@ class ForecastCluster(SimCluster):
         self.window = window
         # Each group's place in the cluster's order (the forecast sets it once positions are known).
         self.order: Mapping[GroupKey, int] = {}
-        self._shapes: dict[GroupKey, tuple[PodGroup, tuple[str, ...], tuple[int, npt.NDArray[np.int64]]]] = {}
+        self._shapes: dict[GroupKey, tuple[PodGroup, tuple[str, ...], _Shape]] = {}
         # Each group's kind (forecast_alike) with the PodGroup it was worked out from, kept until one of
         # its pods or plans changes (the cache tells which groups did) or its PodGroup does (another object).
         self._kinds: dict[GroupKey, tuple[PodGroup, forecast_alike.Alike | None]] = {}
@@ -251,20 +294,37 @@ class ForecastCluster(SimCluster):
         ends are taken, it stops at the first that may fit."""
         return any(fits for _, fits in self._fits(keys, admitted=False))
 
+    def queue_of(self, key: GroupKey) -> str:
+        g = self.cache.group(key)
+        return "" if g is None else g.queue
+
+    def vector(self, uid: PodUID) -> npt.NDArray[np.int64]:
+        """What pod ``uid`` requests, by the node table's resource names."""
+        pod = self.cache.pod(uid)
+        names = self.names()
+        return np.array([0 if pod is None else pod.requests.get(n, 0) for n in names], dtype=np.int64)
+
+    def copies(self, room: Room, requests: Mapping[str, int]) -> int:
+        """How many pods of ``requests`` the room (by the table's names) holds, node by node."""
+        names = self.names()
+        if any(v > 0 and r not in names for r, v in requests.items()):
+            return 0  # a resource no node has
+        return room.copies(np.array([requests.get(n, 0) for n in names], dtype=np.int64))
+
     def _fits(self, keys: Iterable[GroupKey], *, admitted: bool) -> Iterator[tuple[GroupKey, bool]]:
         """Each of ``keys`` and whether it is not among :meth:`cannot_fit`."""
         names, free = self.free()
+        room = Room(free)
         verdicts: dict[tuple[int, bytes], bool] = {}
         for key in keys:
             shape = self._shape(key, names, admitted=admitted)
             if shape is None:
                 yield key, True
                 continue
-            need, smallest = shape
-            mark = (need, smallest.tobytes())
+            need, smallest, mark = shape
             fits = verdicts.get(mark)
             if fits is None:
-                fits = verdicts[mark] = _copies(free, smallest) >= need
+                fits = verdicts[mark] = room.copies(smallest) >= need
             yield key, fits
 
     def past_their_room(self, looked_at: Iterable[GroupKey]) -> frozenset[GroupKey]:
@@ -272,14 +332,28 @@ class ForecastCluster(SimCluster):
         take the room first (:mod:`controllers.simulate.forecast_alike`); none when it does not apply."""
         if not self.alike:
             return frozenset()
+        alike = self.kinds(looked_at)
         names, free = self.free()
+        room = Room(free)
+        col = set(names)
+
+        def copies(requests: Mapping[str, int]) -> int:
+            if any(v > 0 and r not in col for r, v in requests.items()):
+                return 0  # a resource no node has
+            return room.copies(np.array([requests.get(n, 0) for n in names], dtype=np.int64))
+
+        total = {n: int(v) for n, v in zip(names, free.sum(axis=0).tolist(), strict=True)}
+        return frozenset(forecast_alike.past_their_room(alike, copies, total, self.order))
+
+    def kinds(self, keys: Iterable[GroupKey]) -> dict[GroupKey, forecast_alike.Alike]:
+        """The kind of each of ``keys`` that has one and a place in ``order`` (forecast_alike.kind_of)."""
         refused = self.scheduler.shared.refused
         alike: dict[GroupKey, forecast_alike.Alike] = {}
         planned = self.ledger.is_planned
         kinds, group, order = self._kinds, self.cache.group, self.order
         for key in self.cache.take_changed_groups() if KEPT_KINDS else list(kinds):
             kinds.pop(key, None)
-        for key in looked_at:
+        for key in keys:
             g = group(key)
             if g is None or key not in order:
                 continue
@@ -301,15 +375,7 @@ class ForecastCluster(SimCluster):
                 kinds[key] = (g, a)
             if a is not None:
                 alike[key] = a
-        col = set(names)
-
-        def copies(requests: Mapping[str, int]) -> int:
-            if any(v > 0 and r not in col for r, v in requests.items()):
-                return 0  # a resource no node has
-            return _copies(free, np.array([requests.get(n, 0) for n in names], dtype=np.int64))
-
-        total = {n: int(v) for n, v in zip(names, free.sum(axis=0).tolist(), strict=True)}
-        return frozenset(forecast_alike.past_their_room(alike, copies, total, self.order))
+        return alike
 
     def beyond_window(self, keys: Iterable[GroupKey]) -> frozenset[GroupKey]:
         """Of the groups that could fit, those past the first ``window`` of each queue in line order."""
@@ -328,12 +394,11 @@ class ForecastCluster(SimCluster):
                 out.extend(line[self.window :])
         return frozenset(out)
 
-    def _shape(
-        self, key: GroupKey, names: tuple[str, ...], *, admitted: bool
-    ) -> tuple[int, npt.NDArray[np.int64]] | None:
+    def _shape(self, key: GroupKey, names: tuple[str, ...], *, admitted: bool) -> _Shape | None:
         """How many pods group ``key`` still needs placed and the smallest of its waiting pods, resource
-        by resource (a resource no node has: -1); None when it waits for nothing, is not waiting, or
-        (``admitted``) is not admitted. Kept while the group and the table's names stay as they are."""
+        by resource (a resource no node has: -1), with the two as one hashable mark; None when it waits for
+        nothing, is not waiting, or (``admitted``) is not admitted. Kept while the group and the table's
+        names stay as they are."""
         g = self.cache.group(key)
         if g is None or g.phase not in ((GroupPhase.INQUEUE,) if admitted else _WAITING):
             return None
@@ -350,7 +415,8 @@ class ForecastCluster(SimCluster):
         smallest = rows.min(axis=0)
         if any(v > 0 and r not in col for p in waiting for r, v in p.requests.items()):
             smallest = np.full(len(names), -1, dtype=np.int64)
-        shape = (max(g.min_member - have, 1), smallest)
+        need = max(g.min_member - have, 1)
+        shape = (need, smallest, (need, smallest.tobytes()))
         self._shapes[key] = (g, names, shape)
         return shape
 

@@ -49,7 +49,7 @@ from extender.core.node_table import NodeTable, build_node_table
 from extender.core.numa import NumaTopology
 from extender.core.quota import ResourceQuota
 from extender.core.residents import Residents
-from extender.core.resources import ResourceIndex, Vector
+from extender.core.resources import ResourceIndex, Resources, Vector
 from extender.core.topology import TopologyIndex
 
 
@@ -327,14 +327,16 @@ def build_snapshot(
                 )
     else:
         queue_held = {q: index.vector(u) for q, u in queue_usage.items()}
-    aside_waiting: dict[str, Vector] = {}
-    aside_owed: dict[str, Vector] = {}
-    aside_planned: dict[str, Vector] = {}
+    # Summed per queue as one matrix each (a forecast leaves hundreds of groups out every cycle: a vector
+    # per group cost more than the rest of the snapshot); integer sums, so the order does not matter.
+    books: tuple[dict[str, list[Resources]], ...] = ({}, {}, {})
     for a in aside:
-        for totals, amounts in ((aside_waiting, a.waiting), (aside_owed, a.owed), (aside_planned, a.planned)):
+        for book, amounts in zip(books, (a.waiting, a.owed, a.planned), strict=True):
             if amounts:
-                v = index.vector(amounts)
-                totals[a.queue] = v if a.queue not in totals else totals[a.queue] + v
+                book.setdefault(a.queue, []).append(amounts)
+    aside_waiting, aside_owed, aside_planned = (
+        {q: index.matrix(rows).sum(axis=0) for q, rows in book.items()} for book in books
+    )
     return Snapshot(
         nodes=table.nodes,
         index=index,

@@ -186,6 +186,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
         overused = ssn.overused(queue)
         if overused is not None:
             for g in turns.drop(qname):
+                ssn.result.turns.append((g.key, len(ssn.result.placements)))
                 if not _gang_whole(ssn, g) and g.key not in ssn.result.unschedulable:
                     ssn.result.unschedulable[g.key] = Unschedulable(NOT_ENOUGH_RESOURCES, overused)
             continue
@@ -214,6 +215,7 @@ def allocate(ssn: Session, args: AllocateArgs = AllocateArgs()) -> None:
                 ssn.domain = None
             if more:
                 turns.push(g)
+        ssn.result.turns.append((g.key, len(ssn.result.placements)))
         turns.rekey(qname)
     held = ssn.reservation
     if held is not None and (why := ssn.result.unschedulable.get(held.group)) is not None:

@@ -67,3 +67,7 @@ class CycleResult:
     annotations: dict[PodUID, dict[str, str]] = field(default_factory=dict)
     # How long the cycle's parts took, when run_cycle was given a clock (metrics only).
     timings: CycleTimings | None = None
+    # Allocate's turns in order: the group and how many placements the cycle held as its turn ended (a
+    # queue dropped as overused: each of its groups, at that moment). What a caller that left groups out
+    # needs to bound the room each of them would have found (controllers.simulate.forecast_prefix).
+    turns: list[tuple[GroupKey, int]] = field(default_factory=list)

@@ -464,3 +464,23 @@ def test_plans_respect_every_node_limit() -> None:
         name = g["metadata"]["name"]
         n = len(placed(result, f"{name}-"))
         assert n == 0 or n >= g["spec"]["minMember"]
+
+
+def test_turns_are_recorded_in_order_with_the_placements_made_by_then() -> None:
+    # Three gangs in line on a node that holds two of them: each turn with how many pods were placed when
+    # it ended, in the order the placements were committed (what a forecast bounds the room by).
+    groups: list[Raw] = []
+    pods: list[Raw] = []
+    for i, name in enumerate("abc"):
+        pg, made = gang(name, 2, created=t(i))
+        for p in made:
+            p["metadata"]["creationTimestamp"] = t(i)
+        groups.append(pg)
+        pods += made
+    result = run([node("n0", cpu="4")], pods, groups)
+    assert result.turns == [
+        (GroupKey("default/a"), 2),
+        (GroupKey("default/b"), 4),
+        (GroupKey("default/c"), 4),
+    ]
+    assert [PodUID(u) for u in result.placements] == [PodUID(f"{g}-{i}") for g in "ab" for i in range(2)]

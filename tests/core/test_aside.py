@@ -13,6 +13,8 @@ import random
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from extender.core.model import GroupKey, PodUID
 from extender.core.parse import parse_node, parse_pod, parse_podgroup, parse_queue
@@ -90,3 +92,35 @@ def test_left_out_groups_change_no_decision(seed: int) -> None:
     assert {k: full.unschedulable[k].reason for k in left_out} == {
         k: first.unschedulable[k].reason for k in left_out
     }
+
+
+_AMOUNTS = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "other"]), st.integers(0, 10**12)
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["default", "a", "b"]), _AMOUNTS, _AMOUNTS, _AMOUNTS), max_size=40))
+def test_aside_totals_are_the_sums_of_each_groups_vector(
+    rows: list[tuple[str, dict[str, int], dict[str, int], dict[str, int]]],
+) -> None:
+    """The snapshot's per-queue totals of what left-out groups weigh (summed as one matrix per queue) are
+    the sums of each group's vector over the snapshot's resource index, as they were added one by one;
+    a queue none of them weighs on in a part has no entry for it."""
+    asides = [Aside(queue=q, waiting=w, owed=o, planned=p) for q, w, o, p in rows]
+    snap = build_snapshot(
+        nodes=[parse_node(node("n1", cpu="8", memory="8Gi"))], pods=[], podgroups=[], queues=[], aside=asides
+    )
+    for part, got in (
+        ("waiting", snap.aside_waiting),
+        ("owed", snap.aside_owed),
+        ("planned", snap.aside_planned),
+    ):
+        want: dict[str, list[int]] = {}
+        for a in asides:
+            amounts = getattr(a, part)
+            if amounts:
+                v = snap.index.vector(amounts).tolist()
+                want[a.queue] = (
+                    v if a.queue not in want else [x + y for x, y in zip(want[a.queue], v, strict=True)]
+                )
+        assert {q: v.tolist() for q, v in got.items()} == want
