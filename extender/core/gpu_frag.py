@@ -249,11 +249,38 @@ class FragMeasure:
         return out
 
 
+def tie_break(
+    cards: Cards,
+    terms: Terms,
+    shape: Shape,
+    rise: Floats,
+    card: npt.NDArray[np.intp],
+    width: int,
+    *,
+    best_fit: bool = False,
+) -> Floats:
+    """Per row, what :func:`placement_score` breaks ties of alike rises by (0..``width``, the less the
+    better): the idle GPU the node would have left (idle nodes stay whole for large asks); with
+    ``best_fit``, for a pod sharing a card, the room the card it takes (``card``) would have left, as a
+    fraction of a card stretched over that range: the tightest card fills, larger rooms stay for larger
+    shares (rows where the share fits no card: ``width``). The node's idle GPU favours nodes with few
+    cards whatever room their cards keep; on openb's share-heavy traces best fit allocates more GPU
+    (docs/src/benchmarks.md, issue #25)."""
+    size = np.maximum(cards.size.max(axis=1, initial=0), 1)
+    if not best_fit or not shape.share:
+        out: Floats = terms.free - (shape.cards + shape.share / size)
+        return out
+    if not cards.avail.shape[1]:
+        return np.full(len(card), float(width))  # (no cards at all: a share fits nowhere)
+    room = cards.avail[np.arange(len(card)), card] - shape.share
+    return np.where(np.isfinite(rise), room / size * width, width)
+
+
 def placement_score(rise: Floats, left: Floats, width: int) -> Floats:
-    """0..100 from the rise of a node's fragmentation (in cards) and the idle GPU it would have left:
+    """0..100 from the rise of a node's fragmentation (in cards) and what is ``left`` (:func:`tie_break`):
     rises within :data:`QUANTUM` of a card of each other count alike, the lower the better, and within
-    that the node left with less idle GPU scores up to half a step more (idle nodes stay whole for large
-    asks). ``width``: the most cards a node has (rises stay within it)."""
+    that the less left scores up to half a step more. ``width``: the most cards a node has (rises stay
+    within it)."""
     step = 50.0 * QUANTUM / width
     level = np.floor(np.where(np.isfinite(rise), rise, width) / QUANTUM)
     out: Floats = 50.0 - level * step + 0.5 * step * (1.0 - np.clip(left, 0, width) / width)

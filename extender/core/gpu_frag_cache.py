@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.gpu_frag import Cards, Floats, FragMeasure, Shape, Terms, placement_score
+from extender.core.gpu_frag import Cards, Floats, FragMeasure, Shape, Terms, placement_score, tie_break
 
 _RISES = 256  # pod shapes whose rises are kept (the least recently asked go first)
 _STATES = 1 << 14  # (shape, row state) figures known (~9 MB with 8 cards a node); past it the older half goes
@@ -104,7 +104,8 @@ class FragCache:
     state (see the module docstring): the terms of every row, and per pod shape asked about the rise, card
     and score on every row. ``cards`` gives the rows asked for (the owner's current state); ``width``: the
     most cards a node has; ``states``: each row's state as bytes, such that rows with equal states have
-    equal ``cards`` (cheaper than the default, :func:`state_keys` of ``cards``)."""
+    equal ``cards`` (cheaper than the default, :func:`state_keys` of ``cards``); ``best_fit``: see
+    :func:`~extender.core.gpu_frag.tie_break`."""
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class FragCache:
         width: int = 8,
         states: Callable[[npt.NDArray[np.intp]], list[bytes]] | None = None,
         state: Callable[[int], bytes] | None = None,
+        best_fit: bool = False,
     ) -> None:
         self.measure = measure
         self.clock = clock
@@ -121,6 +123,7 @@ class FragCache:
         self._states = states
         self._state = state  # one row's key, as ``states`` gives it (a placement's row: no array built)
         self.width = max(width, 1)
+        self.best_fit = best_fit  # ties of a share's rises: the tightest card (gpu_frag.tie_break)
         rows, t = len(clock.stamp), len(measure.mix)
         self._terms = Terms(
             count=np.zeros((rows, t), dtype=np.int64),
@@ -235,6 +238,6 @@ class FragCache:
             rise = self.measure.whole_delta(cards, terms, shape)
         else:
             rise = self.measure.cpu_delta(cards, terms, shape)
-        size = np.maximum(cards.size.max(axis=1, initial=0), 1)
-        score = placement_score(rise, terms.free - (shape.cards + shape.share / size), self.width)
+        left = tie_break(cards, terms, shape, rise, card, self.width, best_fit=self.best_fit)
+        score = placement_score(rise, left, self.width)
         return list(zip(rise.tolist(), card.tolist(), score.tolist(), strict=True))

@@ -118,6 +118,7 @@ class CardMemo:
         self.model_label = ""
         self._reset(())
         self.learner: ShapeLearner | None = None
+        self.best_fit = False
         self._learned: dict[PodUID, None] = {}
         self._frag: FragCache | None = None
         self._frag_key: tuple[object, ...] = ()
@@ -306,8 +307,11 @@ class CardMemo:
         """Whether pod ``uid``'s shape was counted already."""
         return uid in self._learned
 
-    def learn(self, uid: PodUID, shape: Shape, half_life: int, coverage: float) -> None:
-        """Count pod ``uid``'s shape (once per pod)."""
+    def learn(
+        self, uid: PodUID, shape: Shape, half_life: int, coverage: float, best_fit: bool = False
+    ) -> None:
+        """Count pod ``uid``'s shape (once per pod); ``best_fit``: how the figures break ties (see frag)."""
+        self.best_fit = best_fit
         if self.learner is None or (self.learner.half_life, self.learner.coverage) != (half_life, coverage):
             self.learner = ShapeLearner(half_life, coverage)
             self._learned = {}
@@ -324,14 +328,15 @@ class CardMemo:
         The mix weighs every shape on every node, a shape barred from a node's GPU model finding all its
         idle GPU fragmented (the paper's "no access"), rather than per model: unconstrained pods then go
         first to the models the constrained ones may not use. On openb's model-constrained traces that
-        allocates far more GPU by the time 100 % has arrived (docs/src/benchmarks.md has the figures)."""
+        allocates far more GPU by the time 100 % has arrived (docs/src/benchmarks.md has the figures).
+        Ties break as the last :meth:`learn` said (:func:`~extender.core.gpu_frag.tie_break`)."""
         learner = self.learner
         if learner is None or not learner.mix():
             return None
-        key = (learner.version, self.share)
+        key = (learner.version, self.share, self.best_fit)
         if self._frag is None or self._frag_key != key:
             shapes = learner.mix()
-            if self._frag is not None and self._frag_key[1] is self.share and shapes == self._frag_mix:
+            if self._frag is not None and self._frag_key[1:] == key[1:] and shapes == self._frag_mix:
                 self._frag_key = key  # rebuilt alike (one shape, or weights that did not move): same figures
                 return self._frag
             self._frag_mix = shapes
@@ -343,6 +348,7 @@ class CardMemo:
                 width=self.share.memory.shape[1],
                 states=lambda rows: self.share.frag_states(rows, self.cpu, self.memory, self.model),
                 state=self.share.frag_state(self.cpu, self.memory, self.model),
+                best_fit=self.best_fit,
             )
             self._frag_key = key
         return self._frag

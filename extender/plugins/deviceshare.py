@@ -23,7 +23,9 @@ resource names, the node and pod annotations and how cards are chosen):
     which the most frequent shapes making up ``deviceshare.ShapeCoverage`` of it are weighed (1.0: every
     shape seen, up to the 256 most frequent). Rises within 0.04 of a card of
     each other count alike, and then the node left with the least idle GPU wins (so idle nodes stay whole
-    for large asks). With a weight, pods without GPUs are scored too, onto the nodes where the cpu and
+    for large asks); with ``deviceshare.ShareBestFit``, for a pod sharing a card, the card left with the
+    least room wins instead (best fit: more GPU allocated on openb's share-heavy traces, see
+    docs/src/benchmarks.md). With a weight, pods without GPUs are scored too, onto the nodes where the cpu and
     memory they take strand the least GPU (nodes without idle GPU first). vGPU pods take Volcano's
     default card order under this policy;
   * ``binpack``: the fuller the cards it would take, the better; ``spread``: idle cards win;
@@ -69,6 +71,7 @@ Enable with::
         deviceshare.GPUModelLabel: nvidia.com/gpu.product
         deviceshare.ShapeHalfLife: 5000              # pods
         deviceshare.ShapeCoverage: 1.0
+        deviceshare.ShareBestFit: false
 """
 
 from __future__ import annotations
@@ -418,5 +421,5 @@ def _learn(
     if shape is None:
         shape = shapes[pod.uid] = _shape(pod, request, _models(ssn, memo, pod))
     if not memo.learned(pod.uid):
-        memo.learn(pod.uid, shape, args.half_life, args.coverage)
+        memo.learn(pod.uid, shape, args.half_life, args.coverage, args.best_fit)
     return shape

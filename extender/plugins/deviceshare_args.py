@@ -29,6 +29,7 @@ ARGUMENTS: Final = ArgumentTable(
         "deviceshare.GPUModelLabel": (str, "nvidia.com/gpu.product"),
         "deviceshare.ShapeHalfLife": (int, 5000),
         "deviceshare.ShapeCoverage": (float, 1.0),
+        "deviceshare.ShareBestFit": (bool, False),
         # Volcano's Ascend NPU families and exclusive-GPU rules: accepted, not implemented (see above).
         "deviceshare.AscendMindClusterVNPUEnable": (bool, False),
         "deviceshare.AscendHAMiVNPUEnable": (bool, False),
@@ -45,6 +46,7 @@ class Args:
     model_label: str
     half_life: int
     coverage: float
+    best_fit: bool = False
 
     @classmethod
     def parse(cls, arguments: Mapping[str, Any]) -> Args:
@@ -74,4 +76,5 @@ class Args:
             model_label=a["deviceshare.GPUModelLabel"],
             half_life=a["deviceshare.ShapeHalfLife"],
             coverage=a["deviceshare.ShapeCoverage"],
+            best_fit=a["deviceshare.ShareBestFit"],
         )

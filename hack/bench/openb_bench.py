@@ -73,14 +73,14 @@ def _data_dir(given: str | None) -> Path | None:
     return next((d for d in candidates if (d / "openb_node_list_gpu_node.csv").is_file()), None)
 
 
-def _replay(data: Path, trace_name: str, seed: int, policy: str) -> Figures:
+def _replay(data: Path, trace_name: str, seed: int, policy: str, more: str = "") -> Figures:
     trace = openb_trace(
         data / "openb_node_list_gpu_node.csv",
         data / f"openb_pod_list_{trace_name}.csv",
         seed=seed,
         arrive=1.3,
     )
-    conf = load_conf(GPU_CONF + f"      deviceshare.SchedulePolicy: {policy}\n")
+    conf = load_conf(GPU_CONF + f"      deviceshare.SchedulePolicy: {policy}\n" + more)
     start = time.process_time()
     figures = TraceRun(trace, conf).run().arrivals
     spent = time.process_time() - start
@@ -116,6 +116,14 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--procs", type=int, default=1, help="replays run side by side (default 1)")
     ap.add_argument(
+        "--argument",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more deviceshare argument for every replay, e.g. deviceshare.ShareBestFit=true "
+        "(repeatable; keep its replays in a --results file of their own: it knows trace, seed and policy)",
+    )
+    ap.add_argument(
         "--results",
         metavar="FILE",
         help="JSON lines of finished replays: appended to as each ends, and those already there are not run "
@@ -137,9 +145,10 @@ def main() -> int:
         print(f"openb_bench: no pod list for {', '.join(missing)} in {data}", file=sys.stderr)
         return 2
     tasks = [(t, s, p) for t in traces for s in range(args.seeds) for p in policies]
+    more = "".join(f"      {k.strip()}: {v.strip()}\n" for k, v in (a.split("=", 1) for a in args.argument))
     results = _load(args.results)
     with ProcessPoolExecutor(max_workers=max(args.procs, 1)) as pool:
-        futures = {pool.submit(_replay, data, *task): task for task in tasks if task not in results}
+        futures = {pool.submit(_replay, data, *task, more): task for task in tasks if task not in results}
         for done in as_completed(futures):  # each replay as it ends (stderr): a long run shows progress
             task = futures[done]
             results[task] = done.result()

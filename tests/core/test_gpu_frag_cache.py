@@ -55,8 +55,10 @@ def _plain(
     model: npt.NDArray[np.intp],
     mix: Mix,
     shape: Shape,
+    best_fit: bool = False,
 ) -> tuple[Floats, npt.NDArray[np.intp], Floats]:
-    """Every row's rise, card and score computed afresh, as before any cache."""
+    """Every row's rise, card and score computed afresh, as before any cache; ties as ``best_fit``
+    says."""
     measure = FragMeasure(mix)
     cards = share.frag_cards(np.arange(len(share), dtype=np.intp), cpu, memory, model)
     terms = measure.terms(cards)
@@ -67,9 +69,17 @@ def _plain(
         rise = measure.whole_delta(cards, terms, shape)
     else:
         rise = measure.cpu_delta(cards, terms, shape)
-    size = np.maximum(cards.size.max(axis=1, initial=0), 1)
     width = max(share.memory.shape[1], 1)
-    return rise, card, placement_score(rise, terms.free - (shape.cards + shape.share / size), width)
+    size = np.maximum(cards.size.max(axis=1, initial=0), 1)
+    left = terms.free - (shape.cards + shape.share / size)
+    for row in range(len(share)) if shape.share and best_fit else ():
+        # a share: the room its card keeps, as a fraction of the card, over 0..width
+        if not np.isfinite(rise[row]):
+            left[row] = width
+            continue
+        room = int(cards.avail[row, int(card[row])]) - shape.share
+        left[row] = room / max(int(cards.size[row].max()), 1) * width
+    return rise, card, placement_score(rise, left, width)
 
 
 @settings(max_examples=200, deadline=None)
@@ -81,6 +91,7 @@ def _plain(
     st.lists(_SHAPE, min_size=1, max_size=4),
     st.lists(_CHANGE, max_size=40),
     st.integers(0, 2**31),
+    st.booleans(),
 )
 def test_the_kept_figures_equal_a_fresh_computation(
     sizes: list[tuple[int, int]],
@@ -88,6 +99,7 @@ def test_the_kept_figures_equal_a_fresh_computation(
     asked: list[Shape],
     changes: list[tuple[str, int, int, int, bool]],
     seed: int,
+    best_fit: bool,
 ) -> None:
     rng = np.random.default_rng(seed)
     n = len(sizes)
@@ -104,9 +116,14 @@ def test_the_kept_figures_equal_a_fresh_computation(
             lambda rows: share.frag_cards(rows, cpu, memory, model),
             width=width,
             states=lambda rows: share.frag_states(rows, cpu, memory, model),
+            best_fit=best_fit,
         ),
         FragCache(
-            FragMeasure(mix), share.clock, lambda rows: share.frag_cards(rows, cpu, memory, model), width
+            FragMeasure(mix),
+            share.clock,
+            lambda rows: share.frag_cards(rows, cpu, memory, model),
+            width,
+            best_fit=best_fit,
         ),
     ]
     held: list[tuple[int, tuple[tuple[int, int, int], ...], bool]] = []
@@ -123,11 +140,35 @@ def test_the_kept_figures_equal_a_fresh_computation(
             cpu[row] = rng.choice([0, 1000, 2000, 4000])
             share.clock.touch(row)
         shape = asked[t % len(asked)]
-        want = _plain(share, cpu, memory, model, mix, shape)
+        want = _plain(share, cpu, memory, model, mix, shape, best_fit)
         for cache in kept:
             got = cache.rise(shape)
             for name, a, b in zip(("rise", "card", "score"), got, want, strict=True):
                 assert np.array_equal(a, b), (name, a, b)
+
+
+def test_of_alike_rises_best_fit_gives_a_share_the_tightest_card() -> None:
+    """The mix weighs a 50 share only. Row 0: one card with 500 free; row 1: two cards, 360 free on one,
+    the other idle. A 300 share raises neither row's fragmentation (every room it leaves fits a 50), so
+    ties decide: by default the node left with less idle GPU (row 0: 0.2 cards against 1.06); with best
+    fit the card left with less room (row 1's card 0: 60 against 200)."""
+    share = _share_cards([(1, 1000), (2, 1000)])
+    share.add(0, ((0, 500, 0),), False, 1)
+    share.add(1, ((0, 640, 0),), False, 1)
+    zeros = np.zeros(2, dtype=np.int64)
+    model = np.zeros(2, dtype=np.intp)
+    mix = Mix([(Shape(share=50), 1.0)], MODELS, per_model=False)
+    for best_fit, winner in ((False, 0), (True, 1)):
+        cache = FragCache(
+            FragMeasure(mix),
+            share.clock,
+            lambda rows: share.frag_cards(rows, zeros, zeros, model),
+            2,
+            best_fit=best_fit,
+        )
+        rise, card, score = cache.rise(Shape(share=300))
+        assert rise.tolist() == [0.0, 0.0] and card.tolist() == [0, 0]
+        assert int(np.argmax(score)) == winner, (best_fit, score)
 
 
 def test_row_keys_of_one_row_are_those_of_many() -> None:

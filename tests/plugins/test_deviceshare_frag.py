@@ -62,3 +62,17 @@ def test_a_cpu_only_pod_scores_highest_where_it_strands_no_idle_gpu() -> None:
     _, ssn = _cycle(nodes, pods, _conf("binpack"))
     plugin = next(p for p in ssn.plugins if isinstance(p, DeviceSharePlugin))
     assert plugin.pod_score(ssn, ssn.snapshot.pods[PodUID("c")], everywhere) is None
+
+
+def test_share_best_fit_reaches_the_figures_the_cycle_scores_by() -> None:
+    """``deviceshare.ShareBestFit`` (off by default) is how the figures a cycle built break ties
+    (tests/core/test_gpu_frag_cache.py has what it changes)."""
+    nodes, pods = [share_node("n1")], [gpu_pod("b", memory=300)]
+    for flag in (None, False, True):
+        more = {} if flag is None else {"ShareBestFit": flag}
+        frag, ssn = _cycle(nodes, pods, _conf("fragmentation", **more))
+        assert _placed(frag)["b"] == "n1"
+        plugin = next(p for p in ssn.plugins if isinstance(p, DeviceSharePlugin))
+        assert plugin.args.best_fit is bool(flag)
+        built = plugin._memo._frag if plugin._memo is not None else None  # (the figures the cycle used)
+        assert built is not None and built.best_fit is bool(flag)
