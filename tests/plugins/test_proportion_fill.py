@@ -24,9 +24,7 @@ def _array_fill(
     weights: Mapping[str, int],
     floors: Mapping[str, npt.NDArray[np.float64]],
 ) -> dict[str, npt.NDArray[np.float64]]:
-    """Per resource, ``total`` divided by weight among the queues that want more, none above what it
-    wants; a queue whose share comes out below its floor (guarantee) gets the floor, and the others
-    share what is left (Volcano: deserved is at least the guarantee, the guarantee is not on top)."""
+    """The water-filling as the plugin wrote it before, numpy arrays throughout: the reference."""
     r = len(total)
     fixed: dict[str, npt.NDArray[np.float64]] = {q: np.zeros(r) for q in want}
     pinned = {q: np.zeros(r, dtype=np.bool_) for q in want}
