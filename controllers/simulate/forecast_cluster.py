@@ -39,6 +39,7 @@ kube-scheduler and the kubelets for objects that exist as models alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -334,14 +335,7 @@ class ForecastCluster(SimCluster):
             return frozenset()
         alike = self.kinds(looked_at)
         names, free = self.free()
-        room = Room(free)
-        col = set(names)
-
-        def copies(requests: Mapping[str, int]) -> int:
-            if any(v > 0 and r not in col for r, v in requests.items()):
-                return 0  # a resource no node has
-            return room.copies(np.array([requests.get(n, 0) for n in names], dtype=np.int64))
-
+        copies = functools.partial(self.copies, Room(free))
         total = {n: int(v) for n, v in zip(names, free.sum(axis=0).tolist(), strict=True)}
         return frozenset(forecast_alike.past_their_room(alike, copies, total, self.order))
 

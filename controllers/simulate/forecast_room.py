@@ -8,28 +8,19 @@ import numpy as np
 import numpy.typing as npt
 
 
-def copies(free: npt.NDArray[np.int64], smallest: npt.NDArray[np.int64]) -> int:
-    """How many pods of request ``smallest`` the nodes' ``free`` room holds in all, node by node (none
-    when it asks for a resource no node has: marked -1)."""
-    if (smallest < 0).any():
-        return 0
-    asked = smallest > 0
-    if not asked.any():
-        return len(free) * 1_000_000
-    per_node = (free[:, asked] // smallest[asked]).min(axis=1)
-    return int(per_node.sum())
-
-
 class Room:
-    """:func:`copies` over one free room, asked many times (a cycle's prefilter asks it per shape and per
-    kind): the nodes with nothing free of a resource a pod asks hold none of it, so each set of asked
-    resources reads only the rows with some of each (on a full cluster, the few nodes an end freed)."""
+    """One free room (``free``: each node's, by resource), asked many times how many pods of a request it
+    holds (a cycle's prefilter asks it per shape and per kind): the nodes with nothing free of a resource
+    a pod asks hold none of it, so each set of asked resources reads only the rows with some of each (on
+    a full cluster, the few nodes an end freed)."""
 
     def __init__(self, free: npt.NDArray[np.int64]) -> None:
         self.free = free
         self._rows: dict[bytes, npt.NDArray[np.int64]] = {}
 
     def copies(self, smallest: npt.NDArray[np.int64]) -> int:
+        """How many pods of request ``smallest`` the room holds in all, node by node (none when it asks for
+        a resource no node has: marked -1)."""
         if (smallest < 0).any():
             return 0
         asked = smallest > 0

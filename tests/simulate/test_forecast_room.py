@@ -1,16 +1,29 @@
 """The forecast's prefilter counts copies of a pod in the free room over the rows that can hold one
-(``forecast_room.Room``): the same counts as over every node (``copies``), whatever the room, the
-request and the order the requests are asked in (the rows kept per set of asked resources are reused)."""
+(``forecast_room.Room``): the same counts as over every node (``copies`` here, the count the prefilter
+made before the rows were kept), whatever the room, the request and the order the requests are asked in
+(the rows kept per set of asked resources are reused)."""
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controllers.simulate.forecast_room import Room, copies
+from controllers.simulate.forecast_room import Room
 
 _COLUMNS = 4
+
+
+def copies(free: npt.NDArray[np.int64], smallest: npt.NDArray[np.int64]) -> int:
+    """How many pods of request ``smallest`` the nodes' ``free`` room holds, over every node: the
+    reference."""
+    if (smallest < 0).any():
+        return 0
+    asked = smallest > 0
+    if not asked.any():
+        return len(free) * 1_000_000
+    return int((free[:, asked] // smallest[asked]).min(axis=1).sum())
 
 
 @given(
